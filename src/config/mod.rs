@@ -1,0 +1,174 @@
+//! The plugin configuration: parsed once in the root context, validated strictly.
+//!
+//! Parsing has two stages. [`wire`] mirrors the JSON users write and refuses unknown
+//! fields; [`validate`] checks every value and builds the types below, which cannot hold
+//! a wrong value (a zero capacity, a bad status code, a duplicate rule name). Every error
+//! names the field path, e.g. `rules[0].local.capacity: must be at least 1`, and Envoy
+//! refuses the filter when `on_configure` reports it.
+
+mod validate;
+mod wire;
+
+use crate::bucket::Quota;
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// Buckets kept per Envoy when `max_buckets` is not set.
+pub const DEFAULT_MAX_BUCKETS: u32 = 10_000;
+/// The largest `max_buckets` accepted (each bucket costs about 100 bytes of shared data).
+pub const MAX_MAX_BUCKETS: u32 = 1_000_000;
+/// The most rules one configuration may hold.
+pub const MAX_RULES: usize = 64;
+/// The most descriptor entries one rule may hold.
+pub const MAX_ENTRIES: usize = 16;
+/// The status sent when `response.status` is not set.
+pub const DEFAULT_STATUS: u16 = 429;
+/// The body sent when `response.body` is not set.
+pub const DEFAULT_BODY: &str = "rate limited\n";
+
+/// A validated plugin configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The rules, in configuration order (also the order their headers are preferred in).
+    pub rules: Vec<Rule>,
+    /// How rejections look.
+    pub response: ResponseConfig,
+    /// How many buckets this Envoy may keep in shared data (default 10 000).
+    pub max_buckets: NonZeroU32,
+    /// What happens when the local limiter cannot decide (default: allow).
+    pub failure_mode: FailureMode,
+}
+
+/// One rate-limit rule: which requests, which descriptor, which limit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// Unique name, used in metric names and logs; `[A-Za-z0-9_-]`, at most 64 bytes.
+    pub name: String,
+    /// Which requests the rule applies to.
+    pub matcher: Match,
+    /// The descriptor entries; a request missing any one of them is not limited by the rule.
+    pub entries: Vec<Entry>,
+    /// The token bucket applied per distinct descriptor value.
+    pub quota: Quota,
+    /// Decide and count, but never reject.
+    pub shadow: bool,
+}
+
+/// Which requests a rule applies to; the default matches every request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Match {
+    /// The path (without query string) must start with this.
+    pub path_prefix: Option<String>,
+    /// The method must be one of these (upper case); empty means any method.
+    pub methods: Vec<String>,
+}
+
+/// One descriptor entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The descriptor key, as sent to a rate limit service.
+    pub key: String,
+    /// Where the value comes from.
+    pub source: Source,
+}
+
+/// Where a descriptor value comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A request header, by lower-case name; an absent or empty header means no value.
+    Header(String),
+    /// A constant.
+    Value(String),
+    /// The request path without its query string.
+    Path,
+    /// The request method.
+    Method,
+    /// The `:authority` (Host) of the request.
+    Authority,
+    /// The client's IP address, without port.
+    RemoteAddress,
+}
+
+/// How a rejection looks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseConfig {
+    /// HTTP status of a rejection (default 429, 400..=599).
+    pub status: u16,
+    /// Body of a rejection (default `rate limited\n`).
+    pub body: String,
+    /// Also add `x-ratelimit-*` headers to allowed responses (default false).
+    pub headers_on_allowed: bool,
+}
+
+/// What happens to a request when the limiter cannot decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Let the request through (fail open).
+    Allow,
+    /// Reject it (fail closed).
+    Deny,
+}
+
+/// A configuration error: the field path and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// Path of the offending field, e.g. `rules[0].local.capacity`; empty for the whole.
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(path: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Parses and validates the plugin configuration JSON.
+    pub fn parse(json: &[u8]) -> Result<Config, ConfigError> {
+        if json.iter().all(u8::is_ascii_whitespace) {
+            return Err(ConfigError::new(
+                "",
+                "configuration is empty: expected a JSON object with `rules`",
+            ));
+        }
+        let mut de = serde_json::Deserializer::from_slice(json);
+        let wire: wire::Config = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            ConfigError::new(path, without_location(e.inner()))
+        })?;
+        de.end()
+            .map_err(|e| ConfigError::new("", without_location(&e)))?;
+        validate::config(wire)
+    }
+}
+
+/// serde_json's message without its " at line L column C" suffix: Istio turns YAML into
+/// the JSON we see, so positions in it would point nowhere the user can look.
+fn without_location(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" at line ") {
+        Some(at) if e.line() > 0 => text[..at].to_string(),
+        _ => text,
+    }
+}
+
+#[cfg(test)]
+mod tests;

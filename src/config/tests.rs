@@ -1,0 +1,131 @@
+use super::*;
+use std::path::Path;
+
+const EXAMPLE: &str = r#"{
+  "rules": [
+    {
+      "name": "per-tenant",
+      "match": {"path_prefix": "/api/", "methods": ["GET", "post"]},
+      "descriptors": [
+        {"key": "tenant", "header": "X-Tenant-Id"},
+        {"key": "client", "source": "remote_address"},
+        {"key": "route", "value": "api"}
+      ],
+      "local": {"capacity": 100, "refill_per_second": 10},
+      "shadow": false
+    }
+  ],
+  "response": {"status": 429, "body": "rate limited\n", "headers_on_allowed": false}
+}"#;
+
+#[test]
+fn the_documented_example_parses() {
+    let config = Config::parse(EXAMPLE.as_bytes()).unwrap();
+    let rule = &config.rules[0];
+    assert_eq!(rule.name, "per-tenant");
+    assert_eq!(rule.matcher.path_prefix.as_deref(), Some("/api/"));
+    assert_eq!(rule.matcher.methods, vec!["GET", "POST"]);
+    assert_eq!(
+        rule.entries,
+        vec![
+            Entry {
+                key: "tenant".into(),
+                source: Source::Header("x-tenant-id".into())
+            },
+            Entry {
+                key: "client".into(),
+                source: Source::RemoteAddress
+            },
+            Entry {
+                key: "route".into(),
+                source: Source::Value("api".into())
+            },
+        ]
+    );
+    assert_eq!(rule.quota, Quota::new(100, 10_000_000).unwrap());
+    assert!(!rule.shadow);
+    assert_eq!(config.response.status, 429);
+    assert_eq!(config.max_buckets.get(), DEFAULT_MAX_BUCKETS);
+    assert_eq!(config.failure_mode, FailureMode::Allow);
+}
+
+#[test]
+fn defaults_fill_what_is_left_out() {
+    let config = Config::parse(
+        br#"{"rules":[{"name":"a","descriptors":[{"key":"k","value":"v"}],
+            "local":{"capacity":1,"refill_per_second":0}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.response,
+        ResponseConfig {
+            status: 429,
+            body: "rate limited\n".into(),
+            headers_on_allowed: false
+        }
+    );
+    assert_eq!(config.rules[0].matcher, Match::default());
+    assert!(!config.rules[0].quota.refills());
+}
+
+#[test]
+fn fractional_rates_keep_six_decimals() {
+    for (text, micro) in [
+        ("0.1", 100_000),
+        ("0.000001", 1),
+        ("3.333333", 3_333_333),
+        ("1000000000", 1_000_000_000_000_000),
+        ("123456.654321", 123_456_654_321),
+    ] {
+        let json = format!(
+            r#"{{"rules":[{{"name":"a","descriptors":[{{"key":"k","value":"v"}}],
+                "local":{{"capacity":1,"refill_per_second":{text}}}}}]}}"#
+        );
+        let config = Config::parse(json.as_bytes()).unwrap();
+        assert_eq!(config.rules[0].quota.rate_micro(), micro, "{text}");
+    }
+}
+
+#[test]
+fn too_many_rules_are_refused() {
+    let rules: Vec<String> = (0..=MAX_RULES)
+        .map(|i| {
+            format!(
+                r#"{{"name":"r{i}","descriptors":[{{"key":"k","value":"v"}}],
+                    "local":{{"capacity":1,"refill_per_second":1}}}}"#
+            )
+        })
+        .collect();
+    let json = format!(r#"{{"rules":[{}]}}"#, rules.join(","));
+    let err = Config::parse(json.as_bytes()).unwrap_err();
+    assert_eq!(err.to_string(), "rules: must contain at most 64 rules");
+}
+
+/// Every file in `tests/fixtures/filter-config/invalid/` is refused with exactly the
+/// message in the `.err` file beside it.
+#[test]
+fn each_invalid_fixture_fails_with_its_exact_message() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/filter-config/invalid");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let json = std::fs::read(&path).unwrap();
+        let expected = std::fs::read_to_string(path.with_extension("err")).unwrap();
+        let err = Config::parse(&json).expect_err(&format!("{} must be refused", path.display()));
+        assert_eq!(
+            err.to_string(),
+            expected.trim_end(),
+            "fixture {}",
+            path.display()
+        );
+        checked += 1;
+    }
+    assert!(
+        checked >= 30,
+        "only {checked} fixtures found in {}",
+        dir.display()
+    );
+}

@@ -1,0 +1,261 @@
+//! Turns the wire configuration into validated types, naming the field of each error.
+
+use super::wire;
+use super::{
+    Config, ConfigError, Entry, FailureMode, Match, ResponseConfig, Rule, Source, DEFAULT_BODY,
+    DEFAULT_MAX_BUCKETS, DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS, MAX_RULES,
+};
+use crate::bucket::{Quota, MAX_RATE_MICRO};
+use std::collections::HashSet;
+use std::num::NonZeroU32;
+
+/// The longest rule name: it becomes part of metric names.
+const MAX_NAME_LEN: usize = 64;
+
+pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
+    if wire.rules.is_empty() {
+        return Err(ConfigError::new("rules", "must contain at least one rule"));
+    }
+    if wire.rules.len() > MAX_RULES {
+        return Err(ConfigError::new(
+            "rules",
+            format!("must contain at most {MAX_RULES} rules"),
+        ));
+    }
+    let mut names = HashSet::new();
+    let mut rules = Vec::with_capacity(wire.rules.len());
+    for (i, r) in wire.rules.into_iter().enumerate() {
+        let rule = rule(&format!("rules[{i}]"), r)?;
+        if !names.insert(rule.name.clone()) {
+            return Err(ConfigError::new(
+                format!("rules[{i}].name"),
+                format!("duplicate rule name {:?}", rule.name),
+            ));
+        }
+        rules.push(rule);
+    }
+    Ok(Config {
+        rules,
+        response: response(wire.response)?,
+        max_buckets: max_buckets(wire.max_buckets)?,
+        failure_mode: match wire.failure_mode {
+            None | Some(wire::FailureMode::Allow) => FailureMode::Allow,
+            Some(wire::FailureMode::Deny) => FailureMode::Deny,
+        },
+    })
+}
+
+fn rule(at: &str, r: wire::Rule) -> Result<Rule, ConfigError> {
+    let name = rule_name(&format!("{at}.name"), r.name)?;
+    let matcher = match r.matcher {
+        None => Match::default(),
+        Some(m) => matcher(&format!("{at}.match"), m)?,
+    };
+    if r.descriptors.is_empty() {
+        return Err(ConfigError::new(
+            format!("{at}.descriptors"),
+            "must contain at least one entry",
+        ));
+    }
+    if r.descriptors.len() > MAX_ENTRIES {
+        return Err(ConfigError::new(
+            format!("{at}.descriptors"),
+            format!("must contain at most {MAX_ENTRIES} entries"),
+        ));
+    }
+    let entries = r
+        .descriptors
+        .into_iter()
+        .enumerate()
+        .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e))
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some(local) = r.local else {
+        return Err(ConfigError::new(
+            at,
+            "a limit is required: set `local` to a token bucket",
+        ));
+    };
+    Ok(Rule {
+        name,
+        matcher,
+        entries,
+        quota: quota(&format!("{at}.local"), local)?,
+        shadow: r.shadow.unwrap_or(false),
+    })
+}
+
+fn rule_name(at: &str, name: String) -> Result<String, ConfigError> {
+    if name.is_empty() {
+        return Err(ConfigError::new(at, "must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(ConfigError::new(
+            at,
+            format!("must be at most {MAX_NAME_LEN} characters"),
+        ));
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(ConfigError::new(
+            at,
+            "may contain only letters, digits, `-` and `_` (it becomes part of metric names)",
+        ));
+    }
+    Ok(name)
+}
+
+fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {
+    if let Some(prefix) = &m.path_prefix {
+        if !prefix.starts_with('/') {
+            return Err(ConfigError::new(
+                format!("{at}.path_prefix"),
+                "must start with `/`",
+            ));
+        }
+    }
+    let methods = match m.methods {
+        None => Vec::new(),
+        Some(methods) if methods.is_empty() => {
+            return Err(ConfigError::new(
+                format!("{at}.methods"),
+                "must not be empty (leave it out to match every method)",
+            ))
+        }
+        Some(methods) => methods
+            .into_iter()
+            .enumerate()
+            .map(|(k, method)| {
+                if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+                    Err(ConfigError::new(
+                        format!("{at}.methods[{k}]"),
+                        format!("{method:?} is not an HTTP method"),
+                    ))
+                } else {
+                    Ok(method.to_ascii_uppercase())
+                }
+            })
+            .collect::<Result<_, _>>()?,
+    };
+    Ok(Match {
+        path_prefix: m.path_prefix,
+        methods,
+    })
+}
+
+fn entry(at: &str, e: wire::Entry) -> Result<Entry, ConfigError> {
+    if e.key.is_empty() {
+        return Err(ConfigError::new(format!("{at}.key"), "must not be empty"));
+    }
+    let source = match (e.header, e.value, e.source) {
+        (Some(header), None, None) => {
+            if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
+                return Err(ConfigError::new(
+                    format!("{at}.header"),
+                    format!("{header:?} is not a header name"),
+                ));
+            }
+            Source::Header(header.to_ascii_lowercase())
+        }
+        (None, Some(value), None) => {
+            if value.is_empty() {
+                return Err(ConfigError::new(format!("{at}.value"), "must not be empty"));
+            }
+            Source::Value(value)
+        }
+        (None, None, Some(source)) => match source {
+            wire::Source::Path => Source::Path,
+            wire::Source::Method => Source::Method,
+            wire::Source::Authority => Source::Authority,
+            wire::Source::RemoteAddress => Source::RemoteAddress,
+        },
+        _ => {
+            return Err(ConfigError::new(
+                at,
+                "exactly one of `header`, `value` or `source` is required",
+            ))
+        }
+    };
+    Ok(Entry { key: e.key, source })
+}
+
+fn quota(at: &str, local: wire::Local) -> Result<Quota, ConfigError> {
+    let capacity = match u32::try_from(local.capacity) {
+        Ok(0) => {
+            return Err(ConfigError::new(
+                format!("{at}.capacity"),
+                "must be at least 1",
+            ))
+        }
+        Ok(c) => c,
+        Err(_) => {
+            return Err(ConfigError::new(
+                format!("{at}.capacity"),
+                format!("must be at most {}", u32::MAX),
+            ))
+        }
+    };
+    let rate_micro = rate_micro(&format!("{at}.refill_per_second"), local.refill_per_second)?;
+    Quota::new(capacity, rate_micro)
+        .ok_or_else(|| ConfigError::new(at, "is not a valid token bucket"))
+}
+
+/// A rate in tokens per second as whole millionths, refusing what would be rounded.
+fn rate_micro(at: &str, rate: f64) -> Result<u64, ConfigError> {
+    if rate < 0.0 {
+        return Err(ConfigError::new(at, "must not be negative"));
+    }
+    let max = MAX_RATE_MICRO / 1_000_000;
+    let micro = rate * 1e6;
+    if !micro.is_finite() || micro > MAX_RATE_MICRO as f64 {
+        return Err(ConfigError::new(at, format!("must be at most {max}")));
+    }
+    let rounded = micro.round();
+    // f64 carries about 16 significant digits; anything further from a whole number of
+    // micro-tokens than that noise was written with more than 6 decimal places.
+    let noise = (micro * 4e-16).max(1e-3);
+    if (micro - rounded).abs() > noise {
+        return Err(ConfigError::new(at, "must have at most 6 decimal places"));
+    }
+    Ok(rounded as u64)
+}
+
+fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
+    let Some(r) = r else {
+        return Ok(ResponseConfig {
+            status: DEFAULT_STATUS,
+            body: DEFAULT_BODY.to_string(),
+            headers_on_allowed: false,
+        });
+    };
+    let status = match r.status {
+        None => DEFAULT_STATUS,
+        Some(s @ 400..=599) => s as u16,
+        Some(s) => {
+            return Err(ConfigError::new(
+                "response.status",
+                format!("{s} is not a 4xx or 5xx status code"),
+            ))
+        }
+    };
+    Ok(ResponseConfig {
+        status,
+        body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
+        headers_on_allowed: r.headers_on_allowed.unwrap_or(false),
+    })
+}
+
+fn max_buckets(n: Option<u64>) -> Result<NonZeroU32, ConfigError> {
+    let n = n.unwrap_or(u64::from(DEFAULT_MAX_BUCKETS));
+    if n > u64::from(MAX_MAX_BUCKETS) {
+        return Err(ConfigError::new(
+            "max_buckets",
+            format!("must be at most {MAX_MAX_BUCKETS}"),
+        ));
+    }
+    u32::try_from(n)
+        .ok()
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| ConfigError::new("max_buckets", "must be at least 1"))
+}

@@ -1,0 +1,3 @@
+//! floodgate
+pub mod bucket;
+pub mod config;
