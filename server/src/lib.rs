@@ -1,0 +1,2 @@
+//! floodgate-server
+pub mod algorithm;
