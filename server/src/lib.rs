@@ -1,2 +1,3 @@
 //! floodgate-server
 pub mod algorithm;
+pub mod config;
