@@ -1,3 +1,5 @@
 //! floodgate-server
 pub mod algorithm;
+pub mod clock;
 pub mod config;
+pub mod store;

@@ -2,6 +2,9 @@
 //! exact message in its `.err` file (a `.yaml` file, or a directory of them); every valid one
 //! under `valid/` loads.
 
+// A test crate: failing loudly on a broken fixture is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use floodgate_server::config;
 use std::fs;
 use std::path::{Path, PathBuf};

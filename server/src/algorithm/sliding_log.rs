@@ -31,6 +31,13 @@ pub struct Update {
     record: Option<(u64, u64)>,
 }
 
+impl Update {
+    /// How many old entries this update drops.
+    pub fn expired(&self) -> usize {
+        self.expired
+    }
+}
+
 impl State {
     /// Number of stored entries.
     pub fn len(&self) -> usize {

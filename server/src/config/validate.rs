@@ -102,7 +102,9 @@ fn level(
     }
     for nodes in out.by_key.values_mut() {
         // Longest prefix first: the most specific wildcard wins.
-        nodes.prefix.sort_by(|a, b| b.0.len().cmp(&a.0.len()));
+        nodes
+            .prefix
+            .sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
     }
     Ok(out)
 }
