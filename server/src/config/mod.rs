@@ -142,3 +142,31 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 pub fn parse(files: &source::Files) -> Result<Config, ConfigError> {
     validate::config(files)
 }
+
+/// The configuration in force, swapped whole on reload. Readers take an `Arc` snapshot, so a
+/// request is decided under one configuration even if a reload lands meanwhile.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<std::sync::RwLock<Arc<Config>>>);
+
+impl Shared {
+    /// Shares `config`.
+    pub fn new(config: Config) -> Shared {
+        Shared(Arc::new(std::sync::RwLock::new(Arc::new(config))))
+    }
+
+    /// The configuration now in force.
+    pub fn get(&self) -> Arc<Config> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `config` in force for every later request.
+    pub fn set(&self, config: Config) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+    }
+}
