@@ -19,6 +19,9 @@ use tokio::sync::watch;
 /// How often the memory store drops idle counters.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
+/// How long in-flight calls may finish after SIGTERM before connections are cut.
+const DRAIN: Duration = Duration::from_secs(5);
+
 /// Why the server stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -84,9 +87,20 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
 
     tracing::info!(%grpc_addr, %http_addr, "serving");
     announce(grpc_addr, http_addr);
-    let (g, h) = tokio::join!(grpc_server, http_server);
-    g.map_err(|e| ServerError::Serve(format!("gRPC: {e}")))?;
-    h.map_err(|e| ServerError::Serve(format!("HTTP: {e}")))?;
+    let serve = async { tokio::join!(grpc_server, http_server) };
+    let drain_deadline = async {
+        stopped(stop.clone()).await;
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        (g, h) = serve => {
+            g.map_err(|e| ServerError::Serve(format!("gRPC: {e}")))?;
+            h.map_err(|e| ServerError::Serve(format!("HTTP: {e}")))?;
+        }
+        () = drain_deadline => {
+            tracing::warn!("connections still open {DRAIN:?} after the signal; closing them");
+        }
+    }
     tracing::info!("stopped");
     Ok(())
 }
