@@ -28,6 +28,7 @@ help:
 	@echo "make wasm   - build $(WASM)"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
+	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 
 setup: wasm-target envoy redis
 
@@ -68,6 +69,12 @@ lint: wasm-target
 
 fmt:
 	cargo fmt --all
+
+# floodgate-server alone: each algorithm's decision (criterion), then decisions/s and
+# p50/p99 over gRPC against a do-nothing RLS floor at 1, 16 and 64 streams.
+bench-server:
+	cargo bench -p floodgate-server --bench algorithms
+	cargo bench -p floodgate-server --bench rls
 
 clean:
 	cargo clean
