@@ -17,6 +17,8 @@
 //! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags.
 //! - [`proto`]: the generated RLS types, public so tests and tools share them.
 
+#![warn(missing_docs)]
+
 pub mod algorithm;
 pub mod cli;
 pub mod clock;
