@@ -159,11 +159,20 @@ async fn compare() -> Result<(), BoxError> {
 }
 
 /// Runs `streams` concurrent callers against `addr` for `secs` (after a 1 s warm-up).
-async fn load(addr: SocketAddr, streams: usize, many: bool, secs: u64) -> Result<Outcome, BoxError> {
+async fn load(
+    addr: SocketAddr,
+    streams: usize,
+    many: bool,
+    secs: u64,
+) -> Result<Outcome, BoxError> {
     let connections = streams.div_ceil(16);
     let mut channels = Vec::with_capacity(connections);
     for _ in 0..connections {
-        channels.push(Channel::from_shared(format!("http://{addr}"))?.connect().await?);
+        channels.push(
+            Channel::from_shared(format!("http://{addr}"))?
+                .connect()
+                .await?,
+        );
     }
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -176,11 +185,18 @@ async fn load(addr: SocketAddr, streams: usize, many: bool, secs: u64) -> Result
             let mut n = i as u64 * 7919;
             while !stop.load(Ordering::Relaxed) {
                 n = n.wrapping_add(1);
-                let value = if many { (n % MANY_KEYS).to_string() } else { "hot".to_owned() };
+                let value = if many {
+                    (n % MANY_KEYS).to_string()
+                } else {
+                    "hot".to_owned()
+                };
                 let req = RateLimitRequest {
                     domain: "bench".into(),
                     descriptors: vec![RateLimitDescriptor {
-                        entries: vec![Entry { key: "client".into(), value }],
+                        entries: vec![Entry {
+                            key: "client".into(),
+                            value,
+                        }],
                         limit: None,
                         hits_addend: None,
                     }],
@@ -192,7 +208,8 @@ async fn load(addr: SocketAddr, streams: usize, many: bool, secs: u64) -> Result
                     return Err::<Vec<u32>, BoxError>("a bench request was limited".into());
                 }
                 if measuring.load(Ordering::Relaxed) {
-                    latencies.push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
+                    latencies
+                        .push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
                 }
             }
             Ok(latencies)
@@ -210,7 +227,11 @@ async fn load(addr: SocketAddr, streams: usize, many: bool, secs: u64) -> Result
         all.extend(t.await??);
     }
     all.sort_unstable();
-    let pct = |p: f64| all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1))).copied().unwrap_or(0) as f64;
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0) as f64
+    };
     Ok(Outcome {
         per_sec: all.len() as f64 / elapsed,
         p50_us: pct(0.50),

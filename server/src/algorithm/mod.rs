@@ -214,49 +214,27 @@ impl State {
 /// fresh: it happens when a configuration reload changes a limit's algorithm.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
     let hits = hits.max(1);
-    let fresh;
-    let state = if matches_algorithm(state, limit) {
-        state
-    } else {
-        fresh = State::fresh(limit);
-        &fresh
-    };
     match (state, limit.algorithm) {
+        (State::FixedWindow(s), Algorithm::FixedWindow) => {
+            let (d, n) = fixed_window::decide(s, now_ns, limit, hits);
+            (d, Update::FixedWindow(n))
+        }
         (State::TokenBucket(s), Algorithm::TokenBucket { burst }) => {
             let (d, n) = token_bucket::decide(s, now_ns, limit, burst, hits);
             (d, Update::TokenBucket(n))
         }
-        (State::SlidingWindowLog(s), _) => {
+        (State::SlidingWindowLog(s), Algorithm::SlidingWindowLog) => {
             let (d, u) = sliding_log::decide(s, now_ns, limit, hits);
             (d, Update::SlidingWindowLog(u))
         }
-        (State::SlidingWindowCounter(s), _) => {
+        (State::SlidingWindowCounter(s), Algorithm::SlidingWindowCounter) => {
             let (d, n) = sliding_counter::decide(s, now_ns, limit, hits);
             (d, Update::SlidingWindowCounter(n))
         }
-        (State::FixedWindow(s), _) => {
-            let (d, n) = fixed_window::decide(s, now_ns, limit, hits);
-            (d, Update::FixedWindow(n))
-        }
-        // Unreachable after the fresh substitution above; answer as a fixed window.
-        (_, _) => {
-            let (d, n) = fixed_window::decide(&Default::default(), now_ns, limit, hits);
-            (d, Update::FixedWindow(n))
-        }
+        // Another algorithm's state: start afresh (a fresh state always matches, so this
+        // recurses once).
+        _ => decide(&State::fresh(limit), now_ns, limit, hits),
     }
-}
-
-fn matches_algorithm(state: &State, limit: &Limit) -> bool {
-    matches!(
-        (state, limit.algorithm),
-        (State::FixedWindow(_), Algorithm::FixedWindow)
-            | (State::TokenBucket(_), Algorithm::TokenBucket { .. })
-            | (State::SlidingWindowLog(_), Algorithm::SlidingWindowLog)
-            | (
-                State::SlidingWindowCounter(_),
-                Algorithm::SlidingWindowCounter
-            )
-    )
 }
 
 /// Clamps a count to the `u32` of the RLS `limit_remaining` field.

@@ -207,3 +207,33 @@ fn sliding_counter_worst_case_approaches_but_stays_under_twice() {
     let worst = worst_window(&reqs, &ds);
     assert_eq!(worst, 19, "10 + 9: the bound 2 × limit − 1 is reached");
 }
+
+#[test]
+fn huge_hits_are_denied_without_overflow() {
+    for algorithm in [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket {
+            burst: NonZeroU32::MAX,
+        },
+        Algorithm::SlidingWindowLog,
+        Algorithm::SlidingWindowCounter,
+    ] {
+        let l = limit(u32::MAX, Unit::Week, algorithm);
+        let mut state = State::fresh(&l);
+        let (d, u) = decide(&state, u64::MAX / 2, &l, u64::from(u32::MAX));
+        assert!(d.allowed, "{}", algorithm.name());
+        state.apply(u);
+        let (d, _) = decide(&state, u64::MAX, &l, u64::MAX);
+        assert!(!d.allowed, "{}", algorithm.name());
+    }
+}
+
+#[test]
+fn a_state_of_another_algorithm_reads_as_fresh() {
+    let fixed = limit(1, Unit::Second, Algorithm::FixedWindow);
+    let (_, u) = decide(&State::fresh(&fixed), S, &fixed, 1);
+    let mut state = State::fresh(&fixed);
+    state.apply(u);
+    let counter = limit(1, Unit::Second, Algorithm::SlidingWindowCounter);
+    assert!(decide(&state, S, &counter, 1).0.allowed);
+}
