@@ -61,6 +61,10 @@ server-debug:
 test: setup wasm server-debug
 	cargo test --workspace
 
+run: setup wasm
+	cargo build -p floodgate-integration --bin demo-upstream
+	scripts/run.sh
+
 lint: wasm-target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
