@@ -74,6 +74,46 @@ impl Slot {
     }
 }
 
+/// A slot's shared-data key, on the stack.
+#[derive(Clone, Copy)]
+pub struct SlotKey {
+    buf: [u8; SlotKey::CAPACITY],
+    len: usize,
+}
+
+impl SlotKey {
+    /// "floodgate/v1/" + two u32 in decimal + "/" fit with room to spare.
+    const CAPACITY: usize = 40;
+
+    fn push(&mut self, bytes: &[u8]) {
+        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+        self.len += bytes.len();
+    }
+
+    fn push_number(&mut self, mut n: u32) {
+        let mut digits = [0u8; 10];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        self.push(&digits[start..]);
+    }
+}
+
+impl std::ops::Deref for SlotKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only ASCII is ever pushed.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    }
+}
+
 /// How the slot of a found bucket came to be its.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -117,9 +157,18 @@ impl Table {
         self.size
     }
 
-    /// The shared-data key of slot `index`.
-    pub fn key(&self, index: u32) -> String {
-        format!("floodgate/v1/{}/{}", self.size, index)
+    /// The shared-data key of slot `index`, built without allocating: this runs twice
+    /// per request.
+    pub fn key(&self, index: u32) -> SlotKey {
+        let mut key = SlotKey {
+            buf: [0; SlotKey::CAPACITY],
+            len: 0,
+        };
+        key.push(b"floodgate/v1/");
+        key.push_number(self.size);
+        key.push(b"/");
+        key.push_number(index);
+        key
     }
 
     /// The key marking that every slot key exists.
@@ -164,14 +213,13 @@ impl Table {
         let mut evictable: Option<(u64, Found)> = None;
         for step in 0..window {
             let index = (home + step) % self.size;
-            let read = match store.get(&self.key(index))? {
+            let key = self.key(index);
+            let read = match store.get(&key)? {
                 Some(read) => read,
                 // Not prepared (should not happen): create it, then read its token.
                 None => {
-                    store.create(&self.key(index), &[])?;
-                    store
-                        .get(&self.key(index))?
-                        .ok_or(StoreError { status: 1 })?
+                    store.create(&key, &[])?;
+                    store.get(&key)?.ok_or(StoreError { status: 1 })?
                 }
             };
             let new = |origin| Found {
@@ -242,7 +290,12 @@ mod tests {
 
     #[test]
     fn key_format_is_pinned() {
-        assert_eq!(table(10_000).key(42), "floodgate/v1/10000/42");
+        assert_eq!(&*table(10_000).key(42), "floodgate/v1/10000/42");
+        assert_eq!(&*table(1).key(0), "floodgate/v1/1/0");
+        assert_eq!(
+            &*table(u32::MAX).key(u32::MAX),
+            "floodgate/v1/4294967295/4294967295"
+        );
         assert_eq!(table(10_000).ready_key(), "floodgate/v1/10000/ready");
     }
 

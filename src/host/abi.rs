@@ -20,6 +20,7 @@ const MAP_RESPONSE_HEADERS: u32 = 2;
 
 #[link(wasm_import_module = "env")]
 extern "C" {
+    fn proxy_log(level: u32, message_data: *const u8, message_size: usize) -> u32;
     fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
     fn proxy_set_tick_period_milliseconds(period: u32) -> u32;
     fn proxy_get_buffer_bytes(
@@ -102,6 +103,12 @@ fn check(status: u32) -> Result<(), Status> {
     } else {
         Err(status)
     }
+}
+
+/// Writes `message` to Envoy's log at `level` (0 trace ... 4 error).
+pub fn log(level: u32, message: &str) -> Result<(), Status> {
+    // SAFETY: the message is a valid slice for the duration of the call.
+    check(unsafe { proxy_log(level, message.as_ptr(), message.len()) })
 }
 
 /// The host's wall clock in nanoseconds since the Unix epoch.

@@ -1,13 +1,12 @@
 //! The HTTP context: one per request, carrying out the limiter's verdict.
 
 use super::abi;
+use super::dispatch::{CONTINUE, PAUSE};
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use crate::limiter::Verdict;
 use crate::response::{Reply, DETAILS};
-use proxy_wasm::traits::{Context, HttpContext};
-use proxy_wasm::types::Action;
 use std::rc::Rc;
 
 /// One request's context.
@@ -27,16 +26,15 @@ impl Http {
     }
 }
 
-impl Context for Http {}
-
-impl HttpContext for Http {
-    fn on_http_request_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
+impl Http {
+    /// Decides the request; returns the ABI action.
+    pub fn on_request_headers(&mut self) -> u32 {
         let Some(plugin) = &self.plugin else {
-            return Action::Continue;
+            return CONTINUE;
         };
         let verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
-                return Action::Continue;
+                return CONTINUE;
             };
             plugin.limiter.check(
                 &mut HostRequest,
@@ -48,24 +46,25 @@ impl HttpContext for Http {
         match verdict {
             Verdict::Continue { response_headers } => {
                 self.response_headers = response_headers;
-                Action::Continue
+                CONTINUE
             }
             Verdict::Reject(reply) => send(&reply),
         }
     }
 
-    fn on_http_response_headers(&mut self, _headers: usize, _end_of_stream: bool) -> Action {
+    /// Adds the pending `x-ratelimit-*` headers; returns the ABI action.
+    pub fn on_response_headers(&mut self) -> u32 {
         for (name, value) in std::mem::take(&mut self.response_headers) {
             if let Err(status) = abi::add_response_header(name, &value) {
                 log::warn!("cannot add response header {name} (status {status})");
             }
         }
-        Action::Continue
+        CONTINUE
     }
 }
 
 /// Sends a reply from the proxy. After a local reply the request must stay paused.
-fn send(reply: &Reply) -> Action {
+fn send(reply: &Reply) -> u32 {
     let result = match reply {
         Reply::Http {
             status,
@@ -87,10 +86,10 @@ fn send(reply: &Reply) -> Action {
         }
     };
     match result {
-        Ok(()) => Action::Pause,
+        Ok(()) => PAUSE,
         Err(status) => {
             log::error!("cannot send the rejection (status {status}); letting it through");
-            Action::Continue
+            CONTINUE
         }
     }
 }

@@ -1,21 +1,16 @@
-//! The host layer: the only code that talks to Envoy through proxy-wasm.
+//! The host layer: the only code that talks to Envoy, through the proxy-wasm ABI.
 //!
 //! It reads the request, calls host functions and carries out the [`Verdict`]s that the
 //! pure modules compute. Compiled for wasm32 only; everything it calls into is tested on
-//! the host target.
+//! the host target. It speaks the ABI directly (see [`dispatch`] for why we export only
+//! the callbacks we use, and [`abi`] for why every status is handled here).
 //!
 //! [`Verdict`]: crate::limiter::Verdict
 
 mod abi;
+mod dispatch;
 mod http;
+mod log;
 mod request;
 mod root;
 mod shared;
-
-proxy_wasm::main! {{
-    // Info and above: debug formatting would cost every request a host call.
-    proxy_wasm::set_log_level(proxy_wasm::types::LogLevel::Info);
-    proxy_wasm::set_root_context(|_| -> Box<dyn proxy_wasm::traits::RootContext> {
-        Box::new(root::Root::default())
-    });
-}}

@@ -6,13 +6,10 @@
 //! data, defines the metrics and flushes this thread's tally once per tick.
 
 use super::abi;
-use super::http::Http;
 use super::shared::HostShared;
 use crate::config::Config;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
-use proxy_wasm::traits::{Context, HttpContext, RootContext};
-use proxy_wasm::types::ContextType;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -29,16 +26,15 @@ pub struct Plugin {
     metric_ids: Vec<u32>,
 }
 
-/// The root context of one VM.
+/// The root context of one plugin in this VM.
 #[derive(Default)]
 pub struct Root {
     plugin: Option<Rc<Plugin>>,
 }
 
-impl Context for Root {}
-
-impl RootContext for Root {
-    fn on_configure(&mut self, _size: usize) -> bool {
+impl Root {
+    /// Reads and applies the plugin configuration; `false` makes Envoy refuse it.
+    pub fn configure(&mut self) -> bool {
         match configure() {
             Ok(plugin) => {
                 self.plugin = Some(Rc::new(plugin));
@@ -51,18 +47,16 @@ impl RootContext for Root {
         }
     }
 
-    fn on_tick(&mut self) {
+    /// Flushes this thread's metric tally.
+    pub fn tick(&mut self) {
         if let Some(plugin) = &self.plugin {
             plugin.flush();
         }
     }
 
-    fn create_http_context(&self, _context_id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http::new(self.plugin.clone())))
-    }
-
-    fn get_type(&self) -> Option<ContextType> {
-        Some(ContextType::HttpContext)
+    /// What new HTTP contexts of this root share (`None` until configured).
+    pub fn plugin(&self) -> Option<Rc<Plugin>> {
+        self.plugin.clone()
     }
 }
 

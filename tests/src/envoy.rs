@@ -25,7 +25,13 @@ impl Envoy {
     /// Starts Envoy with `yaml` (listeners and admin on port 0) and `concurrency` worker
     /// threads, and waits until it is ready and every listener has its port.
     pub async fn start(yaml: &str, concurrency: u32) -> Envoy {
-        let mut envoy = Envoy::spawn(yaml, concurrency);
+        Envoy::start_pinned(yaml, concurrency, None).await
+    }
+
+    /// Like [`Envoy::start`], with every thread pinned to the CPUs in `cpus` (a
+    /// `taskset` list such as `"0"`), for benchmarks.
+    pub async fn start_pinned(yaml: &str, concurrency: u32, cpus: Option<&str>) -> Envoy {
+        let mut envoy = Envoy::spawn(yaml, concurrency, cpus);
         let admin_file = envoy.dir.path().join("admin.txt");
         envoy.admin = wait::until("envoy admin address", START_TIMEOUT, || {
             let exited = envoy.exited();
@@ -46,7 +52,7 @@ impl Envoy {
     /// Runs Envoy with `yaml`, expecting it to refuse the configuration: returns its exit
     /// status and log. Panics if it is still running after the start timeout.
     pub async fn refuse(yaml: &str) -> (ExitStatus, String) {
-        let mut envoy = Envoy::spawn(yaml, 1);
+        let mut envoy = Envoy::spawn(yaml, 1, None);
         let status = wait::until("envoy to exit", START_TIMEOUT, || {
             let exited = envoy.exited();
             async move { exited }
@@ -56,12 +62,20 @@ impl Envoy {
     }
 
     /// Starts the process; the admin address and listeners are filled in by `start`.
-    fn spawn(yaml: &str, concurrency: u32) -> Envoy {
+    fn spawn(yaml: &str, concurrency: u32, cpus: Option<&str>) -> Envoy {
         let dir = tempfile::tempdir().expect("temp dir");
         let config = dir.path().join("envoy.yaml");
         std::fs::write(&config, yaml).expect("write config");
         let log = std::fs::File::create(dir.path().join("envoy.log")).expect("log file");
-        let child = Command::new(paths::envoy())
+        let mut command = match cpus {
+            Some(cpus) => {
+                let mut c = Command::new("taskset");
+                c.args(["-c", cpus]).arg(paths::envoy());
+                c
+            }
+            None => Command::new(paths::envoy()),
+        };
+        let child = command
             .current_dir(paths::repo_root())
             .arg("-c")
             .arg(&config)
@@ -196,6 +210,27 @@ impl Envoy {
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// CPU time (user + system, in clock ticks) of the thread named `name`, e.g.
+    /// `wrk:worker_0`, from /proc.
+    pub fn thread_cpu_ticks(&self, name: &str) -> Option<u64> {
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", self.pid())).ok()?;
+        for task in tasks.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // Fields after the parenthesised command name: utime and stime are the
+            // 12th and 13th of them.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: u64 = fields.get(11)?.parse().ok()?;
+            let stime: u64 = fields.get(12)?.parse().ok()?;
+            return Some(utime + stime);
+        }
+        None
     }
 
     /// Resident memory in KiB, from /proc.
