@@ -20,7 +20,7 @@ export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
 export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 
-.PHONY: help setup wasm-target envoy redis wasm noop-wasm server server-debug test lint fmt run bench bench-server clean
+.PHONY: help setup wasm-target envoy redis wasm noop-wasm server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -61,6 +61,17 @@ server-debug:
 
 test: setup wasm server-debug
 	cargo test --workspace
+
+run: setup wasm
+	cargo build -p floodgate-integration --bin demo-upstream
+	scripts/run.sh
+
+bench-tools:
+	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
+
+bench: setup bench-tools wasm noop-wasm
+	cargo run -q -p floodgate-integration --bin bench-filter
 
 lint: wasm-target
 	cargo fmt --all -- --check

@@ -1,3 +1,38 @@
-//! floodgate
+//! floodgate: rate limiting inside Envoy, as a proxy-wasm HTTP filter.
+//!
+//! # How a request flows
+//!
+//! 1. [`descriptor`] finds the rules that apply to the request (its `match`) and builds
+//!    their descriptor values from headers, path, method, authority or client address.
+//! 2. [`local`] takes tokens from each rule's bucket in the shared [`table`], atomically
+//!    per bucket (read, decide with [`bucket`], compare-and-swap, decide again on
+//!    conflict); a rejected request consumes nothing.
+//! 3. [`response`] turns the decisions into a rejection (429 or gRPC RESOURCE_EXHAUSTED
+//!    with `retry-after` and `x-ratelimit-*`) or headers for an allowed response.
+//!
+//! [`limiter`] ties these together and is the single entry point the host layer calls.
+//! Configuration is parsed and validated once by [`config`]; [`metrics`] names and
+//! batches the counters.
+//!
+//! # Pure logic, thin glue
+//!
+//! Every module above is plain Rust over plain data, tested on the host target with a
+//! fake clock and an in-memory shared store. Only the private `host` module, compiled for
+//! wasm32, talks to Envoy: it implements [`descriptor::RequestView`] and
+//! [`shared::SharedData`] with proxy-wasm host calls and carries out the verdicts.
+
 pub mod bucket;
 pub mod config;
+pub mod descriptor;
+pub mod limiter;
+pub mod local;
+pub mod metrics;
+pub mod response;
+pub mod shared;
+pub mod table;
+
+#[cfg(test)]
+mod testing;
+
+#[cfg(target_arch = "wasm32")]
+mod host;

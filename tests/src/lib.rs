@@ -1,1 +1,21 @@
-//! Support for the end-to-end tests.
+//! Support for floodgate's end-to-end tests: real processes, real sockets.
+//!
+//! Every test starts what it needs and stops it when the handle drops: an [`Envoy`]
+//! process loading the built `floodgate.wasm`, an in-process [`Upstream`] that counts
+//! what reaches it, and the real `floodgate-server`. Everything listens on 127.0.0.1
+//! port 0 and reports the port it got, so tests run in parallel without clashing.
+//!
+//! The binaries are found through `FLOODGATE_ENVOY`, `FLOODGATE_WASM` and
+//! `FLOODGATE_SERVER` (the Makefile sets them), or at their default places in the
+//! repository. A missing one fails the test with the command that builds it.
+
+pub mod client;
+pub mod configs;
+pub mod envoy;
+pub mod paths;
+pub mod upstream;
+pub mod wait;
+
+pub use client::{burst, client, grpc_client, Reply};
+pub use envoy::Envoy;
+pub use upstream::Upstream;

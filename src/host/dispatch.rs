@@ -1,0 +1,123 @@
+//! The module's exports: the proxy-wasm (ABI 0.2.1) callbacks Envoy calls, routed to
+//! root and HTTP contexts.
+//!
+//! We export only the callbacks floodgate uses. Envoy skips a callback the module does
+//! not export, and every call into the VM costs microseconds: the SDK exports all
+//! twenty-odd callbacks, so each request would also enter the VM for its response body,
+//! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
+//! cost more than floodgate's own work (see the README's benchmark section).
+
+use super::http::Http;
+use super::root::Root;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::mem::MaybeUninit;
+
+/// `Action::Continue` and `Action::Pause` as the ABI encodes them.
+pub const CONTINUE: u32 = 0;
+/// See [`CONTINUE`].
+pub const PAUSE: u32 = 1;
+
+/// Every live context of this VM. The VM is single-threaded: one thread, one VM.
+#[derive(Default)]
+struct Contexts {
+    roots: HashMap<u32, Root>,
+    http: HashMap<u32, Http>,
+}
+
+thread_local! {
+    static CONTEXTS: RefCell<Contexts> = RefCell::new(Contexts::default());
+}
+
+/// Runs `f` on the root context `id`, if it exists.
+fn with_root<T>(id: u32, f: impl FnOnce(&mut Root) -> T) -> Option<T> {
+    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.roots.get_mut(&id).map(f))
+}
+
+/// Runs `f` on the HTTP context `id`, if it exists.
+fn with_http<T>(id: u32, f: impl FnOnce(&mut Http) -> T) -> Option<T> {
+    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.http.get_mut(&id).map(f))
+}
+
+/// Marks the ABI version this module speaks.
+#[no_mangle]
+pub extern "C" fn proxy_abi_version_0_2_1() {}
+
+/// WASI reactor initialisation: runs static constructors once, before any callback.
+#[cfg(target_os = "wasi")]
+#[no_mangle]
+pub extern "C" fn _initialize() {
+    extern "C" {
+        fn __wasm_call_ctors();
+    }
+    // SAFETY: called once by the host before anything else, as the WASI reactor ABI says.
+    unsafe { __wasm_call_ctors() };
+    super::log::install();
+}
+
+/// Memory the host fills in for us (header values, shared data, configuration). Its
+/// ownership comes back to Rust as a `Vec<u8>` of exactly `size` bytes (see `abi`).
+#[no_mangle]
+pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
+    // A boxed slice has exactly `size` bytes of capacity, as `Vec::from_raw_parts` needs.
+    let buffer: Box<[MaybeUninit<u8>]> = Box::new_uninit_slice(size);
+    Box::into_raw(buffer).cast::<u8>()
+}
+
+/// A new context: a root context (no parent) per plugin, an HTTP context per request.
+#[no_mangle]
+pub extern "C" fn proxy_on_context_create(context_id: u32, parent_id: u32) {
+    CONTEXTS.with(|c| {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return;
+        };
+        if parent_id == 0 {
+            c.roots.insert(context_id, Root::default());
+        } else {
+            let plugin = c.roots.get(&parent_id).and_then(Root::plugin);
+            c.http.insert(context_id, Http::new(plugin));
+        }
+    });
+}
+
+/// The VM started; nothing to do until the plugin is configured.
+#[no_mangle]
+pub extern "C" fn proxy_on_vm_start(_context_id: u32, _configuration_size: usize) -> bool {
+    true
+}
+
+/// The plugin configuration arrived (or changed): `false` makes Envoy refuse it.
+#[no_mangle]
+pub extern "C" fn proxy_on_configure(context_id: u32, _configuration_size: usize) -> bool {
+    with_root(context_id, Root::configure).unwrap_or(false)
+}
+
+/// The periodic tick of one root context (each thread has its own).
+#[no_mangle]
+pub extern "C" fn proxy_on_tick(context_id: u32) {
+    with_root(context_id, |root| root.tick());
+}
+
+/// A request's headers: where the limit is decided.
+#[no_mangle]
+pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
+    with_http(context_id, Http::on_request_headers).unwrap_or(CONTINUE)
+}
+
+/// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
+#[no_mangle]
+pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
+    with_http(context_id, Http::on_response_headers).unwrap_or(CONTINUE)
+}
+
+/// A context is gone.
+#[no_mangle]
+pub extern "C" fn proxy_on_delete(context_id: u32) {
+    CONTEXTS.with(|c| {
+        if let Ok(mut c) = c.try_borrow_mut() {
+            if c.http.remove(&context_id).is_none() {
+                c.roots.remove(&context_id);
+            }
+        }
+    });
+}

@@ -1,0 +1,115 @@
+//! The root context: configuration, the bucket table, metric flushing.
+//!
+//! Envoy creates one root context per VM: the main thread's first, then one per worker.
+//! Each parses and validates the configuration (a bad one makes `on_configure` return
+//! false, so Envoy refuses the filter), makes sure the bucket table exists in shared
+//! data, defines the metrics and flushes this thread's tally once per tick.
+
+use super::abi;
+use super::shared::HostShared;
+use crate::config::Config;
+use crate::limiter::Limiter;
+use crate::metrics::{self, Kind, Tally};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+/// How often this thread's metric tally is sent to Envoy.
+const FLUSH_PERIOD_MS: u32 = 1_000;
+
+/// Everything an HTTP context needs, shared by all requests of this thread.
+pub struct Plugin {
+    /// The decision logic and configuration.
+    pub limiter: Limiter,
+    /// Metric updates waiting for the next tick.
+    pub tally: RefCell<Tally>,
+    /// Envoy metric ids, indexed like the tally.
+    metric_ids: Vec<u32>,
+}
+
+/// The root context of one plugin in this VM.
+#[derive(Default)]
+pub struct Root {
+    plugin: Option<Rc<Plugin>>,
+}
+
+impl Root {
+    /// Reads and applies the plugin configuration; `false` makes Envoy refuse it.
+    pub fn configure(&mut self) -> bool {
+        match configure() {
+            Ok(plugin) => {
+                self.plugin = Some(Rc::new(plugin));
+                true
+            }
+            Err(message) => {
+                log::error!("{message}");
+                false
+            }
+        }
+    }
+
+    /// Flushes this thread's metric tally.
+    pub fn tick(&mut self) {
+        if let Some(plugin) = &self.plugin {
+            plugin.flush();
+        }
+    }
+
+    /// What new HTTP contexts of this root share (`None` until configured).
+    pub fn plugin(&self) -> Option<Rc<Plugin>> {
+        self.plugin.clone()
+    }
+}
+
+fn configure() -> Result<Plugin, String> {
+    let bytes = abi::plugin_configuration()
+        .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
+    let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    let limiter = Limiter::new(config);
+    let created = limiter.table().prepare(&HostShared).map_err(|e| {
+        format!(
+            "cannot create the bucket table in shared data (status {})",
+            e.status
+        )
+    })?;
+    let metric_ids = metrics::definitions(&limiter.config().rules)
+        .iter()
+        .map(|(kind, name)| {
+            let kind = match kind {
+                Kind::Counter => 0,
+                Kind::Gauge => 1,
+            };
+            abi::define_metric(kind, name)
+                .map_err(|status| format!("cannot define metric {name} (status {status})"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    abi::set_tick_period_ms(FLUSH_PERIOD_MS)
+        .map_err(|status| format!("cannot set the tick period (status {status})"))?;
+    log::info!(
+        "{} rules, {} bucket slots ({} created)",
+        limiter.config().rules.len(),
+        limiter.table().size(),
+        created
+    );
+    let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
+    Ok(Plugin {
+        limiter,
+        tally,
+        metric_ids,
+    })
+}
+
+impl Plugin {
+    /// Sends this thread's pending metric updates to Envoy.
+    pub fn flush(&self) {
+        let Ok(mut tally) = self.tally.try_borrow_mut() else {
+            return;
+        };
+        for (index, delta) in tally.drain() {
+            if let Some(&id) = self.metric_ids.get(index) {
+                if let Err(status) = abi::increment_metric(id, delta) {
+                    log::warn!("metric update failed (status {status})");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,285 @@
+use super::*;
+use crate::bucket::Tat;
+use crate::shared::memory::MemoryShared;
+use crate::shared::Versioned;
+use std::cell::Cell;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+const NOW: u64 = 1_700_000_000_000_000_000;
+
+fn table(size: u32) -> Table {
+    Table::new(NonZeroU32::new(size).unwrap())
+}
+
+fn take(fp: u128, capacity: u32, rate_micro: u64) -> Take {
+    Take {
+        fingerprint: fp,
+        quota: Quota::new(capacity, rate_micro).unwrap(),
+        shadow: false,
+    }
+}
+
+fn prepared(size: u32) -> (Table, MemoryShared) {
+    let t = table(size);
+    let store = MemoryShared::default();
+    t.prepare(&store).unwrap();
+    (t, store)
+}
+
+fn check(t: &Table, store: &impl SharedData, takes: &[Take]) -> Checked {
+    take_all(t, store, takes, NOW, 1, &mut TableEvents::default()).unwrap()
+}
+
+/// Tokens left in a bucket right now, read straight from the table.
+fn left(t: &Table, store: &impl SharedData, tk: &Take) -> u32 {
+    let found = t.find(store, tk.fingerprint, NOW).unwrap();
+    let state = if found.origin == Origin::Existing {
+        found.state
+    } else {
+        Tat::default()
+    };
+    match bucket::decide(state, NOW, tk.quota, 1) {
+        Decision::Allow { remaining, .. } => remaining + 1,
+        Decision::Deny { remaining, .. } => remaining,
+    }
+}
+
+#[test]
+fn a_bucket_admits_its_capacity_then_denies() {
+    let (t, store) = prepared(64);
+    let a = take(1, 3, 0);
+    let allowed = (0..5).filter(|_| check(&t, &store, &[a]).allowed).count();
+    assert_eq!(allowed, 3);
+}
+
+#[test]
+fn a_denied_request_consumes_nothing_from_other_rules() {
+    let (t, store) = prepared(64);
+    let strict = take(1, 1, 0);
+    let loose = take(2, 5, 0);
+    assert!(check(&t, &store, &[strict, loose]).allowed);
+    assert_eq!(left(&t, &store, &loose), 4);
+    let denied = check(&t, &store, &[strict, loose]);
+    assert!(!denied.allowed);
+    assert!(!denied.decisions[0].is_allow());
+    assert!(denied.decisions[1].is_allow(), "loose would have allowed");
+    assert_eq!(
+        left(&t, &store, &loose),
+        4,
+        "the denied request took nothing"
+    );
+}
+
+#[test]
+fn shadow_denials_are_reported_but_never_enforced() {
+    let (t, store) = prepared(64);
+    let shadow = Take {
+        shadow: true,
+        ..take(1, 1, 0)
+    };
+    let enforced = take(2, 10, 0);
+    assert!(check(&t, &store, &[shadow, enforced]).allowed);
+    let second = check(&t, &store, &[shadow, enforced]);
+    assert!(second.allowed);
+    assert!(!second.decisions[0].is_allow());
+    assert_eq!(left(&t, &store, &enforced), 8);
+}
+
+#[test]
+fn new_buckets_and_evictions_are_counted() {
+    let (t, store) = prepared(8);
+    let mut events = TableEvents::default();
+    for fp in 0..8u128 {
+        take_all(&t, &store, &[take(fp, 5, 0)], NOW, 1, &mut events).unwrap();
+    }
+    assert_eq!(events.new_buckets, 8);
+    take_all(&t, &store, &[take(100, 5, 0)], NOW, 1, &mut events).unwrap();
+    assert_eq!(events.evictions, 1);
+}
+
+/// A flood of distinct keys never grows shared data beyond the table.
+#[test]
+fn a_hundred_thousand_keys_stay_within_the_table() {
+    let (t, store) = prepared(64);
+    let mut events = TableEvents::default();
+    for fp in 0..100_000u128 {
+        let fp = fp.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
+        let checked = take_all(&t, &store, &[take(fp, 10, 1_000_000)], NOW, 1, &mut events);
+        assert!(checked.unwrap().allowed);
+    }
+    assert_eq!(store.keys(), 65);
+    assert_eq!(events.new_buckets, 64);
+}
+
+/// Wraps a store and, just before our first conditional write, lets "another worker"
+/// run a request of its own: a deterministic compare-and-swap conflict.
+struct Interleaved<'a> {
+    store: &'a MemoryShared,
+    meddle: Cell<Option<Box<dyn FnOnce() + 'a>>>,
+}
+
+impl SharedData for Interleaved<'_> {
+    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+        self.store.get(key)
+    }
+    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+        if let Some(meddle) = self.meddle.take() {
+            meddle();
+        }
+        self.store.set(key, value, cas)
+    }
+    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.store.create(key, value)
+    }
+}
+
+#[test]
+fn a_conflict_is_decided_again_not_just_written_again() {
+    let (t, store) = prepared(64);
+    let last_token = take(1, 1, 0);
+    let racing = Interleaved {
+        store: &store,
+        meddle: Cell::new(Some(Box::new(|| {
+            assert!(
+                check(&t, &store, &[last_token]).allowed,
+                "the other worker wins"
+            );
+        }))),
+    };
+    let mut events = TableEvents::default();
+    let ours = take_all(&t, &racing, &[last_token], NOW, 1, &mut events).unwrap();
+    assert!(
+        !ours.allowed,
+        "only one of two racing requests gets the last token"
+    );
+    assert_eq!(events.conflicts, 1);
+}
+
+#[test]
+fn a_late_denial_refunds_rules_already_committed() {
+    let (t, store) = prepared(64);
+    let first = take(1, 5, 0);
+    let second = take(2, 1, 0);
+    // Our first write (rule `first`) goes through; meanwhile another worker takes the
+    // last token of `second`, so our commit of `second` conflicts and now denies.
+    let racing = Interleaved {
+        store: &store,
+        meddle: Cell::new(Some(Box::new(|| {
+            assert!(check(&t, &store, &[second]).allowed);
+        }))),
+    };
+    let ours = take_all(
+        &t,
+        &racing,
+        &[first, second],
+        NOW,
+        1,
+        &mut TableEvents::default(),
+    );
+    assert!(!ours.unwrap().allowed);
+    assert_eq!(left(&t, &store, &first), 5, "refunded");
+}
+
+/// A store whose conditional writes always lose.
+struct AlwaysConflicting(MemoryShared);
+
+impl SharedData for AlwaysConflicting {
+    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+        self.0.get(key)
+    }
+    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
+        Err(SetError::Conflict)
+    }
+    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        self.0.create(key, value)
+    }
+}
+
+#[test]
+fn endless_conflicts_end_in_contention() {
+    let (t, store) = prepared(64);
+    let mut events = TableEvents::default();
+    let result = take_all(
+        &t,
+        &AlwaysConflicting(store),
+        &[take(1, 5, 0)],
+        NOW,
+        1,
+        &mut events,
+    );
+    assert_eq!(result, Err(LocalError::Contention));
+    assert_eq!(events.conflicts, MAX_ATTEMPTS);
+}
+
+/// A store whose host calls fail.
+struct Broken;
+
+impl SharedData for Broken {
+    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
+        Err(StoreError { status: 2 })
+    }
+    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
+        Err(SetError::Store(StoreError { status: 2 }))
+    }
+    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+        Err(StoreError { status: 2 })
+    }
+}
+
+#[test]
+fn host_failures_are_reported() {
+    let result = take_all(
+        &table(8),
+        &Broken,
+        &[take(1, 5, 0)],
+        NOW,
+        1,
+        &mut TableEvents::default(),
+    );
+    assert_eq!(result, Err(LocalError::Store(StoreError { status: 2 })));
+}
+
+/// Eight threads hammer one bucket through a store that yields between every call,
+/// forcing CAS conflicts: exactly the capacity is admitted.
+#[test]
+fn concurrent_workers_admit_exactly_the_capacity() {
+    let t = table(128);
+    let mut store = MemoryShared::default();
+    store.yield_between = true;
+    t.prepare(&store).unwrap();
+    let admitted = Arc::new(AtomicU32::new(0));
+    let conflicts = Arc::new(AtomicU32::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (store, admitted, conflicts) = (store.clone(), admitted.clone(), conflicts.clone());
+            std::thread::spawn(move || {
+                let tk = take(42, 50, 0);
+                let other = take(7, 1_000, 0);
+                for _ in 0..100 {
+                    let mut events = TableEvents::default();
+                    let checked = take_all(&t, &store, &[tk, other], NOW, 1, &mut events);
+                    if checked.unwrap().allowed {
+                        admitted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    conflicts.fetch_add(events.conflicts, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    for th in threads {
+        th.join().unwrap();
+    }
+    assert_eq!(admitted.load(Ordering::SeqCst), 50);
+    let other = take(7, 1_000, 0);
+    assert_eq!(
+        left(&t, &store, &other),
+        950,
+        "denied requests took nothing"
+    );
+    assert!(
+        conflicts.load(Ordering::SeqCst) > 0,
+        "the test must exercise conflicts"
+    );
+}

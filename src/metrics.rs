@@ -1,0 +1,209 @@
+//! The filter's metrics: their names, and a tally that batches updates.
+//!
+//! Every proxy-wasm metric update is a host call costing microseconds, so requests only
+//! add to a [`Tally`] kept in the worker's memory; the root context flushes it to Envoy
+//! once per tick (one second). Counters therefore lag by up to a second.
+//!
+//! Names become Envoy stats `wasmcustom.floodgate.*` and Prometheus series `floodgate_*`.
+//! Per-rule series embed the rule name (`floodgate.rule.<name>.allowed`), never a
+//! descriptor value, so their number is fixed by the configuration; the `envoy/`
+//! configs extract the name into a `rule` tag.
+
+use crate::config::Rule;
+
+/// Metric kinds, as proxy-wasm defines them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Only goes up.
+    Counter,
+    /// Goes up and down.
+    Gauge,
+}
+
+/// Filter-wide metrics, in index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Global {
+    /// Requests some rule applied to that went on.
+    Allowed,
+    /// Requests rejected by a rule.
+    Denied,
+    /// Requests a shadow rule would have rejected.
+    ShadowDenied,
+    /// Requests let through because the limiter failed (`failure_mode: allow`).
+    FailureModeAllowed,
+    /// Requests rejected because the limiter failed (`failure_mode: deny`).
+    FailureModeDenied,
+    /// Requests the host clock could not be read for.
+    ErrorClock,
+    /// Shared-data host calls that failed.
+    ErrorSharedData,
+    /// Requests that gave up after too many compare-and-swap conflicts on one bucket.
+    ErrorContention,
+    /// Compare-and-swap conflicts (each one a read and decide again).
+    CasConflicts,
+    /// Buckets evicted while still refilling because their probe window was full.
+    BucketEvictions,
+    /// Gauge: slots of the bucket table in use (at most `max_buckets`).
+    Buckets,
+}
+
+impl Global {
+    /// Every global metric, in index order.
+    pub const ALL: [Global; 11] = [
+        Global::Allowed,
+        Global::Denied,
+        Global::ShadowDenied,
+        Global::FailureModeAllowed,
+        Global::FailureModeDenied,
+        Global::ErrorClock,
+        Global::ErrorSharedData,
+        Global::ErrorContention,
+        Global::CasConflicts,
+        Global::BucketEvictions,
+        Global::Buckets,
+    ];
+
+    /// The metric's name as defined in Envoy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Global::Allowed => "floodgate.allowed",
+            Global::Denied => "floodgate.denied",
+            Global::ShadowDenied => "floodgate.shadow_denied",
+            Global::FailureModeAllowed => "floodgate.failure_mode_allowed",
+            Global::FailureModeDenied => "floodgate.failure_mode_denied",
+            Global::ErrorClock => "floodgate.error.clock",
+            Global::ErrorSharedData => "floodgate.error.shared_data",
+            Global::ErrorContention => "floodgate.error.contention",
+            Global::CasConflicts => "floodgate.cas_conflicts",
+            Global::BucketEvictions => "floodgate.bucket_evictions",
+            Global::Buckets => "floodgate.buckets",
+        }
+    }
+
+    fn kind(self) -> Kind {
+        match self {
+            Global::Buckets => Kind::Gauge,
+            _ => Kind::Counter,
+        }
+    }
+}
+
+/// Per-rule counters, in index order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum PerRule {
+    /// The rule allowed the request.
+    Allowed,
+    /// The rule rejected the request.
+    Denied,
+    /// The shadow rule would have rejected the request.
+    ShadowDenied,
+}
+
+const PER_RULE: [(PerRule, &str); 3] = [
+    (PerRule::Allowed, "allowed"),
+    (PerRule::Denied, "denied"),
+    (PerRule::ShadowDenied, "shadow_denied"),
+];
+
+/// Every metric of a configuration: name and kind, indexed like a [`Tally`].
+pub fn definitions(rules: &[Rule]) -> Vec<(Kind, String)> {
+    let global = Global::ALL.iter().map(|g| (g.kind(), g.name().to_string()));
+    let per_rule = rules.iter().flat_map(|rule| {
+        PER_RULE.iter().map(move |(_, suffix)| {
+            (
+                Kind::Counter,
+                format!("floodgate.rule.{}.{suffix}", rule.name),
+            )
+        })
+    });
+    global.chain(per_rule).collect()
+}
+
+/// Updates not yet sent to Envoy, indexed like [`definitions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tally {
+    deltas: Vec<i64>,
+}
+
+impl Tally {
+    /// An empty tally for a configuration with `rules` rules.
+    pub fn new(rules: usize) -> Tally {
+        Tally {
+            deltas: vec![0; Global::ALL.len() + PER_RULE.len() * rules],
+        }
+    }
+
+    /// Adds `n` to a global metric.
+    pub fn add(&mut self, metric: Global, n: u32) {
+        self.bump(metric as usize, n);
+    }
+
+    /// Adds one to a rule's counter.
+    pub fn rule(&mut self, rule: usize, counter: PerRule) {
+        self.bump(
+            Global::ALL.len() + rule * PER_RULE.len() + counter as usize,
+            1,
+        );
+    }
+
+    fn bump(&mut self, index: usize, n: u32) {
+        if let Some(d) = self.deltas.get_mut(index) {
+            *d += i64::from(n);
+        }
+    }
+
+    /// The pending updates as (index, delta), leaving the tally empty.
+    pub fn drain(&mut self) -> impl Iterator<Item = (usize, i64)> + '_ {
+        self.deltas
+            .iter_mut()
+            .enumerate()
+            .filter(|(_, d)| **d != 0)
+            .map(|(i, d)| (i, std::mem::take(d)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn names_are_fixed_by_the_configuration() {
+        let rules = Config::parse(
+            br#"{"rules":[{"name":"per-tenant","descriptors":[{"key":"k","header":"x"}],
+                "local":{"capacity":1,"refill_per_second":1}}]}"#,
+        )
+        .unwrap()
+        .rules;
+        let defs = definitions(&rules);
+        assert_eq!(defs.len(), Global::ALL.len() + 3);
+        assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
+        assert_eq!(defs[10], (Kind::Gauge, "floodgate.buckets".to_string()));
+        assert_eq!(
+            defs[11..]
+                .iter()
+                .map(|(_, n)| n.as_str())
+                .collect::<Vec<_>>(),
+            [
+                "floodgate.rule.per-tenant.allowed",
+                "floodgate.rule.per-tenant.denied",
+                "floodgate.rule.per-tenant.shadow_denied"
+            ]
+        );
+        for (i, g) in Global::ALL.iter().enumerate() {
+            assert_eq!(*g as usize, i, "{g:?} out of order");
+        }
+    }
+
+    #[test]
+    fn a_tally_drains_only_what_changed() {
+        let mut t = Tally::new(2);
+        t.add(Global::Denied, 1);
+        t.add(Global::Denied, 2);
+        t.rule(1, PerRule::ShadowDenied);
+        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (16, 1)]);
+        assert_eq!(t.drain().count(), 0);
+    }
+}

@@ -1,0 +1,293 @@
+//! `make bench`: floodgate's local mode against Envoy without a filter, Envoy's native
+//! `local_ratelimit`, and a no-op wasm filter, side by side in one run.
+//!
+//! Each configuration runs in its own Envoy with one worker pinned to CPU 0; wrk and a
+//! `direct_response` upstream Envoy share CPU 1. Configurations take turns over several
+//! rounds so that machine noise spreads over all of them. For each we report requests
+//! per second, wrk's p50/p99 and the worker thread's CPU per request from /proc (V8
+//! compiles on other threads, so the worker thread is what requests cost).
+//!
+//! Environment: `BENCH_ROUNDS` (default 3), `BENCH_SECONDS` (default 5),
+//! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
+//! only those configurations, plus "no filter").
+
+use floodgate_integration::configs::{self, bootstrap, cluster, floodgate_filter, listener};
+use floodgate_integration::paths::repo_root;
+use floodgate_integration::Envoy;
+use serde_json::{json, Value};
+use std::process::Command;
+
+/// One configuration under test.
+struct Case {
+    name: String,
+    filters: Vec<Value>,
+    /// Every request is rejected (compare CPU per request with the native reject path).
+    rejects: bool,
+}
+
+fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
+    json!({
+        "name": "envoy.filters.http.local_ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+            "stat_prefix": "native",
+            "token_bucket": {
+                "max_tokens": max_tokens,
+                "tokens_per_fill": max_tokens,
+                "fill_interval": format!("{fill_seconds}s")
+            },
+            "filter_enabled": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+                               "runtime_key": "native_enabled"},
+            "filter_enforced": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+                                "runtime_key": "native_enforced"}
+        }
+    })
+}
+
+fn floodgate(capacity: u64, refill: u64) -> Value {
+    floodgate_filter(&json!({"rules": [{
+        "name": "bench",
+        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+        "local": {"capacity": capacity, "refill_per_second": refill}
+    }]}))
+}
+
+fn noop() -> Value {
+    let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_noop_filter.wasm");
+    assert!(
+        wasm.exists(),
+        "{} missing: run `make noop-wasm`",
+        wasm.display()
+    );
+    configs::wasm_filter("noop", &wasm.display().to_string(), "")
+}
+
+const NOOP: &str = "no-op wasm (reads 1 header)";
+const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
+const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
+const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
+
+fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
+    Case {
+        name: name.to_string(),
+        filters,
+        rejects,
+    }
+}
+
+/// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
+/// with the "allowed" configuration. For trying an optimisation side by side.
+fn variants() -> Vec<Case> {
+    let list = std::env::var("BENCH_VARIANTS").unwrap_or_default();
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .map(|path| {
+            let plugin = json!({"rules": [{
+                "name": "bench",
+                "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+                "local": {"capacity": 4_000_000_000u64, "refill_per_second": 1_000_000_000}
+            }]});
+            let filter = configs::wasm_filter("floodgate", path, &plugin.to_string());
+            case(&format!("variant {path}"), vec![filter], false)
+        })
+        .collect()
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case("no filter", vec![], false),
+        case(
+            "native local_ratelimit",
+            vec![native_local_ratelimit(4_000_000_000, 1)],
+            false,
+        ),
+        case(NOOP, vec![noop()], false),
+        case(
+            FLOODGATE_ALLOWED,
+            vec![floodgate(4_000_000_000, 1_000_000_000)],
+            false,
+        ),
+        case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
+        case(FLOODGATE_REJECTED, vec![floodgate(1, 0)], true),
+    ]
+}
+
+/// What one wrk run measured.
+#[derive(Default, Clone, Copy)]
+struct Sample {
+    requests: f64,
+    rps: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    cpu_us: f64,
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn clock_ticks_per_second() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().ok();
+    out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+fn wrk(url: &str, seconds: u64, connections: u64) -> String {
+    let out = Command::new("taskset")
+        .args(["-c", "1", "wrk", "-t1", "--latency"])
+        .arg(format!("-c{connections}"))
+        .arg(format!("-d{seconds}s"))
+        .args(["-H", "x-tenant-id: bench", url])
+        .output()
+        .expect("run wrk (apt-get install wrk)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A wrk latency like `1.23ms`, `850.00us` or `1.01s`, in milliseconds.
+fn millis(text: &str) -> f64 {
+    let (number, factor) = if let Some(n) = text.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = text.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = text.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (text, 1.0)
+    };
+    number.parse::<f64>().unwrap_or(f64::NAN) * factor
+}
+
+fn parse_wrk(text: &str) -> Sample {
+    let mut s = Sample::default();
+    for line in text.lines().map(str::trim) {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["50%", v] => s.p50_ms = millis(v),
+            ["99%", v] => s.p99_ms = millis(v),
+            ["Requests/sec:", v] => s.rps = v.parse().unwrap_or(0.0),
+            [n, "requests", "in", ..] => s.requests = n.parse().unwrap_or(0.0),
+            _ => {}
+        }
+    }
+    s
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+#[tokio::main]
+async fn main() {
+    let rounds = env_or("BENCH_ROUNDS", 3);
+    let seconds = env_or("BENCH_SECONDS", 5);
+    let connections = env_or("BENCH_CONNECTIONS", 16);
+    let tick_us = 1e6 / clock_ticks_per_second();
+
+    let upstream_yaml = json!({
+        "static_resources": {"listeners": [{
+            "name": "upstream",
+            "address": {"socket_address": {"address": "127.0.0.1", "port_value": 0}},
+            "filter_chains": [{"filters": [{
+                "name": "envoy.filters.network.http_connection_manager",
+                "typed_config": {
+                    "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                    "stat_prefix": "upstream",
+                    "route_config": {"virtual_hosts": [{"name": "all", "domains": ["*"], "routes": [
+                        {"match": {"prefix": "/"}, "direct_response": {"status": 200, "body": {"inline_string": "ok\n"}}}
+                    ]}]},
+                    "http_filters": [configs::router()]
+                }
+            }]}]
+        }]},
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": 0}}}
+    })
+    .to_string();
+    let upstream = Envoy::start_pinned(&upstream_yaml, 1, Some("1")).await;
+
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+    let cases: Vec<Case> = cases()
+        .into_iter()
+        .chain(variants())
+        .enumerate()
+        .filter(|(i, c)| only.is_empty() || *i == 0 || only.split(',').any(|w| c.name.contains(w)))
+        .map(|(_, c)| c)
+        .collect();
+    let mut envoys = Vec::new();
+    for case in &cases {
+        let yaml = bootstrap(
+            vec![listener("ingress", case.filters.clone(), "upstream")],
+            vec![cluster("upstream", upstream.listener("upstream"), false)],
+        );
+        let envoy = Envoy::start_pinned(&yaml, 1, Some("0")).await;
+        // Warm up: connections, V8 tiers, the bucket's first write.
+        wrk(&envoy.url("ingress", "/"), 1, connections);
+        envoys.push(envoy);
+    }
+
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
+    for round in 1..=rounds {
+        eprintln!("round {round}/{rounds}");
+        for (i, envoy) in envoys.iter().enumerate() {
+            let before = envoy
+                .thread_cpu_ticks("wrk:worker_0")
+                .expect("worker thread");
+            let mut sample = parse_wrk(&wrk(&envoy.url("ingress", "/"), seconds, connections));
+            let after = envoy
+                .thread_cpu_ticks("wrk:worker_0")
+                .expect("worker thread");
+            sample.cpu_us = (after - before) as f64 * tick_us / sample.requests.max(1.0);
+            samples[i].push(sample);
+        }
+    }
+
+    let summary: Vec<Sample> = samples
+        .iter()
+        .map(|runs| Sample {
+            requests: runs.iter().map(|s| s.requests).sum(),
+            rps: median(runs.iter().map(|s| s.rps).collect()),
+            p50_ms: median(runs.iter().map(|s| s.p50_ms).collect()),
+            p99_ms: median(runs.iter().map(|s| s.p99_ms).collect()),
+            cpu_us: median(runs.iter().map(|s| s.cpu_us).collect()),
+        })
+        .collect();
+    let base = summary[0].cpu_us;
+    println!(
+        "\n{rounds} rounds x {seconds}s, wrk -t1 -c{connections}, Envoy 1 worker pinned to CPU 0, \
+         wrk and upstream on CPU 1 (medians over rounds)\n"
+    );
+    println!("| configuration | req/s | p50 | p99 | worker CPU/req | added over no filter |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (case, s) in cases.iter().zip(&summary) {
+        let added = if case.rejects {
+            "-".to_string()
+        } else {
+            format!("{:+.1} µs", s.cpu_us - base)
+        };
+        println!(
+            "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.1} µs | {} |",
+            case.name, s.rps, s.p50_ms, s.p99_ms, s.cpu_us, added
+        );
+    }
+    let cpu = |name: &str| {
+        cases
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| summary[i].cpu_us)
+    };
+    if let (Some(ours), Some(floor)) = (cpu(FLOODGATE_ALLOWED), cpu(NOOP)) {
+        println!(
+            "\nfloodgate allowed path: {:.2} x the no-op wasm filter's added CPU (target <= 1.5)",
+            (ours - base) / (floor - base)
+        );
+    }
+    if let (Some(ours), Some(native)) = (cpu(FLOODGATE_REJECTED), cpu(NATIVE_REJECTED)) {
+        println!(
+            "floodgate reject path: {:.2} x the native filter's CPU per rejected request (target <= 1.5)",
+            ours / native
+        );
+    }
+}

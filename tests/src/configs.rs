@@ -1,0 +1,122 @@
+//! Envoy configurations for tests, built as JSON (which Envoy reads as YAML).
+//!
+//! Every listener and the admin bind 127.0.0.1 port 0; [`crate::Envoy`] finds the ports.
+
+use crate::paths;
+use serde_json::{json, Value};
+use std::net::SocketAddr;
+
+/// The `envoy.filters.http.wasm` entry loading the built floodgate.wasm with `plugin`
+/// as its configuration.
+pub fn floodgate_filter(plugin: &Value) -> Value {
+    wasm_filter(
+        "floodgate",
+        &paths::wasm().display().to_string(),
+        &plugin.to_string(),
+    )
+}
+
+/// An `envoy.filters.http.wasm` entry for any module.
+pub fn wasm_filter(name: &str, file: &str, configuration: &str) -> Value {
+    json!({
+        "name": "envoy.filters.http.wasm",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
+            "config": {
+                "name": name,
+                "root_id": name,
+                "vm_config": {
+                    "vm_id": name,
+                    "runtime": "envoy.wasm.runtime.v8",
+                    "code": {"local": {"filename": file}}
+                },
+                "fail_open": false,
+                "configuration": {
+                    "@type": "type.googleapis.com/google.protobuf.StringValue",
+                    "value": configuration
+                }
+            }
+        }
+    })
+}
+
+/// The router, last in every filter chain.
+pub fn router() -> Value {
+    json!({
+        "name": "envoy.filters.http.router",
+        "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}
+    })
+}
+
+/// An HTTP listener named `name` running `filters` then the router to `cluster`.
+pub fn listener(name: &str, mut filters: Vec<Value>, cluster: &str) -> Value {
+    filters.push(router());
+    json!({
+        "name": name,
+        "address": {"socket_address": {"address": "127.0.0.1", "port_value": 0}},
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": name,
+                "codec_type": "AUTO",
+                "route_config": {"virtual_hosts": [{
+                    "name": "all",
+                    "domains": ["*"],
+                    "routes": [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "timeout": "5s"}}]
+                }]},
+                "http_filters": filters
+            }
+        }]}]
+    })
+}
+
+/// A static cluster of one endpoint; `http2` for gRPC services.
+pub fn cluster(name: &str, addr: SocketAddr, http2: bool) -> Value {
+    let mut c = json!({
+        "name": name,
+        "type": "STATIC",
+        "connect_timeout": "1s",
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {
+                "address": addr.ip().to_string(), "port_value": addr.port()
+            }}}}]}]
+        }
+    });
+    if http2 {
+        c["typed_extension_protocol_options"] = json!({
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                "explicit_http_config": {"http2_protocol_options": {}}
+            }
+        });
+    }
+    c
+}
+
+/// A whole bootstrap: listeners, clusters, admin on port 0, per-rule stat tags.
+pub fn bootstrap(listeners: Vec<Value>, clusters: Vec<Value>) -> String {
+    json!({
+        "static_resources": {"listeners": listeners, "clusters": clusters},
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": 0}}},
+        "stats_config": {"stats_tags": [{
+            "tag_name": "rule",
+            "regex": "^wasmcustom\\.floodgate\\.rule\\.((.+?)\\.)\\w+$"
+        }]}
+    })
+    .to_string()
+}
+
+/// The common case: listener `ingress` with floodgate configured by `plugin`, routing to
+/// `upstream`.
+pub fn floodgate_local(plugin: &Value, upstream: SocketAddr) -> String {
+    bootstrap(
+        vec![listener(
+            "ingress",
+            vec![floodgate_filter(plugin)],
+            "upstream",
+        )],
+        vec![cluster("upstream", upstream, false)],
+    )
+}
