@@ -1,9 +1,11 @@
 //! Command-line flags.
 
 use crate::store::memory::DEFAULT_CAPACITY;
+use crate::store::redis::{RedisOptions, Target};
 use clap::Parser;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// floodgate-server: an Envoy rate limit service (RLS v3) with fixed window, token bucket
 /// and sliding window limits, configured in the envoyproxy/ratelimit YAML format.
@@ -36,7 +38,44 @@ pub struct Args {
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]
     pub memory_capacity: usize,
 
+    /// Keep counters in Redis instead of in memory, so that every replica shares them:
+    /// redis://[USER:PASSWORD@]HOST:PORT[/DB]. Without it (or --redis-cluster), counters
+    /// live in this process's memory.
+    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
+    pub redis_url: Option<String>,
+
+    /// Keep counters in a Redis Cluster, found through these seed nodes: comma-separated
+    /// redis://HOST:PORT URLs (any few nodes of the cluster).
+    #[arg(long, value_name = "URLS", value_delimiter = ',')]
+    pub redis_cluster: Vec<String>,
+
+    /// The longest one Redis call may take, connecting included, before the request answers
+    /// UNAVAILABLE, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub redis_timeout_ms: u64,
+
+    /// Redis calls allowed in flight at once; beyond that, requests answer UNAVAILABLE at
+    /// once instead of queueing (bounds memory while Redis is slow or away).
+    #[arg(long, value_name = "CALLS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
+    pub redis_max_in_flight: u32,
+
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_interval_ms: u64,
+}
+
+impl Args {
+    /// The Redis store's options, or `None` for the memory store.
+    pub fn redis(&self) -> Option<RedisOptions> {
+        let target = match (&self.redis_url, self.redis_cluster.is_empty()) {
+            (Some(url), _) => Target::Single(url.clone()),
+            (None, false) => Target::Cluster(self.redis_cluster.clone()),
+            (None, true) => return None,
+        };
+        Some(RedisOptions {
+            target,
+            timeout: Duration::from_millis(self.redis_timeout_ms),
+            max_in_flight: self.redis_max_in_flight as usize,
+        })
+    }
 }

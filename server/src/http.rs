@@ -2,16 +2,38 @@
 
 use crate::metrics::Metrics;
 use axum::http::header::CONTENT_TYPE;
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
 use std::sync::Arc;
 
 /// The routes, over the server's metrics.
+///
+/// `/healthz` answers `200 ok` while the store answers, and `503 degraded: ...` while it is
+/// unreachable (the Redis store during an outage; the memory store is always up). The
+/// process itself is fine then and recovers by itself: use it for readiness and alerts,
+/// not for a liveness probe that would restart the server.
 pub fn router(metrics: Arc<Metrics>) -> Router {
+    let health = metrics.clone();
     Router::new()
-        // Always "ok" with the memory store; the Redis store will answer "degraded" here.
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get(move || {
+                let metrics = health.clone();
+                async move {
+                    let h = metrics.health();
+                    if h.is_up() {
+                        (StatusCode::OK, "ok".to_owned())
+                    } else {
+                        (
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            format!("degraded: store unreachable: {}", h.reason()),
+                        )
+                    }
+                }
+            }),
+        )
         .route(
             "/metrics",
             get(move || {

@@ -10,10 +10,12 @@
 //! | `floodgate_decisions_total` | counter | `domain`, `result` (`ok`, `over_limit`, `shadow_over_limit`, `no_limit`) |
 //! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
-//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`) |
+//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
 //! | `floodgate_store_cells` | gauge | `store` |
+//! | `floodgate_store_up` | gauge | `store` (1 reachable, 0 down: see [`crate::store::health`]) |
 
+use crate::store::health::Health;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,12 +51,15 @@ pub enum ErrorKind {
     StoreUnavailable,
     /// The memory store was at capacity.
     StoreFull,
+    /// Too many Redis calls were in flight already.
+    StoreOverloaded,
 }
 
-const ERROR_KINDS: [(ErrorKind, &str); 3] = [
+const ERROR_KINDS: [(ErrorKind, &str); 4] = [
     (ErrorKind::InvalidArgument, "invalid_argument"),
     (ErrorKind::StoreUnavailable, "store_unavailable"),
     (ErrorKind::StoreFull, "store_full"),
+    (ErrorKind::StoreOverloaded, "store_overloaded"),
 ];
 
 /// Upper bounds of the store latency buckets, in seconds.
@@ -81,12 +86,13 @@ pub struct Metrics {
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [AtomicU64; 3],
-    errors: [AtomicU64; 3],
+    errors: [AtomicU64; 4],
     reloads: [AtomicU64; 2],
     latency_buckets: [AtomicU64; BUCKETS.len() + 1],
     latency_sum_ns: AtomicU64,
     latency_count: AtomicU64,
     store_cells: AtomicU64,
+    health: Arc<Health>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -101,8 +107,13 @@ pub enum RequestResult {
 }
 
 impl Metrics {
-    /// Empty metrics for a server using the store named `store`.
+    /// Empty metrics for a server using the store named `store`, always up.
     pub fn new(store: &'static str) -> Metrics {
+        Metrics::with_health(store, Arc::default())
+    }
+
+    /// Empty metrics for a store whose reachability `health` tracks.
+    pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         Metrics {
             store,
             domains: RwLock::default(),
@@ -114,7 +125,13 @@ impl Metrics {
             latency_sum_ns: AtomicU64::new(0),
             latency_count: AtomicU64::new(0),
             store_cells: AtomicU64::new(0),
+            health,
         }
+    }
+
+    /// The store's reachability, for `/healthz`.
+    pub fn health(&self) -> &Health {
+        &self.health
     }
 
     /// The counters of a configured domain (created on first use).
@@ -284,6 +301,18 @@ impl Metrics {
             self.store,
             get(&self.store_cells)
         );
+        header(
+            &mut out,
+            "floodgate_store_up",
+            "gauge",
+            "1 while the store answers, 0 while it is unreachable (calls then answer UNAVAILABLE).",
+        );
+        let _ = writeln!(
+            out,
+            "floodgate_store_up{{store=\"{}\"}} {}",
+            self.store,
+            u8::from(self.health.is_up())
+        );
         out
     }
 }
@@ -329,5 +358,19 @@ mod tests {
         );
         assert!(text.contains("floodgate_store_latency_seconds_count{store=\"memory\"} 2"));
         assert!(text.contains("floodgate_config_reloads_total{result=\"failure\"} 1"));
+        assert!(text.contains("floodgate_store_up{store=\"memory\"} 1"));
+    }
+
+    #[test]
+    fn store_up_follows_health() {
+        let health = Arc::new(Health::default());
+        let m = Metrics::with_health("redis", health.clone());
+        m.error(ErrorKind::StoreOverloaded);
+        assert!(health.set_down("connection refused"));
+        let text = m.render();
+        assert!(text.contains("floodgate_store_up{store=\"redis\"} 0"));
+        assert!(text.contains("floodgate_errors_total{kind=\"store_overloaded\"} 1"));
+        assert!(health.set_up());
+        assert!(m.render().contains("floodgate_store_up{store=\"redis\"} 1"));
     }
 }

@@ -105,9 +105,14 @@ impl<S: Store> RlsService<S> {
                 let kind = match e {
                     StoreError::Full(_) => ErrorKind::StoreFull,
                     StoreError::Unavailable(_) => ErrorKind::StoreUnavailable,
+                    StoreError::Overloaded(_) => ErrorKind::StoreOverloaded,
                 };
                 self.metrics.error(kind);
-                tracing::warn!(domain = %req.domain, error = %e, "store error");
+                // The Redis store logs its own failures, rate-limited: an outage must not
+                // write a line per request.
+                if matches!(e, StoreError::Full(_)) {
+                    tracing::warn!(domain = %req.domain, error = %e, "store error");
+                }
                 Status::unavailable(e.to_string())
             })?
         };

@@ -7,7 +7,9 @@ use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
 use crate::reload;
 use crate::rls::RlsService;
+use crate::store::health::Health;
 use crate::store::memory::MemoryStore;
+use crate::store::redis::RedisStore;
 use crate::store::Store;
 use std::io::Write;
 use std::net::SocketAddr;
@@ -36,6 +38,9 @@ pub enum ServerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The Redis options cannot work (a malformed URL).
+    #[error("{0}")]
+    Redis(String),
     /// Serving failed.
     #[error("{0}")]
     Serve(String),
@@ -48,8 +53,40 @@ pub enum ServerError {
 pub async fn run(args: Args) -> Result<(), ServerError> {
     let files = source::read(&args.config)?;
     let shared = config::Shared::new(config::parse(&files)?);
-    let store = Arc::new(MemoryStore::new(args.memory_capacity));
-    let metrics = Arc::new(Metrics::new(store.name()));
+    let (stop_tx, stop) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+    });
+    match args.redis() {
+        None => {
+            let store = Arc::new(MemoryStore::new(args.memory_capacity));
+            let metrics = Arc::new(Metrics::new(store.name()));
+            tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
+            serve(args, files, shared, store, metrics, stop).await
+        }
+        Some(options) => {
+            let health = Arc::new(Health::default());
+            let target = options.target.clone();
+            let store = RedisStore::connect(options, health.clone())
+                .await
+                .map_err(ServerError::Redis)?;
+            tracing::info!(?target, up = store.is_up(), "Redis store");
+            let metrics = Arc::new(Metrics::with_health(store.name(), health));
+            serve(args, files, shared, store, metrics, stop).await
+        }
+    }
+}
+
+async fn serve<S: Store>(
+    args: Args,
+    files: source::Files,
+    shared: config::Shared,
+    store: S,
+    metrics: Arc<Metrics>,
+    stop: watch::Receiver<bool>,
+) -> Result<(), ServerError> {
     metrics.register_domains(shared.get().domain_names());
 
     let grpc = bind(args.grpc_addr).await?;
@@ -57,12 +94,6 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
     let grpc_addr = local_addr(&grpc, args.grpc_addr)?;
     let http_addr = local_addr(&http, args.http_addr)?;
 
-    let (stop_tx, stop) = watch::channel(false);
-    tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
-        let _ = stop_tx.send(true);
-    });
     if args.watch_interval_ms > 0 {
         tokio::spawn(reload::watch_config(
             args.config.clone(),
@@ -73,7 +104,6 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
             stop.clone(),
         ));
     }
-    tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
 
     let service = RlsService::new(shared, store, metrics.clone(), args.response_headers);
     let grpc_server = tonic::transport::Server::builder()

@@ -2,7 +2,7 @@
 //!
 //! A store receives every limited descriptor of one request as one batch and answers one
 //! [`Decision`] per item, in order. The store owns the clock (the memory store an injected
-//! [`crate::clock::Clock`]; the Redis store will use Redis's `TIME` inside its script), so
+//! [`crate::clock::Clock`]; the Redis store Redis's `TIME` inside its script), so
 //! replicas never disagree about time. The batch shape is what lets Redis check several
 //! descriptors in one round trip.
 //!
@@ -15,7 +15,9 @@
 //! The memory store implements this under its shard locks; a Redis store does it in one
 //! script when a request's keys share a hash slot.
 
+pub mod health;
 pub mod memory;
+pub mod redis;
 
 use crate::algorithm::{Decision, Limit};
 use std::fmt::Write;
@@ -45,6 +47,10 @@ pub enum StoreError {
     /// The backend could not be reached or answered wrongly.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// Too many calls to the backend are in flight already (a slow or unreachable Redis);
+    /// new ones fail at once rather than queue.
+    #[error("store overloaded: {0} calls already in flight")]
+    Overloaded(usize),
 }
 
 /// A store of counters that decides batches atomically.

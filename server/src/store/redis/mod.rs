@@ -1,0 +1,614 @@
+//! The Redis store: counters shared by every floodgate-server replica.
+//!
+//! Each request is decided by one Lua script ([`SCRIPT`], `check.lua`, whose header
+//! documents its KEYS/ARGV contract and why it must be a script). The script holds the four
+//! algorithms, each a Lua twin of its pure Rust version in [`crate::algorithm`], reads the
+//! clock from Redis (`TIME`), and applies the same all-or-nothing rule as the memory store.
+//! It runs with `EVALSHA`, loading itself on `NOSCRIPT` (after a Redis restart, say). The
+//! conformance suite (`tests/conformance.rs`) runs the same scenarios against both stores
+//! and requires the same answers, to the nanosecond.
+//!
+//! # One round trip per request, shared connections
+//! All counters of a request go into one script call. On a single Redis (`--redis-url`)
+//! that is always one call, so a request is all or nothing exactly. Calls from every
+//! concurrent request share one multiplexed connection (auto-reconnecting), so concurrent
+//! requests are pipelined on the wire.
+//!
+//! # Redis Cluster (`--redis-cluster`)
+//! Keys carry a per-counter hash tag ([`key`]), so counters spread over the cluster. A
+//! request whose keys all share a slot (every single-descriptor request) is still one
+//! exact call. A request spanning slots is decided in two phases, each one call per slot
+//! sent concurrently: `peek` decides without writing; if any enforced limit is over, that
+//! is the answer and nothing is consumed; otherwise `commit` decides again and writes, per
+//! slot. The weaker guarantee, documented: if between the two phases a concurrent request
+//! exhausts a limit of one slot, the other slots may still consume for a request that is
+//! answered over the limit. Each slot's own counters are always exact.
+//!
+//! # Outages
+//! Every call is bounded by the timeout (`--redis-timeout-ms`) and by a cap on calls in
+//! flight (`--redis-max-in-flight`, beyond which calls fail at once), so nothing piles up
+//! and memory stays bounded. Three consecutive connectivity failures, or a failed probe,
+//! mark the store down: [`Health`] says so (`/healthz` answers 503, `floodgate_store_up`
+//! is 0), calls answer UNAVAILABLE at once without touching the network, and one warning is
+//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s every
+//! [`PROBE_EVERY`] (reconnecting as needed); its first success marks the store up again.
+
+pub mod key;
+
+use super::health::Health;
+use super::{Check, Store, StoreError};
+use crate::algorithm::{Algorithm, Decision};
+use crate::clock::Clock;
+use futures_util::future::join_all;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::{RedisError, Script, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// The decision script (see its header for the KEYS/ARGV contract).
+pub const SCRIPT: &str = include_str!("check.lua");
+
+/// How often the store probes Redis.
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+
+/// At most one failure log line per this interval while Redis fails.
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Consecutive connectivity failures that mark the store down.
+const FAILURES_TO_DOWN: u32 = 3;
+
+/// Hits above this never fit any limit (limits and bursts are `u32`), so the script gets
+/// at most this many; it keeps the script's arithmetic within exact doubles.
+const MAX_SCRIPT_HITS: u64 = 1 << 32;
+
+/// Where Redis is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// One Redis server (or a proxy in front of several): `redis://HOST:PORT[/DB]`.
+    Single(String),
+    /// Redis Cluster, found through these seed nodes.
+    Cluster(Vec<String>),
+}
+
+/// How to reach Redis and how long to wait for it.
+#[derive(Debug, Clone)]
+pub struct RedisOptions {
+    /// Where Redis is.
+    pub target: Target,
+    /// The longest one call (connecting included) may take before it answers UNAVAILABLE.
+    pub timeout: Duration,
+    /// Calls in flight beyond which new calls fail at once.
+    pub max_in_flight: usize,
+}
+
+/// The Redis store. See the module documentation.
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("target", &self.inner.options.target)
+            .field("up", &self.inner.health.is_up())
+            .finish()
+    }
+}
+
+struct Inner {
+    conn: Conn,
+    script: Script,
+    options: RedisOptions,
+    in_flight: Semaphore,
+    health: Arc<Health>,
+    /// Tests only: a clock whose time is passed to the script instead of Redis's `TIME`.
+    clock: OnceLock<Arc<dyn Clock>>,
+    consecutive_failures: AtomicU32,
+    log: Mutex<LogState>,
+    failed_since_log: AtomicU64,
+}
+
+struct LogState {
+    last: Option<Instant>,
+    down_since: Option<Instant>,
+}
+
+enum Conn {
+    Single(ConnectionManager),
+    Cluster {
+        client: Box<redis::cluster::ClusterClient>,
+        conn: Mutex<Option<ClusterConnection>>,
+    },
+}
+
+/// What went wrong with one call, for health and logs.
+enum Failure {
+    /// Redis could not be reached or did not answer in time: counts towards "down".
+    Connectivity(String),
+    /// Redis answered with an error or a reply the store does not understand.
+    Reply(String),
+}
+
+impl Failure {
+    fn message(&self) -> &str {
+        match self {
+            Failure::Connectivity(m) | Failure::Reply(m) => m,
+        }
+    }
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Self {
+        if e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_cluster_error()
+        {
+            Failure::Connectivity(e.to_string())
+        } else {
+            Failure::Reply(e.to_string())
+        }
+    }
+}
+
+impl RedisStore {
+    /// A store on `options.target`, reporting reachability to `health`.
+    ///
+    /// Connecting is lazy: an unreachable Redis does not stop the server from starting;
+    /// the store starts down and comes up when Redis does. Errors only for an unusable
+    /// URL. Must be called within a Tokio runtime (it spawns the probe).
+    pub async fn connect(options: RedisOptions, health: Arc<Health>) -> Result<Self, String> {
+        let t = options.timeout;
+        let conn = match &options.target {
+            Target::Single(url) => {
+                let client = redis::Client::open(url.as_str())
+                    .map_err(|e| format!("--redis-url {url}: {e}"))?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(t))
+                    .set_response_timeout(Some(t))
+                    .set_number_of_retries(1)
+                    .set_min_delay(Duration::from_millis(50))
+                    .set_max_delay(Duration::from_secs(1));
+                let manager = ConnectionManager::new_lazy_with_config(client, config)
+                    .map_err(|e| format!("--redis-url {url}: {e}"))?;
+                Conn::Single(manager)
+            }
+            Target::Cluster(seeds) => {
+                let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
+                    .connection_timeout(t)
+                    .response_timeout(t)
+                    .retries(1)
+                    .build()
+                    .map_err(|e| format!("--redis-cluster {}: {e}", seeds.join(",")))?;
+                Conn::Cluster {
+                    client: Box::new(client),
+                    conn: Mutex::new(None),
+                }
+            }
+        };
+        let store = RedisStore {
+            inner: Arc::new(Inner {
+                conn,
+                script: Script::new(SCRIPT),
+                in_flight: Semaphore::new(options.max_in_flight),
+                options,
+                health,
+                clock: OnceLock::new(),
+                consecutive_failures: AtomicU32::new(0),
+                log: Mutex::new(LogState {
+                    last: None,
+                    down_since: None,
+                }),
+                failed_since_log: AtomicU64::new(0),
+            }),
+        };
+        store.inner.probe().await;
+        tokio::spawn(probe_forever(Arc::downgrade(&store.inner)));
+        Ok(store)
+    }
+
+    /// For tests: passes `clock`'s time (truncated to whole microseconds) to the script
+    /// instead of letting it read Redis's `TIME`, so the Redis and memory stores can be
+    /// compared on the same instants. The server never uses it.
+    /// Set once; later calls are ignored.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        let _ = self.inner.clock.set(clock);
+        self
+    }
+
+    /// The script's SHA-1, as `EVALSHA` names it.
+    pub fn script_sha(&self) -> &str {
+        self.inner.script.get_hash()
+    }
+
+    /// Whether Redis answered the last call or probe.
+    pub fn is_up(&self) -> bool {
+        self.inner.health.is_up()
+    }
+}
+
+impl Store for RedisStore {
+    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.inner.check(batch).await
+    }
+
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+}
+
+/// The script's arguments for `batch` (`mode` "commit" or "peek", `now_us` empty for
+/// Redis's clock): KEYS and ARGV as `check.lua` documents them.
+pub fn script_args(batch: &[&Check], mode: &str, now_us: &str) -> (Vec<String>, Vec<String>) {
+    let keys = batch
+        .iter()
+        .map(|c| key::redis_key(&c.key, &c.limit))
+        .collect();
+    let mut args = Vec::with_capacity(2 + 6 * batch.len());
+    args.push(mode.to_owned());
+    args.push(now_us.to_owned());
+    for c in batch {
+        let burst = match c.limit.algorithm {
+            Algorithm::TokenBucket { burst } => burst.get(),
+            _ => 0,
+        };
+        args.push(key::algorithm_code(c.limit.algorithm).to_owned());
+        args.push(c.limit.requests_per_unit.to_string());
+        args.push(c.limit.unit.seconds().to_string());
+        args.push(burst.to_string());
+        // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
+        args.push(c.hits.clamp(1, MAX_SCRIPT_HITS).to_string());
+        args.push(if c.shadow { "1" } else { "0" }.to_owned());
+    }
+    (keys, args)
+}
+
+/// The script's reply: three values per item.
+fn parse_reply(reply: &[Value], items: usize) -> Result<Vec<Decision>, Failure> {
+    if reply.len() != 3 * items {
+        return Err(Failure::Reply(format!(
+            "script answered {} values for {items} items",
+            reply.len()
+        )));
+    }
+    reply
+        .chunks_exact(3)
+        .map(|v| {
+            let allowed = match &v[0] {
+                Value::Int(1) => true,
+                Value::Int(0) => false,
+                other => return Err(bad_value("allowed", other)),
+            };
+            let remaining = match &v[1] {
+                Value::Int(n) => u32::try_from((*n).max(0)).unwrap_or(u32::MAX),
+                other => return Err(bad_value("remaining", other)),
+            };
+            let reset_in_ns = match &v[2] {
+                Value::BulkString(b) => {
+                    parse_saturating(b).ok_or_else(|| bad_value("reset", &v[2]))?
+                }
+                other => return Err(bad_value("reset", other)),
+            };
+            Ok(Decision {
+                allowed,
+                remaining,
+                reset_in_ns,
+            })
+        })
+        .collect()
+}
+
+fn bad_value(what: &str, v: &Value) -> Failure {
+    Failure::Reply(format!("script answered {what} = {v:?}"))
+}
+
+/// A decimal string as a `u64`, saturating (as the Rust algorithms do) when larger.
+fn parse_saturating(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+    }
+    Some(n)
+}
+
+impl Inner {
+    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.health.is_up() {
+            // Known down: answer at once; the probe brings the store back.
+            self.failed_since_log.fetch_add(1, Ordering::Relaxed);
+            self.log_still_down();
+            return Err(StoreError::Unavailable(format!(
+                "redis unreachable: {}",
+                self.health.reason()
+            )));
+        }
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            return Err(StoreError::Overloaded(self.options.max_in_flight));
+        };
+        let outcome = match tokio::time::timeout(self.options.timeout, self.decide(batch)).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Connectivity(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
+        match outcome {
+            Ok(d) => {
+                self.succeeded();
+                Ok(d)
+            }
+            Err(f) => {
+                self.failed(&f, false);
+                Err(StoreError::Unavailable(format!("redis: {}", f.message())))
+            }
+        }
+    }
+
+    fn now_arg(&self) -> String {
+        self.clock
+            .get()
+            .map(|c| (c.now_ns() / 1_000).to_string())
+            .unwrap_or_default()
+    }
+
+    async fn decide(&self, batch: &[Check]) -> Result<Vec<Decision>, Failure> {
+        let now = self.now_arg();
+        match &self.conn {
+            Conn::Single(manager) => {
+                let items: Vec<&Check> = batch.iter().collect();
+                let mut conn = manager.clone();
+                self.call(&mut conn, &items, "commit", &now).await
+            }
+            Conn::Cluster { conn, .. } => {
+                let conn = conn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone()
+                    .ok_or_else(|| Failure::Connectivity("not connected to the cluster".into()))?;
+                self.decide_cluster(conn, batch, &now).await
+            }
+        }
+    }
+
+    /// Groups by slot: one exact call when there is one slot, else peek then commit.
+    async fn decide_cluster(
+        &self,
+        conn: ClusterConnection,
+        batch: &[Check],
+        now: &str,
+    ) -> Result<Vec<Decision>, Failure> {
+        let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, c) in batch.iter().enumerate() {
+            let slot = key::slot(&key::redis_key(&c.key, &c.limit));
+            groups.entry(slot).or_default().push(i);
+        }
+        if groups.len() == 1 {
+            let items: Vec<&Check> = batch.iter().collect();
+            return self.call(&mut conn.clone(), &items, "commit", now).await;
+        }
+        let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
+        let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);
+        if blocked {
+            return Ok(peek);
+        }
+        self.call_groups(&conn, batch, &groups, "commit", now).await
+    }
+
+    async fn call_groups(
+        &self,
+        conn: &ClusterConnection,
+        batch: &[Check],
+        groups: &BTreeMap<u16, Vec<usize>>,
+        mode: &str,
+        now: &str,
+    ) -> Result<Vec<Decision>, Failure> {
+        let calls = groups.values().map(|idx| {
+            let mut conn = conn.clone();
+            async move {
+                let items: Vec<&Check> = idx.iter().map(|&i| &batch[i]).collect();
+                self.call(&mut conn, &items, mode, now).await
+            }
+        });
+        let answers = join_all(calls).await;
+        let mut out: Vec<Option<Decision>> = vec![None; batch.len()];
+        for (idx, answer) in groups.values().zip(answers) {
+            for (&i, d) in idx.iter().zip(answer?) {
+                out[i] = Some(d);
+            }
+        }
+        out.into_iter()
+            .map(|d| d.ok_or_else(|| Failure::Reply("a slot group went unanswered".into())))
+            .collect()
+    }
+
+    /// One `EVALSHA` (loading the script on `NOSCRIPT`).
+    async fn call<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        items: &[&Check],
+        mode: &str,
+        now: &str,
+    ) -> Result<Vec<Decision>, Failure> {
+        let (keys, args) = script_args(items, mode, now);
+        let mut invocation = self.script.prepare_invoke();
+        for k in &keys {
+            invocation.key(k);
+        }
+        for a in &args {
+            invocation.arg(a);
+        }
+        let reply: Vec<Value> = invocation.invoke_async(conn).await?;
+        parse_reply(&reply, items.len())
+    }
+
+    fn succeeded(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+        if self.health.set_up() {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            let down_for = log.down_since.take().map(|t| t.elapsed());
+            let failed = self.failed_since_log.swap(0, Ordering::Relaxed);
+            log.last = None;
+            tracing::info!(?down_for, failed_calls = failed, "Redis reachable again");
+        }
+    }
+
+    /// Records a failure; `probe` failures mark the store down at once.
+    fn failed(&self, f: &Failure, probe: bool) {
+        if !probe {
+            self.failed_since_log.fetch_add(1, Ordering::Relaxed);
+        }
+        let down = match f {
+            Failure::Connectivity(reason) => {
+                let n = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                (probe || n >= FAILURES_TO_DOWN) && self.health.set_down(reason)
+            }
+            Failure::Reply(_) => false,
+        };
+        if down {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            log.down_since = Some(Instant::now());
+            log.last = Some(Instant::now());
+            tracing::warn!(
+                error = f.message(),
+                "Redis unreachable: answering UNAVAILABLE until it is back"
+            );
+        } else {
+            self.log_throttled(f.message());
+        }
+    }
+
+    fn log_still_down(&self) {
+        self.log_throttled(&self.health.reason());
+    }
+
+    /// At most one line per [`LOG_EVERY`], saying how many calls failed since the last.
+    fn log_throttled(&self, error: &str) {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
+            return;
+        }
+        log.last = Some(Instant::now());
+        let failed = self.failed_since_log.swap(0, Ordering::Relaxed);
+        if failed == 0 {
+            return;
+        }
+        tracing::warn!(
+            failed_calls = failed,
+            error,
+            up = self.health.is_up(),
+            "Redis calls failing"
+        );
+    }
+
+    /// One probe: connects if needed and `PING`s, within the timeout.
+    async fn probe(&self) {
+        let t = self.options.timeout;
+        let result = tokio::time::timeout(t, self.ping()).await;
+        match result {
+            Ok(Ok(())) => self.succeeded(),
+            Ok(Err(f)) => self.failed(&f, true),
+            Err(_) => self.failed(
+                &Failure::Connectivity(format!("no answer to PING within {t:?}")),
+                true,
+            ),
+        }
+    }
+
+    async fn ping(&self) -> Result<(), Failure> {
+        match &self.conn {
+            Conn::Single(manager) => {
+                let mut conn = manager.clone();
+                redis::cmd("PING").query_async::<()>(&mut conn).await?;
+            }
+            Conn::Cluster { client, conn } => {
+                let current = conn.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                let mut c = match current {
+                    Some(c) => c,
+                    None => {
+                        let c = client.get_async_connection().await?;
+                        *conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(c.clone());
+                        c
+                    }
+                };
+                redis::cmd("PING").query_async::<()>(&mut c).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Probes every [`PROBE_EVERY`] for as long as the store exists.
+async fn probe_forever(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.probe().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replies_are_parsed_and_big_resets_saturate() {
+        let reply = [
+            Value::Int(1),
+            Value::Int(7),
+            Value::BulkString(b"1500".to_vec()),
+            Value::Int(0),
+            Value::Int(5_000_000_000),
+            Value::BulkString(b"340282366920938463463374607431768211456".to_vec()),
+        ];
+        let d = parse_reply(&reply, 2).ok().unwrap();
+        assert_eq!(
+            d,
+            [
+                Decision {
+                    allowed: true,
+                    remaining: 7,
+                    reset_in_ns: 1500
+                },
+                Decision {
+                    allowed: false,
+                    remaining: u32::MAX,
+                    reset_in_ns: u64::MAX
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn malformed_replies_are_errors_not_panics() {
+        for reply in [
+            vec![Value::Int(1)],
+            vec![
+                Value::Int(2),
+                Value::Int(0),
+                Value::BulkString(b"1".to_vec()),
+            ],
+            vec![Value::Int(1), Value::Nil, Value::BulkString(b"1".to_vec())],
+            vec![
+                Value::Int(1),
+                Value::Int(0),
+                Value::BulkString(b"-1".to_vec()),
+            ],
+            vec![Value::Int(1), Value::Int(0), Value::BulkString(Vec::new())],
+        ] {
+            assert!(parse_reply(&reply, 1).is_err(), "{reply:?}");
+        }
+    }
+}
