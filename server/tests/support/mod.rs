@@ -5,6 +5,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod redis;
+
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use floodgate_server::proto::{Entry, RateLimitDescriptor};

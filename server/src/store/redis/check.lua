@@ -139,12 +139,16 @@ local function ceil_div(a, d)
   return q
 end
 
--- TTL in ms for state that matters for `ns` more nanoseconds (a double).
+-- TTL in ms (a string, as PX and PEXPIRE take it) for state that matters for `ms` more
+-- milliseconds. Capped at 2^42 ms (139 years): a bucket that deep in debt is forgotten then.
 local slack_ms = 0
+local MAX_TTL_MS = 4398046511104
+local function px(ms)
+  ms = math.max(1, math.min(ms, MAX_TTL_MS))
+  return fmt(ms + slack_ms)
+end
 local function ttl_ms(ns)
-  local ms = math.ceil(ns / 1000000)
-  if ms < 1 then ms = 1 end
-  return ms + slack_ms
+  return px(math.ceil(ns / 1000000))
 end
 
 -- Each algorithm: load(key, item) -> state; decide(state, item) -> allowed, remaining,
@@ -205,9 +209,8 @@ function tb.decide(s, it)
 end
 function tb.save(key, s)
   -- Full again (as good as absent) after `reset` ns; in ms, rounded up.
-  local ms = num(ceil_div(s.reset, 1000000))
-  if ms < 1 then ms = 1 end
-  redis.call('SET', key, str(s.tat), 'PX', ms + slack_ms)
+  local ms = ceil_div(s.reset, 1000000)
+  redis.call('SET', key, str(s.tat), 'PX', #ms > 3 and px(MAX_TTL_MS) or px(num(ms)))
 end
 
 -- Sliding window log. A sorted set, one member per admitted request still in the window
