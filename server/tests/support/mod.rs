@@ -128,6 +128,11 @@ impl Server {
         }
     }
 
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
     /// The server's log so far.
     pub fn log(&self) -> String {
         let mut s = String::new();

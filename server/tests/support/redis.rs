@@ -56,6 +56,17 @@ impl RedisServer {
             .unwrap()
     }
 
+    /// Sends `signal` (`STOP` freezes it, `CONT` thaws it) to the server.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let ok = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{signal} {pid}");
+    }
+
     /// Kills the server (SIGKILL: no goodbye to clients) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
