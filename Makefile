@@ -82,8 +82,9 @@ fmt:
 	cargo fmt --all
 
 # floodgate-server alone: each algorithm's decision (criterion), then decisions/s and
-# p50/p99 over gRPC against a do-nothing RLS floor at 1, 16 and 64 streams.
-bench-server:
+# p50/p99 over gRPC against a do-nothing RLS floor at 1, 16 and 64 streams, then the Redis
+# store against redis-benchmark running the same EVALSHA (BENCH_STORE=memory|redis: one).
+bench-server: redis
 	cargo bench -p floodgate-server --bench algorithms
 	cargo bench -p floodgate-server --bench rls
 

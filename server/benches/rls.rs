@@ -7,8 +7,16 @@
 //! (in-flight calls, multiplexed over one HTTP/2 connection per 16 streams), on one hot
 //! key or spread over 100,000 keys. Not a test: it prints a table and judges nothing.
 //!
-//! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3).
+//! Then the Redis store: floodgate-server with `--redis-url` on a `redis-server` this bench
+//! starts, at 1, 16 and 64 streams, side by side with the ceiling: `redis-benchmark`
+//! running the very `EVALSHA` floodgate-server sends for one descriptor (same script, key
+//! and arguments) over as many connections. Redis is single-threaded, so the ceiling is
+//! what Redis itself can do with this script here.
+//!
+//! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3); `BENCH_STORE`
+//! (`memory`, `redis`, or both by default).
 
+use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
 use floodgate_server::proto::rls::rate_limit_service_server::{
@@ -16,8 +24,11 @@ use floodgate_server::proto::rls::rate_limit_service_server::{
 };
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use floodgate_server::proto::{Entry, RateLimitDescriptor};
+use floodgate_server::store::redis::{script_args, SCRIPT};
+use floodgate_server::store::{Check, CounterKey};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -32,6 +43,13 @@ descriptors:
     rate_limit: { unit: second, requests_per_unit: 4000000000 }
 ";
 const MANY_KEYS: u64 = 100_000;
+
+/// The Redis rows: a token bucket (the script PLATFORM.md measured) that never fills.
+const REDIS_CONFIG: &str = "domain: bench
+descriptors:
+  - key: client
+    rate_limit: { unit: second, requests_per_unit: 4000000000, algorithm: token_bucket }
+";
 
 fn main() -> Result<(), BoxError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -117,6 +135,17 @@ async fn compare() -> Result<(), BoxError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    let which = std::env::var("BENCH_STORE").unwrap_or_default();
+    if which != "redis" {
+        compare_memory(secs).await?;
+    }
+    if which != "memory" {
+        compare_redis(secs).await?;
+    }
+    Ok(())
+}
+
+async fn compare_memory(secs: u64) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("bench.yaml");
     std::fs::write(&config, CONFIG)?;
@@ -124,15 +153,7 @@ async fn compare() -> Result<(), BoxError> {
     let mut floor_cmd = Command::new(std::env::current_exe()?);
     floor_cmd.arg("--floor");
     let (_floor, floor_addr) = start(floor_cmd)?;
-    let mut server_cmd = Command::new(env!("CARGO_BIN_EXE_floodgate-server"));
-    server_cmd.arg("--config").arg(&config).args([
-        "--grpc-addr",
-        "127.0.0.1:0",
-        "--http-addr",
-        "127.0.0.1:0",
-    ]);
-    server_cmd.env("RUST_LOG", "warn");
-    let (_server, server_addr) = start(server_cmd)?;
+    let (_server, server_addr) = start(server_command(&config, &[]))?;
 
     println!("floodgate-server vs floor (OK without deciding), memory store, {secs} s per row");
     println!();
@@ -155,7 +176,142 @@ async fn compare() -> Result<(), BoxError> {
             );
         }
     }
+    println!();
     Ok(())
+}
+
+fn server_command(config: &std::path::Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_floodgate-server"));
+    cmd.arg("--config").arg(config).args([
+        "--grpc-addr",
+        "127.0.0.1:0",
+        "--http-addr",
+        "127.0.0.1:0",
+    ]);
+    cmd.args(extra);
+    cmd.env("RUST_LOG", "warn");
+    cmd
+}
+
+async fn compare_redis(secs: u64) -> Result<(), BoxError> {
+    let dir = tempfile::tempdir()?;
+    let config = dir.path().join("bench.yaml");
+    std::fs::write(&config, REDIS_CONFIG)?;
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+        l.local_addr()?.port()
+    };
+    let _redis = Proc(
+        Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("redis-server ({e}); `make redis` installs it"))?,
+    );
+    let url = format!("redis://127.0.0.1:{port}");
+    let mut conn = wait_for_redis(&url)?;
+    let (_server, server_addr) = start(server_command(&config, &["--redis-url", &url]))?;
+
+    // The EVALSHA floodgate-server sends for one descriptor of this bench.
+    let check = Check {
+        key: CounterKey::new("bench", [("client", "hot")]),
+        limit: Limit {
+            requests_per_unit: NonZeroU32::new(4_000_000_000).ok_or("rpu")?,
+            unit: Unit::Second,
+            algorithm: Algorithm::TokenBucket {
+                burst: NonZeroU32::new(4_000_000_000).ok_or("burst")?,
+            },
+        },
+        hits: 1,
+        shadow: false,
+    };
+    let (keys, args) = script_args(&[&check], "commit", "");
+    let sha: String = redis::cmd("SCRIPT")
+        .arg("LOAD")
+        .arg(SCRIPT)
+        .query(&mut conn)?;
+    let mut evalsha = vec!["EVALSHA".to_owned(), sha, keys.len().to_string()];
+    evalsha.extend(keys);
+    evalsha.extend(args);
+
+    println!("floodgate-server with --redis-url (token bucket, one key) vs the ceiling: redis-benchmark running the same EVALSHA, {secs} s per row");
+    println!();
+    println!("| streams | redis-benchmark EVALSHA/s | floodgate decisions/s | ratio | redis-benchmark p50 / p99 µs | floodgate p50 / p99 µs |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
+    for streams in [1usize, 16, 64] {
+        let ceiling = redis_benchmark(port, streams, secs, &evalsha)?;
+        let s = load(server_addr, streams, false, secs).await?;
+        println!(
+            "| {streams} | {:.0} | {:.0} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} |",
+            ceiling.per_sec,
+            s.per_sec,
+            s.per_sec / ceiling.per_sec,
+            ceiling.p50_us,
+            ceiling.p99_us,
+            s.p50_us,
+            s.p99_us
+        );
+    }
+    Ok(())
+}
+
+/// Polls `PING` until Redis answers (at most 10 s).
+fn wait_for_redis(url: &str) -> Result<redis::Connection, BoxError> {
+    let client = redis::Client::open(url)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut c) = client.get_connection() {
+            if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                return Ok(c);
+            }
+        }
+        if Instant::now() > deadline {
+            return Err("redis-server did not answer PING".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `redis-benchmark -c streams` running `command` for about `secs` seconds (the count
+/// comes from a short calibration run); its CSV gives requests/s and p50/p99.
+fn redis_benchmark(
+    port: u16,
+    streams: usize,
+    secs: u64,
+    command: &[String],
+) -> Result<Outcome, BoxError> {
+    let run = |n: u64| -> Result<Outcome, BoxError> {
+        let out = Command::new("redis-benchmark")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-c", &streams.to_string(), "-n", &n.to_string(), "--csv"])
+            .args(command)
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| format!("redis-benchmark ({e}); `make redis` installs it"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let row: Vec<f64> = text
+            .lines()
+            .nth(1)
+            .ok_or_else(|| format!("redis-benchmark printed {text:?}"))?
+            .split("\",\"")
+            .skip(1)
+            .map(|f| f.trim_matches('"').parse().unwrap_or(0.0))
+            .collect();
+        // rps, avg, min, p50, p95, p99, max (latencies in ms)
+        if row.len() < 6 {
+            return Err(format!("redis-benchmark printed {text:?}").into());
+        }
+        Ok(Outcome {
+            per_sec: row[0],
+            p50_us: row[3] * 1000.0,
+            p99_us: row[5] * 1000.0,
+        })
+    };
+    let calibration = run(2_000)?;
+    run(((calibration.per_sec * secs as f64) as u64).max(2_000))
 }
 
 /// Runs `streams` concurrent callers against `addr` for `secs` (after a 1 s warm-up).
