@@ -9,9 +9,11 @@
 //! - [`config`]: the envoyproxy/ratelimit YAML format plus our `algorithm` extension,
 //!   validated into types that cannot be wrong; [`config::matching`] walks descriptors.
 //! - [`store`]: the batch-shaped, async [`store::Store`] trait (all or nothing per
-//!   request) and [`store::memory`], the in-process store.
+//!   request), [`store::memory`], the in-process store, and [`store::redis`], counters
+//!   shared by replicas in Redis or Redis Cluster (one Lua script per request, `check.lua`);
+//!   [`store::health`] tells `/healthz` whether the store answers.
 //! - [`algorithm`]: the four algorithms as pure `(state, now, limit, hits)` math.
-//! - [`clock`]: time for the memory store, injectable for tests.
+//! - [`clock`]: time for the memory store (Redis uses its own), injectable for tests.
 //! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.
 //! - [`reload`]: polls the configuration and swaps in valid changes.
 //! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags.
