@@ -39,8 +39,8 @@ pub struct Args {
     pub memory_capacity: usize,
 
     /// Keep counters in Redis instead of in memory, so that every replica shares them:
-    /// redis://[USER:PASSWORD@]HOST:PORT[/DB]. Without it (or --redis-cluster), counters
-    /// live in this process's memory.
+    /// redis://HOST:PORT (also redis://USER:PASSWORD@HOST:PORT/DB). Without it (or
+    /// --redis-cluster), counters live in this process's memory.
     #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
     pub redis_url: Option<String>,
 
