@@ -12,10 +12,13 @@
 pub mod client;
 pub mod configs;
 pub mod envoy;
+pub mod fake_rls;
 pub mod paths;
+pub mod server;
 pub mod upstream;
 pub mod wait;
 
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;
+pub use server::Server;
 pub use upstream::Upstream;
