@@ -63,7 +63,7 @@ test: setup wasm server-debug
 	cargo test --workspace
 
 run: setup wasm
-	cargo build -p floodgate-integration --bin demo-upstream
+	cargo build -p floodgate-integration --bin demo-upstream -p floodgate-server
 	scripts/run.sh
 
 bench-tools:
