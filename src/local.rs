@@ -174,7 +174,7 @@ fn commit(
             tat: new_state,
             rate_micro: take.quota.rate_micro(),
         };
-        match table.write(store, found.index, &slot, found.cas) {
+        match table.write_found(store, &found, &slot) {
             Ok(()) => {
                 match found.origin {
                     Origin::Empty => events.new_buckets += 1,

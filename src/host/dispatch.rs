@@ -13,6 +13,7 @@ use super::root::Root;
 use crate::rls::Answer;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;
 
 /// `Action::Continue` and `Action::Pause` as the ABI encodes them.
@@ -20,13 +21,37 @@ pub const CONTINUE: u32 = 0;
 /// See [`CONTINUE`].
 pub const PAUSE: u32 = 1;
 
+/// Hashes the host's context ids and call tokens: small sequential numbers chosen by the
+/// host, not by clients, so a multiply is enough (SipHash would cost every callback).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by host-chosen ids.
+type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
+
 /// Every live context of this VM. The VM is single-threaded: one thread, one VM.
 #[derive(Default)]
 struct Contexts {
-    roots: HashMap<u32, Root>,
-    http: HashMap<u32, Http>,
+    roots: IdMap<Root>,
+    http: IdMap<Http>,
     /// Rate limit calls in flight: token → the HTTP context waiting for it.
-    calls: HashMap<u32, u32>,
+    calls: IdMap<u32>,
 }
 
 thread_local! {
