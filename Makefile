@@ -13,19 +13,24 @@ WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
 NOOP_WASM     := target/$(WASM_TARGET)/release/floodgate_noop_filter.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
+OCI_DIR       := target/oci
+# The image tag is the filter's version (never `latest`: Istio re-pulls `latest` on every change).
+OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
 export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
+export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis wasm noop-wasm server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
 	@echo "make test   - every test (unit, property, end-to-end with real Envoy and Redis)"
 	@echo "make wasm   - build $(WASM)"
+	@echo "make oci    - OCI image of the filter for Istio (layout + tar in $(OCI_DIR)/), no Docker"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 
@@ -48,6 +53,11 @@ redis:
 
 wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate
+
+# An OCI image layout of the filter (Istio's wasm "compat" format) and a tar of it, built
+# without Docker; prints the image digest (WasmPlugin `sha256`) and the module's sha256.
+oci: wasm
+	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
 
 noop-wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter
