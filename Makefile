@@ -24,7 +24,7 @@ export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis oci-tools wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -34,7 +34,7 @@ help:
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 
-setup: wasm-target envoy redis
+setup: wasm-target envoy redis oci-tools
 
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -50,6 +50,12 @@ $(ENVOY_STAMP):
 redis:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
+
+# skopeo pushes the OCI layout in the tests, into a real registry (Distribution's
+# docker-registry), both from Debian.
+oci-tools:
+	@command -v skopeo >/dev/null && command -v docker-registry >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq skopeo docker-registry; }
 
 wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate
@@ -68,7 +74,7 @@ server:
 server-debug:
 	cargo build -p floodgate-server
 
-test: setup wasm server-debug
+test: setup wasm oci server-debug
 	cargo test --workspace
 
 run: setup wasm

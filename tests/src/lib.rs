@@ -12,10 +12,13 @@
 pub mod client;
 pub mod configs;
 pub mod envoy;
+pub mod oci;
 pub mod paths;
+pub mod registry;
 pub mod upstream;
 pub mod wait;
 
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;
+pub use registry::Registry;
 pub use upstream::Upstream;
