@@ -12,6 +12,7 @@
 pub mod client;
 pub mod configs;
 pub mod envoy;
+pub mod examples;
 pub mod istio;
 pub mod oci;
 pub mod paths;
