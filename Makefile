@@ -33,6 +33,7 @@ help:
 	@echo "make oci    - OCI image of the filter for Istio (layout + tar in $(OCI_DIR)/), no Docker"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
+	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 
 setup: wasm-target envoy redis oci-tools
 
@@ -78,7 +79,7 @@ test: setup wasm oci server-debug
 	cargo test --workspace
 
 run: setup wasm
-	cargo build -p floodgate-integration --bin demo-upstream
+	cargo build -p floodgate-integration --bin demo-upstream -p floodgate-server
 	scripts/run.sh
 
 bench-tools:
@@ -95,6 +96,12 @@ lint: wasm-target
 
 fmt:
 	cargo fmt --all
+
+# floodgate-server alone: each algorithm's decision (criterion), then decisions/s and
+# p50/p99 over gRPC against a do-nothing RLS floor at 1, 16 and 64 streams.
+bench-server:
+	cargo bench -p floodgate-server --bench algorithms
+	cargo bench -p floodgate-server --bench rls
 
 clean:
 	cargo clean

@@ -1,2 +1,52 @@
-//! floodgate-server: placeholder until the global limiter lands.
-fn main() {}
+//! floodgate-server's entry point: parse flags, set up logging, run. See the library docs.
+
+use clap::Parser;
+use floodgate_server::cli::Args;
+use floodgate_server::{config, server};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    if args.check {
+        return match config::load(&args.config) {
+            Ok(c) => {
+                println!(
+                    "{}: OK ({} domain(s))",
+                    args.config.display(),
+                    c.domain_names().count()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("floodgate-server: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(server::run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("floodgate-server: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

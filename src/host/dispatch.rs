@@ -7,8 +7,10 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
+use super::abi;
 use super::http::Http;
 use super::root::Root;
+use crate::rls::Answer;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::mem::MaybeUninit;
@@ -23,6 +25,8 @@ pub const PAUSE: u32 = 1;
 struct Contexts {
     roots: HashMap<u32, Root>,
     http: HashMap<u32, Http>,
+    /// Rate limit calls in flight: token → the HTTP context waiting for it.
+    calls: HashMap<u32, u32>,
 }
 
 thread_local! {
@@ -101,7 +105,55 @@ pub extern "C" fn proxy_on_tick(context_id: u32) {
 /// A request's headers: where the limit is decided.
 #[no_mangle]
 pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
-    with_http(context_id, Http::on_request_headers).unwrap_or(CONTINUE)
+    CONTEXTS.with(|c| {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return CONTINUE;
+        };
+        let Some(http) = c.http.get_mut(&context_id) else {
+            return CONTINUE;
+        };
+        let action = http.on_request_headers();
+        if let Some(token) = http.waiting_on() {
+            c.calls.insert(token, context_id);
+        }
+        action
+    })
+}
+
+/// The answer to a rate limit call. It arrives on the root context that owns the call;
+/// the HTTP context waiting for it is found by token.
+#[no_mangle]
+pub extern "C" fn proxy_on_grpc_receive(_root_id: u32, token: u32, response_size: usize) {
+    let answer = match abi::grpc_response(response_size) {
+        Ok(message) => Answer::Response(message),
+        // Unreadable: counted as a failed call (gRPC INTERNAL).
+        Err(_) => Answer::Status {
+            code: 13,
+            elapsed_ms: None,
+        },
+    };
+    deliver(token, answer);
+}
+
+/// A rate limit call ended without a response: a gRPC error, a timeout, a reset.
+#[no_mangle]
+pub extern "C" fn proxy_on_grpc_close(_root_id: u32, token: u32, status_code: u32) {
+    deliver(
+        token,
+        Answer::Status {
+            code: status_code,
+            elapsed_ms: None,
+        },
+    );
+}
+
+fn deliver(token: u32, answer: Answer) {
+    let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
+        return;
+    };
+    with_http(context_id, |http| {
+        http.on_rls_answer(context_id, token, answer)
+    });
 }
 
 /// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
@@ -114,8 +166,17 @@ pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _e
 #[no_mangle]
 pub extern "C" fn proxy_on_delete(context_id: u32) {
     CONTEXTS.with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut() {
-            if c.http.remove(&context_id).is_none() {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return;
+        };
+        match c.http.remove(&context_id) {
+            Some(mut http) => {
+                if let Some(token) = http.waiting_on() {
+                    c.calls.remove(&token);
+                }
+                http.on_delete();
+            }
+            None => {
                 c.roots.remove(&context_id);
             }
         }

@@ -1,0 +1,262 @@
+//! The four limiting algorithms as pure math: `(state, now, limit, hits) -> (decision, update)`.
+//!
+//! Nothing here reads a clock or touches storage. A store reads its own clock (the memory
+//! store an injected [`crate::clock::Clock`], the Redis store Redis's `TIME`), loads the state,
+//! calls [`decide`], and writes the state back with [`State::apply`] only when the whole request
+//! is admitted. Time is nanoseconds since the Unix epoch, so fixed windows line up across
+//! replicas and restarts. All arithmetic saturates: a clock that jumps backwards makes a limit
+//! look fuller for a while, never panics.
+//!
+//! Every decision reports `remaining` (whole requests still admissible) and `reset_in_ns`:
+//! when admitted, the time until the limit is fully available again; when denied, the time
+//! after which the same request would be admitted (or, if it never can be because `hits`
+//! exceeds the limit, the time until the limit is full again).
+
+pub mod fixed_window;
+pub mod sliding_counter;
+pub mod sliding_log;
+pub mod token_bucket;
+
+#[cfg(test)]
+mod proptests;
+
+use std::num::NonZeroU32;
+
+/// Nanoseconds per second.
+pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// The time unit a limit is counted in, as the envoyproxy/ratelimit config names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unit {
+    /// One second.
+    Second,
+    /// Sixty seconds.
+    Minute,
+    /// 3,600 seconds.
+    Hour,
+    /// 86,400 seconds (no leap seconds, no time zones: windows align to the Unix epoch).
+    Day,
+    /// Seven days. The RLS response enum has no week; see [`crate::rls`].
+    Week,
+}
+
+impl Unit {
+    /// The unit's length in seconds.
+    pub fn seconds(self) -> u64 {
+        match self {
+            Unit::Second => 1,
+            Unit::Minute => 60,
+            Unit::Hour => 3_600,
+            Unit::Day => 86_400,
+            Unit::Week => 604_800,
+        }
+    }
+
+    /// The unit's length in nanoseconds: the period every algorithm works with.
+    pub fn period_ns(self) -> u64 {
+        self.seconds() * NANOS_PER_SECOND
+    }
+
+    /// The name used in configuration and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Second => "second",
+            Unit::Minute => "minute",
+            Unit::Hour => "hour",
+            Unit::Day => "day",
+            Unit::Week => "week",
+        }
+    }
+}
+
+/// Which algorithm enforces a limit, with its own parameters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Counts per calendar-aligned window; may admit up to twice the limit across a boundary.
+    FixedWindow,
+    /// GCRA token bucket holding `burst` tokens, refilled at `requests_per_unit` per unit.
+    TokenBucket {
+        /// Bucket capacity in requests.
+        burst: NonZeroU32,
+    },
+    /// Remembers each admitted request's time: exact over any window of one unit.
+    SlidingWindowLog,
+    /// Weighs the previous window's count by its overlap: approximate, constant memory.
+    SlidingWindowCounter,
+}
+
+impl Algorithm {
+    /// The name used in configuration and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::TokenBucket { .. } => "token_bucket",
+            Algorithm::SlidingWindowLog => "sliding_window_log",
+            Algorithm::SlidingWindowCounter => "sliding_window_counter",
+        }
+    }
+}
+
+/// A validated limit: `requests_per_unit` per `unit`, enforced by `algorithm`.
+///
+/// Zero limits cannot be expressed; "no limit" and "unlimited" are decided before a limit
+/// ever reaches an algorithm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Limit {
+    /// Requests admitted per unit.
+    pub requests_per_unit: NonZeroU32,
+    /// The unit of time.
+    pub unit: Unit,
+    /// The algorithm and its parameters.
+    pub algorithm: Algorithm,
+}
+
+impl Limit {
+    /// The limit as a plain number.
+    pub fn rpu(&self) -> u64 {
+        u64::from(self.requests_per_unit.get())
+    }
+
+    /// The period in nanoseconds.
+    pub fn period_ns(&self) -> u64 {
+        self.unit.period_ns()
+    }
+}
+
+/// What an algorithm says about one descriptor at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the hits fit within the limit.
+    pub allowed: bool,
+    /// Whole requests still admissible now (after this one, when admitted).
+    pub remaining: u32,
+    /// Admitted: ns until fully available again. Denied: ns until the same request would
+    /// be admitted (until full again when it never can be).
+    pub reset_in_ns: u64,
+}
+
+/// The stored state of one counter, whichever algorithm owns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// See [`fixed_window`].
+    FixedWindow(fixed_window::State),
+    /// See [`token_bucket`].
+    TokenBucket(token_bucket::State),
+    /// See [`sliding_log`].
+    SlidingWindowLog(sliding_log::State),
+    /// See [`sliding_counter`].
+    SlidingWindowCounter(sliding_counter::State),
+}
+
+/// How to turn a state into the state after a decision: a whole new small state, or for
+/// the log a delta so that deciding never copies the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// Replace a fixed window state.
+    FixedWindow(fixed_window::State),
+    /// Replace a token bucket state.
+    TokenBucket(token_bucket::State),
+    /// Trim and append to a log.
+    SlidingWindowLog(sliding_log::Update),
+    /// Replace a sliding counter state.
+    SlidingWindowCounter(sliding_counter::State),
+}
+
+impl State {
+    /// The state of a counter never used: the limit fully available.
+    pub fn fresh(limit: &Limit) -> State {
+        match limit.algorithm {
+            Algorithm::FixedWindow => State::FixedWindow(fixed_window::State::default()),
+            Algorithm::TokenBucket { .. } => State::TokenBucket(token_bucket::State::default()),
+            Algorithm::SlidingWindowLog => State::SlidingWindowLog(sliding_log::State::default()),
+            Algorithm::SlidingWindowCounter => {
+                State::SlidingWindowCounter(sliding_counter::State::default())
+            }
+        }
+    }
+
+    /// Applies an update produced by [`decide`] on this same state. A mismatched update
+    /// (a bug) leaves the state alone.
+    pub fn apply(&mut self, update: Update) {
+        match (self, update) {
+            (State::FixedWindow(s), Update::FixedWindow(n)) => *s = n,
+            (State::TokenBucket(s), Update::TokenBucket(n)) => *s = n,
+            (State::SlidingWindowLog(s), Update::SlidingWindowLog(u)) => s.apply(u),
+            (State::SlidingWindowCounter(s), Update::SlidingWindowCounter(n)) => *s = n,
+            _ => debug_assert!(false, "update for another algorithm"),
+        }
+    }
+
+    /// The instant (ns) from which this state means the same as a fresh one, so a store
+    /// may forget it.
+    pub fn idle_at(&self, limit: &Limit) -> u64 {
+        match self {
+            State::FixedWindow(s) => s.idle_at(limit),
+            State::TokenBucket(s) => s.idle_at(limit),
+            State::SlidingWindowLog(s) => s.idle_at(limit),
+            State::SlidingWindowCounter(s) => s.idle_at(limit),
+        }
+    }
+
+    /// Memory cells this state occupies: one for the counter, plus one per log entry.
+    pub fn cells(&self) -> usize {
+        match self {
+            State::SlidingWindowLog(s) => 1 + s.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// Decides `hits` against `state` at `now_ns` under `limit`.
+///
+/// Pure. `hits` of zero counts as one (Envoy's `hits_addend` rule, applied again here so
+/// no caller can forget it). A state of another algorithm than the limit's is read as
+/// fresh: it happens when a configuration reload changes a limit's algorithm.
+pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
+    let hits = hits.max(1);
+    match (state, limit.algorithm) {
+        (State::FixedWindow(s), Algorithm::FixedWindow) => {
+            let (d, n) = fixed_window::decide(s, now_ns, limit, hits);
+            (d, Update::FixedWindow(n))
+        }
+        (State::TokenBucket(s), Algorithm::TokenBucket { burst }) => {
+            let (d, n) = token_bucket::decide(s, now_ns, limit, burst, hits);
+            (d, Update::TokenBucket(n))
+        }
+        (State::SlidingWindowLog(s), Algorithm::SlidingWindowLog) => {
+            let (d, u) = sliding_log::decide(s, now_ns, limit, hits);
+            (d, Update::SlidingWindowLog(u))
+        }
+        (State::SlidingWindowCounter(s), Algorithm::SlidingWindowCounter) => {
+            let (d, n) = sliding_counter::decide(s, now_ns, limit, hits);
+            (d, Update::SlidingWindowCounter(n))
+        }
+        // Another algorithm's state: start afresh (a fresh state always matches, so this
+        // recurses once).
+        _ => decide(&State::fresh(limit), now_ns, limit, hits),
+    }
+}
+
+/// Clamps a count to the `u32` of the RLS `limit_remaining` field.
+pub(crate) fn clamp_u32(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// `a / b` rounded up, for "wait at least this long" answers; `b` must be non-zero.
+pub(crate) fn div_ceil_u128(a: u128, b: u128) -> u64 {
+    u64::try_from(a.div_ceil(b)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::*;
+
+    /// A limit for tests.
+    pub fn limit(rpu: u32, unit: Unit, algorithm: Algorithm) -> Limit {
+        Limit {
+            requests_per_unit: NonZeroU32::new(rpu).unwrap(),
+            unit,
+            algorithm,
+        }
+    }
+}

@@ -1,0 +1,239 @@
+//! Property tests: each algorithm against an independent model of its definition, with a
+//! fake clock (times are generated, never read).
+
+use super::test_support::limit;
+use super::{decide, Algorithm, Decision, Limit, State, Unit};
+use proptest::prelude::*;
+use std::num::NonZeroU32;
+
+const S: u64 = 1_000_000_000;
+const P: u64 = S; // every limit here is per second
+
+/// A run: request times (non-decreasing, ns) and their hits.
+fn run_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    prop::collection::vec((0u64..(3 * S / 2), 1u64..=3), 1..80).prop_map(|steps| {
+        let mut now = 1_000 * S + 123_456_789;
+        steps
+            .into_iter()
+            .map(|(gap, hits)| {
+                // Mostly small gaps so limits are reached, sometimes long ones.
+                now += if gap > S { gap } else { gap / 50 };
+                (now, hits)
+            })
+            .collect()
+    })
+}
+
+/// Runs `requests` through `decide`, returning each decision.
+fn replay(l: &Limit, requests: &[(u64, u64)]) -> Vec<Decision> {
+    let mut state = State::fresh(l);
+    requests
+        .iter()
+        .map(|&(now, hits)| {
+            let (d, u) = decide(&state, now, l, hits);
+            // Exact retry time: the same request is admitted then, not a nanosecond before.
+            if !d.allowed && hits <= capacity(l) {
+                assert!(decide(&state, now + d.reset_in_ns, l, hits).0.allowed);
+                if d.reset_in_ns > 0 {
+                    assert!(!decide(&state, now + d.reset_in_ns - 1, l, hits).0.allowed);
+                }
+            }
+            state.apply(u);
+            d
+        })
+        .collect()
+}
+
+/// The most hits one request can ever be admitted with.
+fn capacity(l: &Limit) -> u64 {
+    match l.algorithm {
+        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
+        _ => l.rpu(),
+    }
+}
+
+/// Hits admitted in the window `(end − P, end]`.
+fn admitted_in(requests: &[(u64, u64)], ds: &[Decision], end: u64) -> u64 {
+    requests
+        .iter()
+        .zip(ds)
+        .filter(|((t, _), d)| d.allowed && *t + P > end && *t <= end)
+        .map(|((_, h), _)| h)
+        .sum()
+}
+
+/// The most hits admitted in any window of one unit (windows ending at an admission).
+fn worst_window(requests: &[(u64, u64)], ds: &[Decision]) -> u64 {
+    requests
+        .iter()
+        .map(|&(t, _)| admitted_in(requests, ds, t))
+        .max()
+        .unwrap_or(0)
+}
+
+proptest! {
+    #[test]
+    fn fixed_window_counts_per_aligned_window(rpu in 1u32..20, reqs in run_strategy()) {
+        let l = limit(rpu, Unit::Second, Algorithm::FixedWindow);
+        let ds = replay(&l, &reqs);
+        for (i, &(t, hits)) in reqs.iter().enumerate() {
+            let used: u64 = reqs[..i].iter().zip(&ds)
+                .filter(|((u, _), d)| d.allowed && u / P == t / P)
+                .map(|((_, h), _)| h).sum();
+            prop_assert_eq!(ds[i].allowed, used + hits <= u64::from(rpu));
+        }
+        // Across a boundary it may admit twice the limit, never more.
+        prop_assert!(worst_window(&reqs, &ds) <= 2 * u64::from(rpu));
+    }
+
+    #[test]
+    fn sliding_log_is_exact_over_any_window(rpu in 1u32..20, reqs in run_strategy()) {
+        let l = limit(rpu, Unit::Second, Algorithm::SlidingWindowLog);
+        let ds = replay(&l, &reqs);
+        for (i, &(t, hits)) in reqs.iter().enumerate() {
+            let used = admitted_in(&reqs[..i], &ds[..i], t);
+            prop_assert_eq!(ds[i].allowed, used + hits <= u64::from(rpu));
+            if ds[i].allowed {
+                prop_assert_eq!(u64::from(ds[i].remaining), u64::from(rpu) - used - hits);
+            }
+        }
+        prop_assert!(worst_window(&reqs, &ds) <= u64::from(rpu));
+    }
+
+    #[test]
+    fn sliding_counter_follows_its_estimate_and_bound(rpu in 1u32..20, reqs in run_strategy()) {
+        let l = limit(rpu, Unit::Second, Algorithm::SlidingWindowCounter);
+        let ds = replay(&l, &reqs);
+        let r = u128::from(rpu);
+        for (i, &(t, hits)) in reqs.iter().enumerate() {
+            let in_window = |w: u64| -> u128 {
+                reqs[..i].iter().zip(&ds[..i])
+                    .filter(|((u, _), d)| d.allowed && u / P == w)
+                    .map(|((_, h), _)| u128::from(*h)).sum()
+            };
+            let w = t / P;
+            let previous = if w == 0 { 0 } else { in_window(w - 1) };
+            let current = in_window(w);
+            let f_left = u128::from(P - t % P);
+            // previous × (1 − f) + current + hits ≤ limit, multiplied through by P.
+            let fits = previous * f_left + (current + u128::from(hits)) * u128::from(P) <= r * u128::from(P);
+            prop_assert_eq!(ds[i].allowed, fits);
+        }
+        // Never more than the limit in one aligned window, and strictly under twice it in any.
+        prop_assert!(worst_window(&reqs, &ds) < 2 * u64::from(rpu));
+    }
+
+    #[test]
+    fn token_bucket_matches_a_token_count(rpu in 1u32..20, burst in 1u32..20, reqs in run_strategy()) {
+        let b = NonZeroU32::new(burst).unwrap();
+        let l = limit(rpu, Unit::Second, Algorithm::TokenBucket { burst: b });
+        let ds = replay(&l, &reqs);
+        // Independent model: tokens scaled by P, refilled by rpu per ns, capped at burst.
+        let cap = u128::from(burst) * u128::from(P);
+        let mut tokens = cap;
+        let mut last = reqs[0].0;
+        for (i, &(t, hits)) in reqs.iter().enumerate() {
+            tokens = (tokens + u128::from(t - last) * u128::from(rpu)).min(cap);
+            last = t;
+            let cost = u128::from(hits) * u128::from(P);
+            let fits = tokens >= cost;
+            prop_assert_eq!(ds[i].allowed, fits, "request {} at {}", i, t);
+            if fits { tokens -= cost; }
+        }
+        // No interval [t_i, t_j] admits more than burst + rate × length.
+        for i in 0..reqs.len() {
+            let mut sum = 0u128;
+            for j in i..reqs.len() {
+                if ds[j].allowed { sum += u128::from(reqs[j].1); }
+                let len = u128::from(reqs[j].0 - reqs[i].0);
+                prop_assert!(sum * u128::from(P) <= cap + len * u128::from(rpu));
+            }
+        }
+    }
+
+    #[test]
+    fn token_bucket_never_rejects_a_client_at_the_rate(rpu in 1u32..1000, burst in 2u32..5, start in 0u64..S, n in 1u64..200) {
+        let b = NonZeroU32::new(burst).unwrap();
+        client_at_the_rate(rpu, b, start, n)?;
+    }
+
+    #[test]
+    fn token_bucket_of_one_never_rejects_a_client_at_a_whole_ns_rate(i in 0usize..8, start in 0u64..S, n in 1u64..200) {
+        let rpu = [1, 2, 4, 5, 8, 10, 100, 1000][i];
+        client_at_the_rate(rpu, NonZeroU32::MIN, start, n)?;
+    }
+}
+
+/// Request `k` at the first nanosecond at or after `k × P / rpu`: never rejected.
+fn client_at_the_rate(
+    rpu: u32,
+    burst: NonZeroU32,
+    start: u64,
+    n: u64,
+) -> Result<(), TestCaseError> {
+    let l = limit(rpu, Unit::Second, Algorithm::TokenBucket { burst });
+    let mut state = State::fresh(&l);
+    for k in 0..n {
+        let offset = (u128::from(k) * u128::from(P)).div_ceil(u128::from(rpu));
+        let now = 1_000 * S + start + u64::try_from(offset).unwrap();
+        let (d, u) = decide(&state, now, &l, 1);
+        prop_assert!(d.allowed, "request {} at {} rejected", k, now);
+        state.apply(u);
+    }
+    Ok(())
+}
+
+#[test]
+fn fixed_window_admits_twice_the_limit_across_a_boundary() {
+    // Documented behaviour, pinned: the reason the other algorithms exist.
+    let l = limit(5, Unit::Second, Algorithm::FixedWindow);
+    let reqs: Vec<(u64, u64)> = (0..5)
+        .map(|i| (10 * S - 5 + i, 1))
+        .chain((0..5).map(|i| (10 * S + i, 1)))
+        .collect();
+    let ds = replay(&l, &reqs);
+    assert!(ds.iter().all(|d| d.allowed));
+    assert_eq!(worst_window(&reqs, &ds), 10);
+}
+
+#[test]
+fn sliding_counter_worst_case_approaches_but_stays_under_twice() {
+    let l = limit(10, Unit::Second, Algorithm::SlidingWindowCounter);
+    // The whole previous window's traffic at its last nanosecond, then as much as allowed
+    // just before the sliding window stops covering it.
+    let mut reqs: Vec<(u64, u64)> = vec![(11 * S - 1, 10)];
+    reqs.extend((0..10).map(|_| (12 * S - 2, 1)));
+    let ds = replay(&l, &reqs);
+    let worst = worst_window(&reqs, &ds);
+    assert_eq!(worst, 19, "10 + 9: the bound 2 × limit − 1 is reached");
+}
+
+#[test]
+fn huge_hits_are_denied_without_overflow() {
+    for algorithm in [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket {
+            burst: NonZeroU32::MAX,
+        },
+        Algorithm::SlidingWindowLog,
+        Algorithm::SlidingWindowCounter,
+    ] {
+        let l = limit(u32::MAX, Unit::Week, algorithm);
+        let mut state = State::fresh(&l);
+        let (d, u) = decide(&state, u64::MAX / 2, &l, u64::from(u32::MAX));
+        assert!(d.allowed, "{}", algorithm.name());
+        state.apply(u);
+        let (d, _) = decide(&state, u64::MAX, &l, u64::MAX);
+        assert!(!d.allowed, "{}", algorithm.name());
+    }
+}
+
+#[test]
+fn a_state_of_another_algorithm_reads_as_fresh() {
+    let fixed = limit(1, Unit::Second, Algorithm::FixedWindow);
+    let (_, u) = decide(&State::fresh(&fixed), S, &fixed, 1);
+    let mut state = State::fresh(&fixed);
+    state.apply(u);
+    let counter = limit(1, Unit::Second, Algorithm::SlidingWindowCounter);
+    assert!(decide(&state, S, &counter, 1).0.allowed);
+}

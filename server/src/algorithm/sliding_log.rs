@@ -1,0 +1,190 @@
+//! Sliding window log: remembers when each admitted request came, exact over any window.
+//!
+//! A request is admitted when the hits admitted in the last unit of time — the half-open
+//! window `(now − unit, now]` — plus its own fit within the limit. So no window of one unit,
+//! wherever it starts, ever holds more than the limit. The price is memory: one entry per
+//! admitted request still inside the window (hits arriving at the same nanosecond share one
+//! entry), so up to `requests_per_unit` entries of 16 bytes per counter. The configuration
+//! caps `requests_per_unit` for this algorithm (see [`crate::config`]).
+
+use super::{clamp_u32, Decision, Limit};
+use std::collections::VecDeque;
+
+/// Admitted requests still inside the window, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct State {
+    entries: VecDeque<Entry>,
+    total: u64,
+}
+
+/// Hits admitted at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    at_ns: u64,
+    hits: u64,
+}
+
+/// A change to a log: drop the oldest entries that left the window, maybe record a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Update {
+    expired: usize,
+    record: Option<(u64, u64)>,
+}
+
+impl Update {
+    /// How many old entries this update drops.
+    pub fn expired(&self) -> usize {
+        self.expired
+    }
+}
+
+impl State {
+    /// Number of stored entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the log holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Once the newest entry leaves the window, the log is as good as empty.
+    pub fn idle_at(&self, limit: &Limit) -> u64 {
+        self.entries
+            .back()
+            .map_or(0, |e| e.at_ns.saturating_add(limit.period_ns()))
+    }
+
+    /// Applies an update computed by [`decide`] on this state.
+    pub fn apply(&mut self, update: Update) {
+        for _ in 0..update.expired {
+            if let Some(e) = self.entries.pop_front() {
+                self.total = self.total.saturating_sub(e.hits);
+            }
+        }
+        if let Some((at_ns, hits)) = update.record {
+            self.total = self.total.saturating_add(hits);
+            match self.entries.back_mut() {
+                Some(last) if last.at_ns == at_ns => last.hits = last.hits.saturating_add(hits),
+                _ => self.entries.push_back(Entry { at_ns, hits }),
+            }
+        }
+    }
+}
+
+/// Admits `hits` when the window ending now has room for them.
+pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
+    let period = limit.period_ns();
+    let rpu = limit.rpu();
+    // An entry at `t` is inside the window while `now < t + period`.
+    let inside = |e: &Entry| e.at_ns.saturating_add(period) > now_ns;
+    let expired = state.entries.iter().take_while(|e| !inside(e)).count();
+    let expired_hits: u64 = state.entries.iter().take(expired).map(|e| e.hits).sum();
+    let live = state.total.saturating_sub(expired_hits);
+    let after = live.saturating_add(hits);
+    if after <= rpu {
+        // Keep the log ordered even if the clock went back.
+        let at_ns = state.entries.back().map_or(now_ns, |e| e.at_ns.max(now_ns));
+        let decision = Decision {
+            allowed: true,
+            remaining: clamp_u32(rpu - after),
+            reset_in_ns: at_ns.saturating_add(period).saturating_sub(now_ns),
+        };
+        let update = Update {
+            expired,
+            record: Some((at_ns, hits)),
+        };
+        return (decision, update);
+    }
+    let live_entries = state.entries.iter().skip(expired);
+    let reset_at = if hits > rpu {
+        // Never fits: report when the log is empty.
+        state.idle_at(limit)
+    } else {
+        // The request fits once enough of the oldest hits have left the window.
+        let must_leave = after - rpu;
+        let mut left = 0u64;
+        live_entries
+            .map(|e| {
+                left = left.saturating_add(e.hits);
+                (e, left)
+            })
+            .find(|(_, left)| *left >= must_leave)
+            .map_or(0, |(e, _)| e.at_ns.saturating_add(period))
+    };
+    let decision = Decision {
+        allowed: false,
+        remaining: clamp_u32(rpu.saturating_sub(live)),
+        reset_in_ns: reset_at.saturating_sub(now_ns),
+    };
+    (
+        decision,
+        Update {
+            expired,
+            record: None,
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::test_support::limit;
+    use crate::algorithm::{Algorithm, Unit};
+
+    const S: u64 = 1_000_000_000;
+
+    fn step(s: &mut State, now: u64, l: &Limit, hits: u64) -> Decision {
+        let (d, u) = decide(s, now, l, hits);
+        s.apply(u);
+        d
+    }
+
+    #[test]
+    fn no_boundary_burst() {
+        let l = limit(2, Unit::Second, Algorithm::SlidingWindowLog);
+        let mut s = State::default();
+        assert!(step(&mut s, 10 * S - 2, &l, 1).allowed);
+        assert!(step(&mut s, 10 * S - 1, &l, 1).allowed);
+        // A fixed window would reset at 10 s; the log still sees both requests.
+        let d = step(&mut s, 10 * S, &l, 1);
+        assert!(!d.allowed);
+        assert_eq!(d.reset_in_ns, S - 2, "the oldest leaves at 11 s - 2 ns");
+        assert!(!step(&mut s, 11 * S - 3, &l, 1).allowed);
+        assert!(step(&mut s, 11 * S - 2, &l, 1).allowed);
+        assert_eq!(s.len(), 2, "the expired entry was trimmed");
+    }
+
+    #[test]
+    fn same_instant_hits_share_an_entry() {
+        let l = limit(10, Unit::Minute, Algorithm::SlidingWindowLog);
+        let mut s = State::default();
+        for _ in 0..5 {
+            assert!(step(&mut s, S, &l, 1).allowed);
+        }
+        assert_eq!(s.len(), 1);
+        let d = step(&mut s, S, &l, 5);
+        assert!(d.allowed);
+        assert_eq!(d.remaining, 0);
+        assert_eq!(d.reset_in_ns, 60 * S);
+    }
+
+    #[test]
+    fn retry_time_counts_the_hits_that_must_leave() {
+        let l = limit(3, Unit::Second, Algorithm::SlidingWindowLog);
+        let mut s = State::default();
+        step(&mut s, 0, &l, 1);
+        step(&mut s, 100, &l, 1);
+        step(&mut s, 200, &l, 1);
+        let d = step(&mut s, 300, &l, 2);
+        assert!(!d.allowed);
+        assert_eq!(
+            d.reset_in_ns,
+            S + 100 - 300,
+            "two must leave: the second at 1 s + 100"
+        );
+        let d = step(&mut s, 300, &l, 4);
+        assert_eq!(d.reset_in_ns, S + 200 - 300, "never fits: until empty");
+    }
+}

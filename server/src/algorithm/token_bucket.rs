@@ -1,0 +1,161 @@
+//! Token bucket as GCRA (generic cell rate algorithm), exact with fractional tokens.
+//!
+//! A bucket holds `burst` tokens and earns `requests_per_unit` tokens per unit, one request
+//! costing one token per hit. GCRA keeps a single number, the *theoretical arrival time*
+//! (TAT): the instant at which the bucket would be full again. A request pushes the TAT one
+//! token-interval per hit into the future and is admitted while the TAT stays within
+//! `burst` token-intervals of now.
+//!
+//! To stay exact when a token-interval is not a whole number of nanoseconds (3 per second is
+//! 333,333,333.3 ns), time is counted in *scaled units*: one nanosecond is `requests_per_unit`
+//! units, so one token is exactly `period_ns` units. Nothing is rounded: no interval of
+//! length `t` admits more than `burst + requests_per_unit × t / unit` hits, and a client that
+//! sends request `k` no earlier than `k × unit / requests_per_unit` is never rejected (with a
+//! burst of one, only when that interval is a whole number of nanoseconds: a request that
+//! comes late by a fraction of a nanosecond finds the bucket already full and loses it).
+//! Memory: one `u128`.
+
+use super::{clamp_u32, div_ceil_u128, Decision, Limit};
+use std::num::NonZeroU32;
+
+/// The theoretical arrival time in scaled units (`ns × requests_per_unit`); 0 means full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct State {
+    /// Theoretical arrival time, scaled.
+    pub tat: u128,
+}
+
+impl State {
+    /// The bucket is full (as good as fresh) once the TAT is reached.
+    pub fn idle_at(&self, limit: &Limit) -> u64 {
+        div_ceil_u128(self.tat, u128::from(limit.rpu()))
+    }
+}
+
+/// Takes `hits` tokens from a bucket of `burst` tokens when they are there.
+pub fn decide(
+    state: &State,
+    now_ns: u64,
+    limit: &Limit,
+    burst: NonZeroU32,
+    hits: u64,
+) -> (Decision, State) {
+    let rate = u128::from(limit.rpu());
+    let token = u128::from(limit.period_ns());
+    let now = u128::from(now_ns) * rate;
+    let capacity = u128::from(burst.get()) * token;
+    let cost = u128::from(hits).saturating_mul(token);
+    // A TAT in the past means the bucket has been full since then.
+    let start = state.tat.max(now);
+    let new_tat = start.saturating_add(cost);
+    let ahead = new_tat - now;
+    if ahead <= capacity {
+        let decision = Decision {
+            allowed: true,
+            remaining: whole_tokens(capacity - ahead, token),
+            reset_in_ns: div_ceil_u128(ahead, rate),
+        };
+        (decision, State { tat: new_tat })
+    } else {
+        let debt = start - now;
+        let reset_in_ns = if cost > capacity {
+            // Never fits: report when the bucket is full again.
+            div_ceil_u128(debt, rate)
+        } else {
+            div_ceil_u128(ahead - capacity, rate)
+        };
+        let decision = Decision {
+            allowed: false,
+            remaining: whole_tokens(capacity.saturating_sub(debt), token),
+            reset_in_ns,
+        };
+        (decision, *state)
+    }
+}
+
+fn whole_tokens(units: u128, token: u128) -> u32 {
+    clamp_u32(u64::try_from(units / token).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::test_support::limit;
+    use crate::algorithm::{Algorithm, Unit};
+
+    const S: u64 = 1_000_000_000;
+
+    fn bucket(rpu: u32, burst: u32) -> (Limit, NonZeroU32) {
+        let burst = NonZeroU32::new(burst).unwrap();
+        (
+            limit(rpu, Unit::Second, Algorithm::TokenBucket { burst }),
+            burst,
+        )
+    }
+
+    #[test]
+    fn a_full_bucket_gives_its_burst_then_refills_at_the_rate() {
+        let (l, b) = bucket(2, 4);
+        let mut s = State::default();
+        let t0 = 100 * S;
+        for left in [3, 2, 1, 0] {
+            let (d, n) = decide(&s, t0, &l, b, 1);
+            assert!(d.allowed);
+            assert_eq!(d.remaining, left);
+            s = n;
+        }
+        let (d, _) = decide(&s, t0, &l, b, 1);
+        assert!(!d.allowed);
+        assert_eq!(
+            d.reset_in_ns,
+            S / 2,
+            "one token comes back in half a second"
+        );
+        let (d, _) = decide(&s, t0 + S / 2 - 1, &l, b, 1);
+        assert!(!d.allowed, "not a nanosecond early");
+        let (d, _) = decide(&s, t0 + S / 2, &l, b, 1);
+        assert!(d.allowed);
+        assert_eq!(d.reset_in_ns, 2 * S, "four tokens short of full at 2/s");
+    }
+
+    #[test]
+    fn fractional_intervals_are_exact() {
+        // 3 per second: tokens come back every 333,333,333.33 ns.
+        let (l, b) = bucket(3, 1);
+        let (_, s) = decide(&State::default(), 0, &l, b, 1);
+        let (d, _) = decide(&s, 333_333_333, &l, b, 1);
+        assert!(!d.allowed);
+        assert_eq!(d.reset_in_ns, 1, "rounded up: waiting that long is enough");
+        let (d, s) = decide(&s, 333_333_334, &l, b, 1);
+        assert!(d.allowed);
+        // With one token of room, the 0.67 ns this request came late are not credited.
+        let (d, _) = decide(&s, 666_666_667, &l, b, 1);
+        assert!(!d.allowed);
+        assert_eq!(d.reset_in_ns, 1);
+        // With two, a client at exactly the rate is never turned away.
+        let (l, b) = bucket(3, 2);
+        let mut s = State::default();
+        for now in [0, 333_333_334, 666_666_667, S, S + 333_333_334] {
+            let (d, n) = decide(&s, now, &l, b, 1);
+            assert!(d.allowed, "at {now}");
+            s = n;
+        }
+    }
+
+    #[test]
+    fn a_cost_above_the_burst_never_fits() {
+        let (l, b) = bucket(10, 5);
+        let (d, s) = decide(&State::default(), S, &l, b, 6);
+        assert!(!d.allowed);
+        assert_eq!(d.remaining, 5);
+        assert_eq!(d.reset_in_ns, 0, "already full");
+        assert_eq!(s, State::default());
+    }
+
+    #[test]
+    fn idle_once_full_again() {
+        let (l, b) = bucket(1, 1);
+        let (_, s) = decide(&State::default(), 10 * S, &l, b, 1);
+        assert_eq!(s.idle_at(&l), 11 * S);
+    }
+}

@@ -1,0 +1,172 @@
+//! Rate limit configuration: loading, validation and the validated tree that requests are
+//! matched against.
+//!
+//! Two stages, as everywhere in floodgate: [`wire`] is the YAML exactly as written (strict,
+//! unknown keys refused), [`validate`] turns it into a [`Config`] that cannot be wrong (no
+//! zero limits, no half-specified units, no ambiguous siblings). Every error names the file
+//! and the field path: `rules/api.yaml: descriptors[0].rate_limit.unit: unknown unit ...`.
+//! [`source`] reads a file or a directory (one domain per file); [`matching`] walks a request
+//! descriptor down the tree.
+
+pub mod matching;
+pub mod source;
+mod validate;
+pub mod wire;
+
+#[cfg(test)]
+mod tests;
+
+use crate::algorithm::Limit;
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The deepest descriptor nesting accepted; Envoy descriptors are a handful of entries.
+pub const MAX_DEPTH: usize = 16;
+
+/// The largest `requests_per_unit` for `sliding_window_log`, which stores one entry per
+/// admitted request (16 bytes each) for a whole unit.
+pub const MAX_LOG_LIMIT: u32 = 100_000;
+
+/// A configuration error: which file, which field, what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The file (or directory) at fault.
+    pub file: PathBuf,
+    /// The field path inside the file, e.g. `descriptors[1].rate_limit.unit`; empty when
+    /// the whole file is at fault.
+    pub path: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl ConfigError {
+    pub(crate) fn new(file: &Path, path: impl Into<String>, message: impl Into<String>) -> Self {
+        ConfigError {
+            file: file.to_path_buf(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}: {}", self.file.display(), self.message)
+        } else {
+            write!(
+                f,
+                "{}: {}: {}",
+                self.file.display(),
+                self.path,
+                self.message
+            )
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// A validated configuration: every domain by name.
+#[derive(Debug, Default)]
+pub struct Config {
+    domains: HashMap<String, Domain>,
+}
+
+impl Config {
+    /// The domain Envoy names, if configured.
+    pub fn domain(&self, name: &str) -> Option<&Domain> {
+        self.domains.get(name)
+    }
+
+    /// Configured domain names, for logs and metrics.
+    pub fn domain_names(&self) -> impl Iterator<Item = &str> {
+        self.domains.keys().map(String::as_str)
+    }
+}
+
+/// One domain's descriptor tree.
+#[derive(Debug)]
+pub struct Domain {
+    /// The domain name, shared with counter keys and metrics.
+    pub name: Arc<str>,
+    /// The file it came from, for logs.
+    pub file: PathBuf,
+    root: Level,
+}
+
+/// What applies when a request descriptor ends at a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The limit's name, reported in `current_limit.name`.
+    pub name: Option<Arc<str>>,
+    /// The limit; `None` for `unlimited: true`.
+    pub limit: Option<Limit>,
+    /// Shadow mode: decide and count, but always answer OK.
+    pub shadow: bool,
+}
+
+/// The children of one node, indexed for lookup without allocating.
+#[derive(Debug, Default)]
+struct Level {
+    by_key: HashMap<String, KeyNodes>,
+}
+
+/// The nodes sharing one key, by how they match the value.
+#[derive(Debug, Default)]
+struct KeyNodes {
+    /// `value: x`: exact matches.
+    exact: HashMap<String, Node>,
+    /// `value: x*`: prefix matches, longest prefix first.
+    prefix: Vec<(String, Node)>,
+    /// No value: any value.
+    any: Option<Box<Node>>,
+}
+
+/// One node of the tree.
+#[derive(Debug, Default)]
+struct Node {
+    rule: Option<Rule>,
+    children: Level,
+}
+
+/// Loads and validates the configuration at `path`: one YAML file, or a directory whose
+/// `*.yaml`/`*.yml` files (not hidden, not in subdirectories) each hold one domain.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    parse(&source::read(path)?)
+}
+
+/// Validates files already read by [`source::read`].
+pub fn parse(files: &source::Files) -> Result<Config, ConfigError> {
+    validate::config(files)
+}
+
+/// The configuration in force, swapped whole on reload. Readers take an `Arc` snapshot, so a
+/// request is decided under one configuration even if a reload lands meanwhile.
+#[derive(Debug, Clone, Default)]
+pub struct Shared(Arc<std::sync::RwLock<Arc<Config>>>);
+
+impl Shared {
+    /// Shares `config`.
+    pub fn new(config: Config) -> Shared {
+        Shared(Arc::new(std::sync::RwLock::new(Arc::new(config))))
+    }
+
+    /// The configuration now in force.
+    pub fn get(&self) -> Arc<Config> {
+        self.0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Puts `config` in force for every later request.
+    pub fn set(&self, config: Config) {
+        *self
+            .0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(config);
+    }
+}

@@ -1,0 +1,264 @@
+//! Turns the wire configuration into validated types, naming the field of each error.
+
+use super::source::Files;
+use super::wire::{self, AlgorithmName};
+use super::{Config, ConfigError, Domain, KeyNodes, Level, Node, Rule, MAX_DEPTH, MAX_LOG_LIMIT};
+use crate::algorithm::{Algorithm, Limit, Unit};
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::Arc;
+
+pub(super) fn config(files: &Files) -> Result<Config, ConfigError> {
+    let mut domains: HashMap<String, Domain> = HashMap::new();
+    for (file, text) in &files.files {
+        let parsed = parse_yaml(file, text)?;
+        let domain = domain(file, parsed)?;
+        if let Some(first) = domains.get(&*domain.name) {
+            return Err(ConfigError::new(
+                file,
+                "domain",
+                format!(
+                    "duplicate domain {:?}, already defined in {}",
+                    &*domain.name,
+                    first.file.display()
+                ),
+            ));
+        }
+        domains.insert(domain.name.to_string(), domain);
+    }
+    Ok(Config { domains })
+}
+
+/// Parses YAML into the wire types; type and unknown-key errors keep serde's wording with
+/// our `file: path:` in front.
+fn parse_yaml(file: &Path, text: &str) -> Result<wire::File, ConfigError> {
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)
+        .map_err(|e| ConfigError::new(file, "", format!("invalid YAML: {e}")))?;
+    if value.is_null() {
+        return Err(ConfigError::new(file, "", "the file is empty"));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." { String::new() } else { path };
+        ConfigError::new(file, path, e.into_inner().to_string())
+    })
+}
+
+fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
+    if w.domain.is_empty() {
+        return Err(ConfigError::new(
+            file,
+            "domain",
+            "is required and must not be empty",
+        ));
+    }
+    let root = level(file, "", w.descriptors, 1)?;
+    Ok(Domain {
+        name: Arc::from(w.domain),
+        file: file.to_path_buf(),
+        root,
+    })
+}
+
+fn level(
+    file: &Path,
+    parent: &str,
+    descriptors: Vec<wire::Descriptor>,
+    depth: usize,
+) -> Result<Level, ConfigError> {
+    let mut out = Level::default();
+    if descriptors.is_empty() {
+        return Ok(out);
+    }
+    let here = format!("{parent}descriptors");
+    if depth > MAX_DEPTH {
+        return Err(ConfigError::new(
+            file,
+            here,
+            format!("descriptors nest deeper than {MAX_DEPTH} levels"),
+        ));
+    }
+    for (i, d) in descriptors.into_iter().enumerate() {
+        let at = format!("{here}[{i}]");
+        if d.key.is_empty() {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.key"),
+                "is required and must not be empty",
+            ));
+        }
+        let rule = match d.rate_limit {
+            None => None,
+            Some(r) => Some(rule(file, &format!("{at}.rate_limit"), r, d.shadow_mode)?),
+        };
+        let node = Node {
+            rule,
+            children: level(file, &format!("{at}."), d.descriptors, depth + 1)?,
+        };
+        let nodes = out.by_key.entry(d.key.clone()).or_default();
+        let value = d.value.map(|v| v.0).filter(|v| !v.is_empty());
+        insert(file, &at, nodes, &d.key, value, node)?;
+    }
+    for nodes in out.by_key.values_mut() {
+        // Longest prefix first: the most specific wildcard wins.
+        nodes
+            .prefix
+            .sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+    }
+    Ok(out)
+}
+
+fn insert(
+    file: &Path,
+    at: &str,
+    nodes: &mut KeyNodes,
+    key: &str,
+    value: Option<String>,
+    node: Node,
+) -> Result<(), ConfigError> {
+    let duplicate = |what: String| {
+        ConfigError::new(
+            file,
+            at,
+            format!("duplicate descriptor: {what} is already defined at this level"),
+        )
+    };
+    match value {
+        None => {
+            if nodes.any.is_some() {
+                return Err(duplicate(format!("key {key:?} without a value")));
+            }
+            nodes.any = Some(Box::new(node));
+        }
+        Some(v) => match v.find('*') {
+            None => {
+                if nodes.exact.contains_key(&v) {
+                    return Err(duplicate(format!("key {key:?} value {v:?}")));
+                }
+                nodes.exact.insert(v, node);
+            }
+            Some(star) if star == v.len() - 1 => {
+                let prefix = v[..star].to_owned();
+                if nodes.prefix.iter().any(|(p, _)| *p == prefix) {
+                    return Err(duplicate(format!("key {key:?} value {v:?}")));
+                }
+                nodes.prefix.push((prefix, node));
+            }
+            Some(_) => {
+                return Err(ConfigError::new(
+                    file,
+                    format!("{at}.value"),
+                    format!("bad wildcard {v:?}: `*` is only allowed as the last character"),
+                ));
+            }
+        },
+    }
+    Ok(())
+}
+
+fn rule(file: &Path, at: &str, r: wire::RateLimit, shadow: bool) -> Result<Rule, ConfigError> {
+    let name = r.name.filter(|n| !n.is_empty()).map(Arc::from);
+    if r.unlimited {
+        let extra = [
+            (r.requests_per_unit.is_some(), "requests_per_unit"),
+            (r.unit.is_some(), "unit"),
+            (r.algorithm.is_some(), "algorithm"),
+            (r.burst.is_some(), "burst"),
+        ];
+        if let Some((_, field)) = extra.iter().find(|(set, _)| *set) {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.{field}"),
+                "cannot be combined with unlimited: true",
+            ));
+        }
+        return Ok(Rule {
+            name,
+            limit: None,
+            shadow,
+        });
+    }
+    let unit = match r.unit.as_deref() {
+        None => return Err(ConfigError::new(file, format!("{at}.unit"), "is required")),
+        Some(u) => unit(u).ok_or_else(|| {
+            ConfigError::new(
+                file,
+                format!("{at}.unit"),
+                format!("unknown unit {u:?}, expected second, minute, hour, day or week"),
+            )
+        })?,
+    };
+    let rpu_at = format!("{at}.requests_per_unit");
+    let requests_per_unit = match r.requests_per_unit {
+        None => {
+            return Err(ConfigError::new(
+                file,
+                rpu_at,
+                "is required (or set unlimited: true)",
+            ))
+        }
+        Some(n) => NonZeroU32::new(n).ok_or_else(|| {
+            ConfigError::new(
+                file,
+                &rpu_at,
+                "must be greater than 0 (use unlimited: true for no limit)",
+            )
+        })?,
+    };
+    let algorithm_name = r.algorithm.unwrap_or(AlgorithmName::FixedWindow);
+    if r.burst.is_some() && algorithm_name != AlgorithmName::TokenBucket {
+        return Err(ConfigError::new(
+            file,
+            format!("{at}.burst"),
+            "only applies to algorithm: token_bucket",
+        ));
+    }
+    let algorithm = match algorithm_name {
+        AlgorithmName::FixedWindow => Algorithm::FixedWindow,
+        AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
+        AlgorithmName::SlidingWindowLog => {
+            if requests_per_unit.get() > MAX_LOG_LIMIT {
+                return Err(ConfigError::new(
+                    file,
+                    rpu_at,
+                    format!(
+                        "sliding_window_log stores every request: at most {MAX_LOG_LIMIT} per unit \
+                         (use sliding_window_counter for larger limits)"
+                    ),
+                ));
+            }
+            Algorithm::SlidingWindowLog
+        }
+        AlgorithmName::TokenBucket => {
+            let burst = match r.burst {
+                None => requests_per_unit,
+                Some(b) => NonZeroU32::new(b).ok_or_else(|| {
+                    ConfigError::new(file, format!("{at}.burst"), "must be greater than 0")
+                })?,
+            };
+            Algorithm::TokenBucket { burst }
+        }
+    };
+    Ok(Rule {
+        name,
+        limit: Some(Limit {
+            requests_per_unit,
+            unit,
+            algorithm,
+        }),
+        shadow,
+    })
+}
+
+/// Unit names, in any case as the reference service accepts them.
+fn unit(name: &str) -> Option<Unit> {
+    match name.to_ascii_lowercase().as_str() {
+        "second" => Some(Unit::Second),
+        "minute" => Some(Unit::Minute),
+        "hour" => Some(Unit::Hour),
+        "day" => Some(Unit::Day),
+        "week" => Some(Unit::Week),
+        _ => None,
+    }
+}

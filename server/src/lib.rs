@@ -1,0 +1,32 @@
+//! floodgate-server: floodgate's global limiter, an Envoy RLS v3 gRPC service.
+//!
+//! Envoy's `ratelimit` filter (or floodgate's wasm filter in global mode) sends
+//! `ShouldRateLimit(domain, descriptors)`; the service finds each descriptor's limit in the
+//! configuration, decides all of them atomically in a store, and answers one status per
+//! descriptor. A guide to the modules, in the order a request meets them:
+//!
+//! - [`rls`]: the one module speaking RLS v3; every protocol quirk is commented there.
+//! - [`config`]: the envoyproxy/ratelimit YAML format plus our `algorithm` extension,
+//!   validated into types that cannot be wrong; [`config::matching`] walks descriptors.
+//! - [`store`]: the batch-shaped, async [`store::Store`] trait (all or nothing per
+//!   request) and [`store::memory`], the in-process store.
+//! - [`algorithm`]: the four algorithms as pure `(state, now, limit, hits)` math.
+//! - [`clock`]: time for the memory store, injectable for tests.
+//! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.
+//! - [`reload`]: polls the configuration and swaps in valid changes.
+//! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags.
+//! - [`proto`]: the generated RLS types, public so tests and tools share them.
+
+#![warn(missing_docs)]
+
+pub mod algorithm;
+pub mod cli;
+pub mod clock;
+pub mod config;
+pub mod http;
+pub mod metrics;
+pub mod proto;
+pub mod reload;
+pub mod rls;
+pub mod server;
+pub mod store;

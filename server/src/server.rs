@@ -1,0 +1,167 @@
+//! Running the service: bind, announce readiness, serve gRPC and HTTP, stop gracefully.
+
+use crate::cli::Args;
+use crate::config::{self, source, ConfigError};
+use crate::http;
+use crate::metrics::Metrics;
+use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
+use crate::reload;
+use crate::rls::RlsService;
+use crate::store::memory::MemoryStore;
+use crate::store::Store;
+use std::io::Write;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+/// How often the memory store drops idle counters.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// How long in-flight calls may finish after SIGTERM before connections are cut.
+const DRAIN: Duration = Duration::from_secs(5);
+
+/// Why the server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The configuration is invalid.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// A listener could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Serving failed.
+    #[error("{0}")]
+    Serve(String),
+}
+
+/// Loads the configuration and serves until SIGTERM or SIGINT.
+///
+/// Once both listeners are bound, prints exactly one line to stdout,
+/// `floodgate-server ready grpc=ADDR http=ADDR`, which scripts and tests wait for.
+pub async fn run(args: Args) -> Result<(), ServerError> {
+    let files = source::read(&args.config)?;
+    let shared = config::Shared::new(config::parse(&files)?);
+    let store = Arc::new(MemoryStore::new(args.memory_capacity));
+    let metrics = Arc::new(Metrics::new(store.name()));
+    metrics.register_domains(shared.get().domain_names());
+
+    let grpc = bind(args.grpc_addr).await?;
+    let http = bind(args.http_addr).await?;
+    let grpc_addr = local_addr(&grpc, args.grpc_addr)?;
+    let http_addr = local_addr(&http, args.http_addr)?;
+
+    let (stop_tx, stop) = watch::channel(false);
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("shutting down");
+        let _ = stop_tx.send(true);
+    });
+    if args.watch_interval_ms > 0 {
+        tokio::spawn(reload::watch_config(
+            args.config.clone(),
+            files,
+            shared.clone(),
+            metrics.clone(),
+            Duration::from_millis(args.watch_interval_ms),
+            stop.clone(),
+        ));
+    }
+    tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
+
+    let service = RlsService::new(shared, store, metrics.clone(), args.response_headers);
+    let grpc_server = tonic::transport::Server::builder()
+        .add_service(RateLimitServiceServer::new(service))
+        .serve_with_incoming_shutdown(
+            tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)),
+            stopped(stop.clone()),
+        );
+    let http_server =
+        axum::serve(http, http::router(metrics)).with_graceful_shutdown(stopped(stop.clone()));
+
+    tracing::info!(%grpc_addr, %http_addr, "serving");
+    announce(grpc_addr, http_addr);
+    let serve = async { tokio::join!(grpc_server, http_server) };
+    let drain_deadline = async {
+        stopped(stop.clone()).await;
+        tokio::time::sleep(DRAIN).await;
+    };
+    tokio::select! {
+        (g, h) = serve => {
+            g.map_err(|e| ServerError::Serve(format!("gRPC: {e}")))?;
+            h.map_err(|e| ServerError::Serve(format!("HTTP: {e}")))?;
+        }
+        () = drain_deadline => {
+            tracing::warn!("connections still open {DRAIN:?} after the signal; closing them");
+        }
+    }
+    tracing::info!("stopped");
+    Ok(())
+}
+
+/// The readiness line: one line, flushed, nothing else ever goes to stdout.
+fn announce(grpc: SocketAddr, http: SocketAddr) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "floodgate-server ready grpc={grpc} http={http}");
+    let _ = out.flush();
+}
+
+async fn bind(addr: SocketAddr) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+fn local_addr(l: &TcpListener, addr: SocketAddr) -> Result<SocketAddr, ServerError> {
+    l.local_addr()
+        .map_err(|source| ServerError::Bind { addr, source })
+}
+
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
+/// Drops idle counters periodically and publishes the store's size.
+async fn sweep(store: Arc<MemoryStore>, metrics: Arc<Metrics>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(SWEEP_EVERY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        let removed = store.sweep();
+        metrics.set_store_cells(store.cells());
+        if removed > 0 {
+            tracing::debug!(removed, cells = store.cells(), "swept idle counters");
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,248 @@
+//! The in-process store: exact under concurrency, bounded in memory.
+//!
+//! Counters live in 64 shards, each a `HashMap` behind a mutex (SipHash with a random key,
+//! because counter keys come from clients). A batch locks the shards it touches in
+//! ascending order (no deadlock), reads the clock, decides every item, and either applies
+//! every update or none. No `.await` happens under a lock, and the critical section is a few
+//! hash lookups and the arithmetic of [`crate::algorithm`], so contention stays short.
+//!
+//! # Bounds
+//! Memory is counted in *cells*: one per counter, plus one per entry of a
+//! `sliding_window_log`. A counter whose state has gone back to "fresh" (its window ended,
+//! its bucket refilled, its log emptied) is dropped by [`MemoryStore::sweep`], which the
+//! server runs periodically. When the store is at capacity, a request that needs a *new*
+//! cell is answered with [`StoreError::Full`] (gRPC UNAVAILABLE, so Envoy's failure mode
+//! decides) while every existing counter keeps working exactly. We refuse rather than evict:
+//! evicting would silently reset some client's counter and over-admit it, and a flood of
+//! distinct values would then buy a flood of fresh limits. The overflow is counted in the
+//! `floodgate_errors_total{kind="store_full"}` metric.
+
+use super::{Check, Store, StoreError};
+use crate::algorithm::{decide, Decision, Limit, State, Update};
+use crate::clock::{Clock, SystemClock};
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// Number of shards; a power of two.
+const SHARDS: usize = 64;
+
+/// The default capacity in cells (about 100 MB in the worst case).
+pub const DEFAULT_CAPACITY: usize = 1_000_000;
+
+type Shard = HashMap<super::CounterKey, Slot>;
+
+/// One counter.
+#[derive(Debug)]
+struct Slot {
+    /// The limit its state was computed under; a different limit (after a reload) starts
+    /// the counter afresh, since the old state means something else.
+    limit: Limit,
+    state: State,
+    /// From this instant the state is as good as fresh and may be dropped.
+    idle_at: u64,
+    /// Cells this slot is counted for.
+    cells: usize,
+}
+
+/// The memory store. See the module documentation.
+#[derive(Debug)]
+pub struct MemoryStore<C: Clock = SystemClock> {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    clock: C,
+    cells: AtomicUsize,
+    capacity: usize,
+}
+
+impl MemoryStore<SystemClock> {
+    /// A store of at most `capacity` cells on the system clock.
+    pub fn new(capacity: usize) -> Self {
+        MemoryStore::with_clock(capacity, SystemClock::new())
+    }
+}
+
+impl<C: Clock> MemoryStore<C> {
+    /// A store of at most `capacity` cells reading `clock`.
+    pub fn with_clock(capacity: usize, clock: C) -> Self {
+        MemoryStore {
+            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+            hasher: RandomState::new(),
+            clock,
+            cells: AtomicUsize::new(0),
+            capacity,
+        }
+    }
+
+    /// Cells in use.
+    pub fn cells(&self) -> usize {
+        self.cells.load(Ordering::Relaxed)
+    }
+
+    /// The most cells this store will hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Number of counters held.
+    pub fn len(&self) -> usize {
+        (0..SHARDS).map(|i| self.lock(i).len()).sum()
+    }
+
+    /// Whether the store holds no counter.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every counter whose state is as good as fresh; returns how many.
+    pub fn sweep(&self) -> usize {
+        let now = self.clock.now_ns();
+        let mut removed = 0;
+        for i in 0..SHARDS {
+            let mut shard = self.lock(i);
+            let mut freed = 0;
+            shard.retain(|_, slot| {
+                let keep = slot.idle_at > now;
+                if !keep {
+                    freed += slot.cells;
+                    removed += 1;
+                }
+                keep
+            });
+            drop(shard);
+            self.cells.fetch_sub(freed, Ordering::Relaxed);
+        }
+        removed
+    }
+
+    fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+        // Nothing panics under these locks; if something ever did, the maps are still
+        // structurally sound, so keep serving rather than fail every request.
+        self.shards[i]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn shard_of(&self, c: &Check) -> usize {
+        (self.hasher.hash_one(&c.key) as usize) & (SHARDS - 1)
+    }
+
+    /// The synchronous heart of [`Store::check`].
+    pub fn check_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        let shard_of: Vec<usize> = batch.iter().map(|c| self.shard_of(c)).collect();
+        let mut order = shard_of.clone();
+        order.sort_unstable();
+        order.dedup();
+        let mut guards: Vec<MutexGuard<'_, Shard>> = order.iter().map(|&i| self.lock(i)).collect();
+        let guard_of = |i: usize| order.binary_search(&shard_of[i]).unwrap_or(0);
+        // The clock is read under the locks, so decisions on a key happen in time order.
+        let now = self.clock.now_ns();
+
+        // Phase 1: decide everything against current state, changing nothing.
+        let mut decisions = Vec::with_capacity(batch.len());
+        let mut updates: Vec<Update> = Vec::with_capacity(batch.len());
+        let mut blocked = false;
+        let mut growth = 0isize;
+        for (i, c) in batch.iter().enumerate() {
+            let shard = &guards[guard_of(i)];
+            let stored = shard
+                .get(&c.key)
+                .filter(|s| s.limit == c.limit && s.idle_at > now)
+                .map(|s| &s.state);
+            // The same counter twice in one request: the later item sees the earlier's hits.
+            let earlier: Vec<usize> = (0..i)
+                .filter(|&j| batch[j].key == c.key && batch[j].limit == c.limit)
+                .collect();
+            let (d, u) = match (stored, earlier.is_empty()) {
+                (Some(s), true) => decide(s, now, &c.limit, c.hits),
+                (None, true) => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
+                (s, false) => {
+                    let mut s = s.cloned().unwrap_or_else(|| State::fresh(&c.limit));
+                    for &j in &earlier {
+                        s.apply(updates[j].clone());
+                    }
+                    decide(&s, now, &c.limit, c.hits)
+                }
+            };
+            if !d.allowed && !c.shadow {
+                blocked = true;
+            } else if d.allowed && earlier.is_empty() {
+                growth += cell_growth(shard.get(&c.key), stored.is_some(), &u);
+            }
+            decisions.push(d);
+            updates.push(u);
+        }
+        if blocked {
+            // Over the limit somewhere: the request is rejected and consumes nothing.
+            return Ok(decisions);
+        }
+
+        // Phase 2: reserve room, then apply every update in order.
+        let reserved = growth.max(0) as usize;
+        let before = self.cells.fetch_add(reserved, Ordering::Relaxed);
+        if reserved > 0 && before + reserved > self.capacity {
+            self.cells.fetch_sub(reserved, Ordering::Relaxed);
+            return Err(StoreError::Full(before));
+        }
+        let mut delta: isize = 0;
+        for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
+            let shard = &mut guards[guard_of(i)];
+            if !decisions[i].allowed && !shard.contains_key(&c.key) {
+                continue; // a denied shadow item on a fresh counter changes nothing
+            }
+            let slot = shard.entry(c.key.clone()).or_insert_with(|| Slot {
+                limit: c.limit,
+                state: State::fresh(&c.limit),
+                idle_at: 0,
+                cells: 0,
+            });
+            if slot.limit != c.limit || slot.idle_at <= now {
+                slot.limit = c.limit;
+                slot.state = State::fresh(&c.limit);
+            }
+            slot.state.apply(u);
+            slot.idle_at = slot.state.idle_at(&c.limit);
+            let cells = slot.state.cells();
+            delta += cells as isize - slot.cells as isize;
+            slot.cells = cells;
+        }
+        drop(guards);
+        let correction = delta - reserved as isize;
+        if correction >= 0 {
+            self.cells.fetch_add(correction as usize, Ordering::Relaxed);
+        } else {
+            self.cells
+                .fetch_sub(correction.unsigned_abs(), Ordering::Relaxed);
+        }
+        Ok(decisions)
+    }
+}
+
+/// Cells an admitted item will add (negative: free): a new or reset counter costs one cell
+/// plus its state; a live log gains at most one entry and loses those it trims.
+fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update) -> isize {
+    let log_entry = isize::from(matches!(update, Update::SlidingWindowLog(_)));
+    match slot {
+        Some(_) if live => match update {
+            Update::SlidingWindowLog(l) => 1 - l.expired() as isize,
+            _ => 0,
+        },
+        // A stale slot (idle, or from another limit) is replaced.
+        Some(slot) => 1 + log_entry - slot.cells as isize,
+        None => 1 + log_entry,
+    }
+}
+
+impl<C: Clock> Store for MemoryStore<C> {
+    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.check_now(batch)
+    }
+
+    fn name(&self) -> &'static str {
+        "memory"
+    }
+}
+
+#[cfg(test)]
+mod tests;

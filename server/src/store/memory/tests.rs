@@ -1,0 +1,222 @@
+//! Memory store: exactness under concurrency, all-or-nothing batches, bounds.
+
+use super::*;
+use crate::algorithm::{Algorithm, Unit};
+use crate::clock::ManualClock;
+use crate::store::CounterKey;
+use std::num::NonZeroU32;
+use std::sync::Arc;
+
+const S: u64 = 1_000_000_000;
+const T0: u64 = 1_700_000_000 * S;
+
+fn limit(rpu: u32, algorithm: Algorithm) -> Limit {
+    Limit {
+        requests_per_unit: NonZeroU32::new(rpu).unwrap(),
+        unit: Unit::Second,
+        algorithm,
+    }
+}
+
+fn check(key: &str, limit: Limit) -> Check {
+    Check {
+        key: CounterKey::new("d", [("k", key)]),
+        limit,
+        hits: 1,
+        shadow: false,
+    }
+}
+
+fn store(capacity: usize) -> (Arc<ManualClock>, MemoryStore<Arc<ManualClock>>) {
+    let clock = Arc::new(ManualClock::new(T0));
+    (clock.clone(), MemoryStore::with_clock(capacity, clock))
+}
+
+fn allowed(store: &MemoryStore<Arc<ManualClock>>, batch: &[Check]) -> Vec<bool> {
+    store
+        .check_now(batch)
+        .unwrap()
+        .iter()
+        .map(|d| d.allowed)
+        .collect()
+}
+
+fn all_algorithms() -> [Algorithm; 4] {
+    [
+        Algorithm::FixedWindow,
+        Algorithm::TokenBucket {
+            burst: NonZeroU32::new(500).unwrap(),
+        },
+        Algorithm::SlidingWindowLog,
+        Algorithm::SlidingWindowCounter,
+    ]
+}
+
+#[test]
+fn sixteen_tasks_on_one_key_admit_exactly_the_limit() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .build()
+        .unwrap();
+    for algorithm in all_algorithms() {
+        let (_clock, store) = store(DEFAULT_CAPACITY);
+        let store = Arc::new(store);
+        let l = limit(500, algorithm);
+        let admitted: usize = rt.block_on(async {
+            let tasks: Vec<_> = (0..16)
+                .map(|_| {
+                    let store = store.clone();
+                    tokio::spawn(async move {
+                        let mut n = 0;
+                        for _ in 0..100 {
+                            let d = store.check(&[check("hot", l)]).await.unwrap();
+                            n += usize::from(d[0].allowed);
+                            tokio::task::yield_now().await;
+                        }
+                        n
+                    })
+                })
+                .collect();
+            let mut total = 0;
+            for t in tasks {
+                total += t.await.unwrap();
+            }
+            total
+        });
+        assert_eq!(admitted, 500, "{}", algorithm.name());
+    }
+}
+
+#[test]
+fn a_rejected_request_consumes_nothing() {
+    let (_clock, s) = store(DEFAULT_CAPACITY);
+    let tight = check("tight", limit(1, Algorithm::FixedWindow));
+    let loose = check("loose", limit(10, Algorithm::FixedWindow));
+    assert_eq!(allowed(&s, &[tight.clone(), loose.clone()]), [true, true]);
+    for _ in 0..5 {
+        assert_eq!(allowed(&s, &[tight.clone(), loose.clone()]), [false, true]);
+    }
+    // Only the admitted request counted against the loose limit: 10 - 1 - this one.
+    let d = s.check_now(&[loose]).unwrap();
+    assert_eq!(d[0].remaining, 8);
+}
+
+#[test]
+fn a_shadow_limit_never_blocks_the_others() {
+    let (_clock, s) = store(DEFAULT_CAPACITY);
+    let mut shadow = check("shadow", limit(1, Algorithm::FixedWindow));
+    shadow.shadow = true;
+    let enforced = check("enforced", limit(10, Algorithm::FixedWindow));
+    assert_eq!(
+        allowed(&s, &[shadow.clone(), enforced.clone()]),
+        [true, true]
+    );
+    assert_eq!(
+        allowed(&s, &[shadow.clone(), enforced.clone()]),
+        [false, true]
+    );
+    let d = s.check_now(&[enforced]).unwrap();
+    assert_eq!(d[0].remaining, 7);
+}
+
+#[test]
+fn the_same_counter_twice_in_one_request_counts_twice() {
+    let (_clock, s) = store(DEFAULT_CAPACITY);
+    for algorithm in all_algorithms() {
+        let key = format!("dup-{}", algorithm.name());
+        let one = check(&key, limit(1, algorithm));
+        let one = match algorithm {
+            Algorithm::TokenBucket { .. } => Check {
+                limit: limit(
+                    1,
+                    Algorithm::TokenBucket {
+                        burst: NonZeroU32::MIN,
+                    },
+                ),
+                ..one
+            },
+            _ => one,
+        };
+        assert_eq!(allowed(&s, &[one.clone(), one.clone()]), [true, false]);
+        assert_eq!(
+            allowed(&s, &[one]),
+            [true],
+            "the rejected pair consumed nothing"
+        );
+    }
+}
+
+#[test]
+fn fresh_state_is_swept_and_its_cells_returned() {
+    let (clock, s) = store(DEFAULT_CAPACITY);
+    for i in 0..100 {
+        let algorithm = all_algorithms()[i % 4];
+        s.check_now(&[check(&i.to_string(), limit(500, algorithm))])
+            .unwrap();
+    }
+    assert_eq!(s.len(), 100);
+    assert_eq!(s.cells(), 125, "one per counter, one per log entry");
+    assert_eq!(s.sweep(), 0, "nothing is idle yet");
+    // The sliding counter remembers its window for one more unit.
+    clock.advance(2 * S);
+    assert_eq!(s.sweep(), 100);
+    assert_eq!((s.len(), s.cells()), (0, 0));
+}
+
+#[test]
+fn a_full_store_refuses_new_counters_and_keeps_old_ones_exact() {
+    let (clock, s) = store(10);
+    let l = limit(2, Algorithm::FixedWindow);
+    for i in 0..10 {
+        assert_eq!(allowed(&s, &[check(&i.to_string(), l)]), [true]);
+    }
+    assert_eq!(s.check_now(&[check("new", l)]), Err(StoreError::Full(10)));
+    assert_eq!(
+        allowed(&s, &[check("0", l)]),
+        [true],
+        "existing counters still work"
+    );
+    assert_eq!(allowed(&s, &[check("0", l)]), [false], "and still count");
+    clock.advance(S);
+    s.sweep();
+    assert_eq!(
+        allowed(&s, &[check("new", l)]),
+        [true],
+        "room again once swept"
+    );
+}
+
+#[test]
+fn a_full_store_refuses_log_growth() {
+    let (clock, s) = store(3);
+    let l = limit(10, Algorithm::SlidingWindowLog);
+    assert_eq!(allowed(&s, &[check("log", l)]), [true]);
+    clock.advance(1);
+    assert_eq!(allowed(&s, &[check("log", l)]), [true]);
+    clock.advance(1);
+    assert!(matches!(
+        s.check_now(&[check("log", l)]),
+        Err(StoreError::Full(3))
+    ));
+    // Once the entries leave the window the log is trimmed and has room again.
+    clock.advance(S);
+    assert_eq!(allowed(&s, &[check("log", l)]), [true]);
+    assert_eq!(s.cells(), 2);
+}
+
+#[test]
+fn a_changed_limit_starts_afresh() {
+    let (_clock, s) = store(DEFAULT_CAPACITY);
+    assert_eq!(
+        allowed(&s, &[check("k", limit(1, Algorithm::FixedWindow))]),
+        [true]
+    );
+    assert_eq!(
+        allowed(&s, &[check("k", limit(1, Algorithm::FixedWindow))]),
+        [false]
+    );
+    assert_eq!(
+        allowed(&s, &[check("k", limit(2, Algorithm::FixedWindow))]),
+        [true]
+    );
+}

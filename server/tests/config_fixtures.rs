@@ -1,0 +1,95 @@
+//! Every invalid configuration under `tests/fixtures/config/invalid/` is refused with the
+//! exact message in its `.err` file (a `.yaml` file, or a directory of them); every valid one
+//! under `valid/` loads.
+
+// A test crate: failing loudly on a broken fixture is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use floodgate_server::config;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+const INVALID: &str = "tests/fixtures/config/invalid";
+
+fn fixtures() -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(INVALID).unwrap() {
+        let err = entry.unwrap().path();
+        if err.extension().is_some_and(|e| e == "err") {
+            let stem = err.with_extension("");
+            let input = if stem.is_dir() {
+                stem
+            } else {
+                err.with_extension("yaml")
+            };
+            out.push((
+                input,
+                fs::read_to_string(&err).unwrap().trim_end().to_owned(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn each_invalid_fixture_fails_with_its_exact_message() {
+    let all = fixtures();
+    assert!(all.len() >= 20, "fixtures went missing: {}", all.len());
+    let mut wrong = Vec::new();
+    for (input, expected) in &all {
+        match config::load(input) {
+            Ok(_) => wrong.push(format!(
+                "{}: loaded, expected {expected:?}",
+                input.display()
+            )),
+            Err(e) if e.to_string() != *expected => wrong.push(format!(
+                "{}:\n  got      {e}\n  expected {expected}",
+                input.display()
+            )),
+            Err(_) => {}
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_invalid_yaml_has_an_expected_message() {
+    for entry in fs::read_dir(INVALID).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "yaml") || p.is_dir() {
+            let err = p.with_extension("err");
+            assert!(err.exists(), "{} has no .err", p.display());
+        }
+    }
+}
+
+#[test]
+fn an_empty_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("notes.txt"), "not config").unwrap();
+    let e = config::load(dir.path()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no configuration files (*.yaml, *.yml) in this directory",
+            dir.path().display()
+        )
+    );
+}
+
+#[test]
+fn a_missing_path_is_refused() {
+    let e = config::load(Path::new("tests/fixtures/config/nope.yaml")).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("tests/fixtures/config/nope.yaml: cannot read: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_valid_examples_load() {
+    let c = config::load(Path::new("tests/fixtures/config/valid")).unwrap();
+    assert!(c.domain("web").is_some());
+}

@@ -1,0 +1,196 @@
+//! Starts the real `floodgate-server` binary for end-to-end tests and talks to it.
+//!
+//! [`Server`] waits for the ready line (no sleeps), and kills the process when dropped.
+//! Everything listens on 127.0.0.1 port 0, so tests run in parallel.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
+use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
+use floodgate_server::proto::{Entry, RateLimitDescriptor};
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tonic::transport::Channel;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_floodgate-server");
+
+/// A running server, killed on drop.
+pub struct Server {
+    child: Child,
+    pub grpc: SocketAddr,
+    pub http: SocketAddr,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    /// Starts the server on `config` with extra flags and waits for its ready line.
+    pub fn start(config: &Path, extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        let mut child = Command::new(BIN)
+            .arg("--config")
+            .arg(config)
+            .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(line) => line,
+            Err(_) => {
+                let _ = child.kill();
+                panic!(
+                    "no ready line; log:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+        };
+        let (grpc, http) = parse_ready(&line).unwrap_or_else(|| {
+            let _ = child.kill();
+            panic!(
+                "bad ready line {line:?}; log:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            )
+        });
+        Server {
+            child,
+            grpc,
+            http,
+            log,
+            _dir: dir,
+        }
+    }
+
+    /// A gRPC client connected to the server.
+    pub async fn client(&self) -> RateLimitServiceClient<Channel> {
+        RateLimitServiceClient::connect(format!("http://{}", self.grpc))
+            .await
+            .unwrap()
+    }
+
+    /// `GET path` on the HTTP side: status code and body.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let mut s = tokio::net::TcpStream::connect(self.http).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await.unwrap();
+        let status = raw
+            .split(' ')
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let body = raw
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// The value of one metric series, e.g. `floodgate_requests_total{result="ok"}`.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        let (_, body) = self.get("/metrics").await;
+        body.lines()
+            .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+    }
+
+    /// Sends SIGTERM and waits (bounded) for the exit status.
+    pub fn terminate(&mut self) -> ExitStatus {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        let _ = std::fs::File::open(&self.log).and_then(|mut f| f.read_to_string(&mut s));
+        s
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `floodgate-server ready grpc=ADDR http=ADDR` → the two addresses.
+pub fn parse_ready(line: &str) -> Option<(SocketAddr, SocketAddr)> {
+    let rest = line
+        .trim_end()
+        .strip_prefix("floodgate-server ready grpc=")?;
+    let (grpc, http) = rest.split_once(" http=")?;
+    Some((grpc.parse().ok()?, http.parse().ok()?))
+}
+
+/// A descriptor from `(key, value)` entries.
+pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries
+            .iter()
+            .map(|(k, v)| Entry {
+                key: (*k).into(),
+                value: (*v).into(),
+            })
+            .collect(),
+        limit: None,
+        hits_addend: None,
+    }
+}
+
+/// What Envoy's native ratelimit filter sends: domain, descriptors, hits_addend 0.
+pub fn envoy_request(domain: &str, descriptors: Vec<RateLimitDescriptor>) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: domain.into(),
+        descriptors,
+        hits_addend: 0,
+    }
+}
+
+/// Calls ShouldRateLimit.
+pub async fn ask(
+    client: &mut RateLimitServiceClient<Channel>,
+    req: RateLimitRequest,
+) -> Result<RateLimitResponse, tonic::Status> {
+    client.should_rate_limit(req).await.map(|r| r.into_inner())
+}
+
+/// Polls `check` until it returns true, failing after `within`.
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !check().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
