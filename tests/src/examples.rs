@@ -50,6 +50,35 @@ pub fn rls_clusters(example: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The floodgate-server configuration (a file of `envoy/ratelimit/`) serving `domain`,
+/// the one the examples are run with.
+pub fn server_config_for(domain: &str) -> String {
+    let dir = paths::repo_root().join("envoy/ratelimit");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("dir entry").path();
+        let text = std::fs::read_to_string(&path).expect("read server config");
+        let parsed: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
+        if parsed["domain"] == domain {
+            found.push(text);
+        }
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "one file in envoy/ratelimit/ for domain {domain}"
+    );
+    found.remove(0)
+}
+
+/// The domains the example's floodgate filters ask their rate limit service about.
+pub fn rls_domains(example: &Value) -> Vec<String> {
+    plugin_configurations(example)
+        .iter()
+        .filter_map(|c| c["rls"]["domain"].as_str().map(str::to_string))
+        .collect()
+}
+
 /// Rewrites the example to run here: listeners and admin on port 0, the floodgate module
 /// at the built path, each rate limit service cluster at `rls` and every other cluster
 /// at `upstream`. Panics when the example needs a limiter and `rls` is `None`.

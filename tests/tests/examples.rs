@@ -3,7 +3,7 @@
 
 use floodgate_integration::client::{get, statuses};
 use floodgate_integration::paths::repo_root;
-use floodgate_integration::{burst, client, examples, Envoy, Upstream};
+use floodgate_integration::{burst, client, examples, Envoy, Server, Upstream};
 
 #[test]
 fn every_envoy_example_passes_validate() {
@@ -46,14 +46,17 @@ async fn every_envoy_example_serves_then_limits() {
             .to_string();
         let mut example = examples::load(&file);
         let upstream = Upstream::start().await;
-        // HOOK (issue 5): an example whose filter calls a rate limit service needs a
-        // floodgate-server. Start one here (the harness's Server helper) and pass its
-        // gRPC address instead of None; until then such an example fails loudly.
-        let rls = None;
+        // Global mode: the example's limiter is a real floodgate-server with the example's
+        // own configuration (envoy/ratelimit/, as `make run` pairs them).
+        let domains = examples::rls_domains(&example);
         assert!(
-            examples::rls_clusters(&example).is_empty() || rls.is_some(),
-            "{name}: global mode needs a floodgate-server started by this test (see HOOK)"
+            domains.len() <= 1,
+            "{name}: one rate limit domain per example"
         );
+        let server = domains
+            .first()
+            .map(|domain| Server::start(&examples::server_config_for(domain), &[]));
+        let rls = server.as_ref().map(Server::grpc);
         examples::localize(&mut example, upstream.addr(), rls);
         let envoy = Envoy::start(&example.to_string(), 2).await;
         let listener = example["static_resources"]["listeners"][0]["name"]
@@ -82,5 +85,16 @@ async fn every_envoy_example_serves_then_limits() {
             1 + allowed as u64,
             "{name}: rejected requests must not reach the upstream"
         );
+        if let Some(server) = &server {
+            // The limiter was really asked (a broken cluster with failure_mode allow
+            // would let the local rule alone produce the 429s).
+            let over = server
+                .metric("floodgate_requests_total{result=\"over_limit\"}")
+                .await;
+            assert!(
+                over > 0.0,
+                "{name}: floodgate-server never answered OVER_LIMIT"
+            );
+        }
     }
 }

@@ -281,7 +281,10 @@ async fn a_hung_limiter_never_hangs_requests() {
         assert_eq!(status, 200, "failure_mode allow lets it through");
         // Envoy's timers may fire a few milliseconds early (they start from its loop's
         // cached clock); what matters is that the timeout, not a failure, ended the wait.
-        assert!(took >= timeout * 3 / 4, "answered in {took:?}, long before the timeout");
+        assert!(
+            took >= timeout * 3 / 4,
+            "answered in {took:?}, long before the timeout"
+        );
         assert!(took < timeout + Duration::from_millis(800), "took {took:?}");
     }
     envoy
