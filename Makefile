@@ -24,7 +24,7 @@ export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis oci-tools wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -35,7 +35,7 @@ help:
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 
-setup: wasm-target envoy redis oci-tools
+setup: wasm-target envoy redis oci-tools promtool
 
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -57,6 +57,11 @@ redis:
 oci-tools:
 	@command -v skopeo >/dev/null && command -v docker-registry >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq skopeo docker-registry; }
+
+# promtool checks and unit-tests the example alerting rules (envoy/prometheus/).
+promtool:
+	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
 
 wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate

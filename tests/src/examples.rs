@@ -3,6 +3,7 @@
 //! test's own processes, so examples run in parallel with everything else.
 
 use crate::paths;
+use crate::{Envoy, Server, Upstream};
 use serde::Deserialize;
 use serde_json::Value;
 use std::net::SocketAddr;
@@ -153,5 +154,57 @@ fn visit_mut(node: &mut Value, f: &mut impl FnMut(&mut Value)) {
         Value::Array(items) => items.iter_mut().for_each(|v| visit_mut(v, f)),
         Value::Object(map) => map.values_mut().for_each(|v| visit_mut(v, f)),
         _ => {}
+    }
+}
+
+/// An example running here, with what it talks to.
+pub struct Running {
+    /// The example's path relative to the repository root, for messages.
+    pub name: String,
+    /// Envoy running the localized example (two workers).
+    pub envoy: Envoy,
+    /// The counting upstream standing in for the demo one.
+    pub upstream: Upstream,
+    /// floodgate-server with the example's `envoy/ratelimit/` configuration, when the
+    /// example is in global mode.
+    pub server: Option<Server>,
+    /// The first listener's name.
+    pub listener: String,
+}
+
+/// Starts the example at `path`: a counting upstream, a floodgate-server when its filter
+/// calls one (configured from `envoy/ratelimit/`, as `make run` pairs them), and Envoy.
+pub async fn start(path: &Path) -> Running {
+    let name = path
+        .strip_prefix(paths::repo_root())
+        .unwrap_or(path)
+        .display()
+        .to_string();
+    let mut example = load(path);
+    let upstream = Upstream::start().await;
+    let domains = rls_domains(&example);
+    assert!(
+        domains.len() <= 1,
+        "{name}: one rate limit domain per example"
+    );
+    let server = domains
+        .first()
+        .map(|domain| Server::start(&server_config_for(domain), &[]));
+    localize(
+        &mut example,
+        upstream.addr(),
+        server.as_ref().map(Server::grpc),
+    );
+    let envoy = Envoy::start(&example.to_string(), 2).await;
+    let listener = example["static_resources"]["listeners"][0]["name"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{name}: no listener"))
+        .to_string();
+    Running {
+        name,
+        envoy,
+        upstream,
+        server,
+        listener,
     }
 }

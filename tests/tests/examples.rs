@@ -3,7 +3,7 @@
 
 use floodgate_integration::client::{get, statuses};
 use floodgate_integration::paths::repo_root;
-use floodgate_integration::{burst, client, examples, Envoy, Server, Upstream};
+use floodgate_integration::{burst, client, examples, Envoy};
 
 #[test]
 fn every_envoy_example_passes_validate() {
@@ -39,30 +39,9 @@ async fn every_envoy_example_serves_then_limits() {
     let files = examples::files();
     assert!(!files.is_empty(), "no envoy/*.yaml");
     for file in files {
-        let name = file
-            .strip_prefix(repo_root())
-            .unwrap_or(&file)
-            .display()
-            .to_string();
-        let mut example = examples::load(&file);
-        let upstream = Upstream::start().await;
-        // Global mode: the example's limiter is a real floodgate-server with the example's
-        // own configuration (envoy/ratelimit/, as `make run` pairs them).
-        let domains = examples::rls_domains(&example);
-        assert!(
-            domains.len() <= 1,
-            "{name}: one rate limit domain per example"
-        );
-        let server = domains
-            .first()
-            .map(|domain| Server::start(&examples::server_config_for(domain), &[]));
-        let rls = server.as_ref().map(Server::grpc);
-        examples::localize(&mut example, upstream.addr(), rls);
-        let envoy = Envoy::start(&example.to_string(), 2).await;
-        let listener = example["static_resources"]["listeners"][0]["name"]
-            .as_str()
-            .expect("listener name");
-        let url = envoy.url(listener, "/api/items");
+        let running = examples::start(&file).await;
+        let (name, upstream) = (&running.name, &running.upstream);
+        let url = running.envoy.url(&running.listener, "/api/items");
         let c = client();
 
         let first = get(&c, &url, &[TENANT]).await;
@@ -85,7 +64,7 @@ async fn every_envoy_example_serves_then_limits() {
             1 + allowed as u64,
             "{name}: rejected requests must not reach the upstream"
         );
-        if let Some(server) = &server {
+        if let Some(server) = &running.server {
             // The limiter was really asked (a broken cluster with failure_mode allow
             // would let the local rule alone produce the 429s).
             let over = server
