@@ -83,3 +83,38 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Args, String> {
+        parse_args(list.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn reads_every_flag_and_defaults_the_rest() {
+        let a = args(&["--wasm", "f.wasm", "--out", "o", "--tag", "0.1.0"]).unwrap();
+        assert_eq!(a.wasm, PathBuf::from("f.wasm"));
+        assert_eq!(a.out, PathBuf::from("o"));
+        assert_eq!(a.tag, "0.1.0");
+        assert_eq!(a.name, "floodgate");
+        assert_eq!(args(&["--wasm", "f", "--out", "o"]).unwrap().tag, "latest");
+    }
+
+    #[test]
+    fn refuses_missing_values_unknown_flags_and_path_like_names() {
+        assert_eq!(args(&["--out", "o"]).err().unwrap(), "--wasm is required");
+        assert_eq!(args(&["--wasm"]).err().unwrap(), "--wasm needs a value");
+        assert!(args(&["--wasm", "f", "--out", "o", "--force"])
+            .err()
+            .unwrap()
+            .contains("unknown argument"));
+        for name in ["../x", "a/b", ".hidden", ""] {
+            assert!(
+                args(&["--wasm", "f", "--out", "o", "--name", name]).is_err(),
+                "{name}"
+            );
+        }
+    }
+}
