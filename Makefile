@@ -91,8 +91,8 @@ bench-tools:
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
 
-bench: setup bench-tools wasm noop-wasm
-	cargo run -q -p floodgate-integration --bin bench-filter
+bench: setup bench-tools wasm noop-wasm server
+	FLOODGATE_SERVER=$(abspath $(SERVER)) cargo run -q -p floodgate-integration --bin bench-filter
 
 lint: wasm-target
 	cargo fmt --all -- --check

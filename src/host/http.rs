@@ -168,29 +168,22 @@ impl Http {
 
 /// Sends a reply from the proxy. After a local reply the request must stay paused.
 fn send(reply: &Reply) -> u32 {
-    let result = match reply {
+    let (status, body, headers, grpc_status, details) = match reply {
         Reply::Http {
             status,
             headers,
             body,
             details,
-        } => {
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
-            abi::send_local_response(u32::from(*status), details, body, &headers, -1)
-        }
+        } => (u32::from(*status), body.as_slice(), headers, -1, details),
         Reply::Grpc {
             status,
             message,
             metadata,
             details,
-        } => {
-            let headers: Vec<(&str, &str)> =
-                metadata.iter().map(|(k, v)| (&**k, v.as_str())).collect();
-            abi::send_local_response(200, details, message.as_bytes(), &headers, *status as i32)
-        }
+        } => (200, message.as_bytes(), metadata, *status as i32, details),
     };
-    match result {
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
+    match abi::send_local_response(status, details, body, &headers, grpc_status) {
         Ok(()) => PAUSE,
         Err(status) => {
             log::error!(

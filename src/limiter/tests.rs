@@ -4,9 +4,8 @@ use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use crate::response::{DETAILS, FAILURE_DETAILS};
-use crate::shared::memory::MemoryShared;
-use crate::shared::{SetError, StoreError, Versioned};
-use crate::testing::FakeRequest;
+use crate::shared::memory::{Broken, MemoryShared};
+use crate::testing::{h, FakeRequest};
 use prost::Message;
 use std::borrow::Cow;
 
@@ -29,13 +28,6 @@ fn counts(limiter: &Limiter, tally: &mut Tally) -> Vec<(String, i64)> {
 
 fn tenant(t: &str) -> FakeRequest {
     FakeRequest::new(&[(":path", "/api/x"), (":method", "GET"), ("x-tenant", t)])
-}
-
-fn h(pairs: &[(&'static str, &str)]) -> Headers {
-    pairs
-        .iter()
-        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
-        .collect()
 }
 
 fn pass() -> Verdict {
@@ -155,26 +147,11 @@ fn allowed_responses_carry_headers_when_asked() {
     );
 }
 
-/// A store whose every call fails, as a broken host would.
-struct Broken;
-
-impl SharedData for Broken {
-    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
-        Err(StoreError { status: 10 })
-    }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
-        Err(SetError::Store(StoreError { status: 10 }))
-    }
-    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
-        Err(StoreError { status: 10 })
-    }
-}
-
 #[test]
 fn local_failures_take_the_configured_mode_and_are_counted() {
     let (open, _, mut tally) = limiter(ONE_RULE);
     assert_eq!(
-        open.check(&mut tenant("a"), || Some(NOW), &Broken, &mut tally),
+        open.check(&mut tenant("a"), || Some(NOW), &Broken(10), &mut tally),
         pass()
     );
     assert_eq!(

@@ -1,6 +1,6 @@
 use super::*;
 use crate::bucket::Tat;
-use crate::shared::memory::MemoryShared;
+use crate::shared::memory::{Broken, MemoryShared};
 use crate::shared::Versioned;
 use std::cell::Cell;
 use std::num::NonZeroU32;
@@ -212,26 +212,11 @@ fn endless_conflicts_end_in_contention() {
     assert_eq!(events.conflicts, MAX_ATTEMPTS);
 }
 
-/// A store whose host calls fail.
-struct Broken;
-
-impl SharedData for Broken {
-    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
-        Err(StoreError { status: 2 })
-    }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
-        Err(SetError::Store(StoreError { status: 2 }))
-    }
-    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
-        Err(StoreError { status: 2 })
-    }
-}
-
 #[test]
 fn host_failures_are_reported() {
     let result = take_all(
         &table(8),
-        &Broken,
+        &Broken(2),
         &[take(1, 5, 0)],
         NOW,
         &mut TableEvents::default(),

@@ -1,5 +1,6 @@
 use super::*;
 use crate::bucket::{decide, Tat};
+use crate::testing::h;
 
 const SECOND: u64 = 1_000_000_000;
 
@@ -25,13 +26,6 @@ fn config() -> ResponseConfig {
         body: "rate limited\n".into(),
         headers_on_allowed: false,
     }
-}
-
-fn h(pairs: &[(&'static str, &str)]) -> Headers {
-    pairs
-        .iter()
-        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
-        .collect()
 }
 
 #[test]

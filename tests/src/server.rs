@@ -21,10 +21,17 @@ impl Server {
     /// Starts the server with `config` (ratelimit YAML) and `extra` flags, on free ports,
     /// and waits for its ready line.
     pub fn start(config: &str, extra: &[&str]) -> Server {
+        Server::start_pinned(config, extra, None)
+    }
+
+    /// Like [`Server::start`], pinned to the CPUs in `cpus` (a `taskset` list), for
+    /// benchmarks.
+    pub fn start_pinned(config: &str, extra: &[&str], cpus: Option<&str>) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ratelimit.yaml");
         std::fs::write(&path, config).expect("write config");
-        let (child, grpc, http) = spawn(&dir, extra, "127.0.0.1:0".parse().expect("address"));
+        let pin: Vec<&str> = cpus.map(|c| vec!["taskset", "-c", c]).unwrap_or_default();
+        let (child, grpc, http) = spawn(&dir, extra, "127.0.0.1:0".parse().expect("address"), &pin);
         Server {
             child,
             dir,
@@ -37,7 +44,7 @@ impl Server {
     /// coming back after [`Server::stop`].
     pub fn restart(&mut self, extra: &[&str]) {
         self.stop();
-        let (child, grpc, http) = spawn(&self.dir, extra, self.grpc);
+        let (child, grpc, http) = spawn(&self.dir, extra, self.grpc, &[]);
         (self.child, self.grpc, self.http) = (child, grpc, http);
     }
 
@@ -84,9 +91,23 @@ impl Drop for Server {
 
 /// Starts the process with the configuration in `dir` and waits for its ready line;
 /// returns it with its gRPC and HTTP addresses.
-fn spawn(dir: &TempDir, extra: &[&str], grpc: SocketAddr) -> (Child, SocketAddr, SocketAddr) {
+/// `pin` is a command prefix such as `taskset -c 1` (empty: none).
+fn spawn(
+    dir: &TempDir,
+    extra: &[&str],
+    grpc: SocketAddr,
+    pin: &[&str],
+) -> (Child, SocketAddr, SocketAddr) {
     let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
-    let mut child = Command::new(paths::server())
+    let mut command = match pin.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(paths::server());
+            c
+        }
+        None => Command::new(paths::server()),
+    };
+    let mut child = command
         .arg("--config")
         .arg(dir.path().join("ratelimit.yaml"))
         .arg("--grpc-addr")
