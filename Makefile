@@ -83,7 +83,7 @@ server-debug:
 test: setup wasm oci server-debug
 	cargo test --workspace
 
-run: setup wasm
+run: envoy wasm
 	cargo build -p floodgate-integration --bin demo-upstream -p floodgate-server
 	scripts/run.sh
 
