@@ -13,24 +13,29 @@ WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
 NOOP_WASM     := target/$(WASM_TARGET)/release/floodgate_noop_filter.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
+OCI_DIR       := target/oci
+# The image tag is the filter's version (never `latest`: Istio re-pulls `latest` on every change).
+OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
 export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
+export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis wasm noop-wasm server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
 	@echo "make test   - every test (unit, property, end-to-end with real Envoy and Redis)"
 	@echo "make wasm   - build $(WASM)"
+	@echo "make oci    - OCI image of the filter for Istio (layout + tar in $(OCI_DIR)/), no Docker"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 
-setup: wasm-target envoy redis
+setup: wasm-target envoy redis oci-tools promtool
 
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
@@ -47,8 +52,24 @@ redis:
 	@command -v redis-server >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq redis-server; }
 
+# skopeo pushes the OCI layout in the tests, into a real registry (Distribution's
+# docker-registry), both from Debian.
+oci-tools:
+	@command -v skopeo >/dev/null && command -v docker-registry >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq skopeo docker-registry; }
+
+# promtool checks and unit-tests the example alerting rules (envoy/prometheus/).
+promtool:
+	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
+
 wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate
+
+# An OCI image layout of the filter (Istio's wasm "compat" format) and a tar of it, built
+# without Docker; prints the image digest (WasmPlugin `sha256`) and the module's sha256.
+oci: wasm
+	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
 
 noop-wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter
@@ -59,19 +80,19 @@ server:
 server-debug:
 	cargo build -p floodgate-server
 
-test: setup wasm server-debug
+test: setup wasm oci server-debug
 	cargo test --workspace
 
-run: setup wasm
-	cargo build -p floodgate-integration --bin demo-upstream
+run: envoy wasm
+	cargo build -p floodgate-integration --bin demo-upstream -p floodgate-server
 	scripts/run.sh
 
 bench-tools:
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
 
-bench: setup bench-tools wasm noop-wasm
-	cargo run -q -p floodgate-integration --bin bench-filter
+bench: setup bench-tools wasm noop-wasm server
+	FLOODGATE_SERVER=$(abspath $(SERVER)) cargo run -q -p floodgate-integration --bin bench-filter
 
 lint: wasm-target
 	cargo fmt --all -- --check

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `make run`: Envoy with floodgate in local mode, in front of a demo upstream that
-# prints every request reaching it. Ctrl-C stops everything.
+# `make run`: two Envoys with floodgate (local mode, and global mode asking
+# floodgate-server), in front of a demo upstream that prints every request reaching it.
+# Ctrl-C stops everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -27,10 +28,18 @@ wait_for() { # wait_for URL EXPECTED WHAT
 
 target/debug/demo-upstream 127.0.0.1:10080 &
 pids+=($!)
-"$ENVOY" -c envoy/local.yaml --concurrency 2 --disable-hot-restart --base-id 1 \
+target/debug/floodgate-server --config envoy/ratelimit/ \
+    --grpc-addr 127.0.0.1:8081 --http-addr 127.0.0.1:8080 2>.run/floodgate-server.log &
+pids+=($!)
+"$ENVOY" -c envoy/local.yaml --concurrency 2 --disable-hot-restart \
     --log-path .run/envoy-local.log &
 pids+=($!)
+"$ENVOY" -c envoy/global.yaml --concurrency 2 --disable-hot-restart \
+    --log-path .run/envoy-global.log &
+pids+=($!)
+wait_for http://127.0.0.1:8080/healthz ok "floodgate-server"
 wait_for http://127.0.0.1:9901/ready LIVE "Envoy (local mode)"
+wait_for http://127.0.0.1:9902/ready LIVE "Envoy (global mode)"
 
 cat <<'TXT'
 
@@ -43,7 +52,17 @@ Local mode (envoy/local.yaml, listener 127.0.0.1:10000): 5 requests per tenant, 
   curl -i -H 'x-tenant-id: acme' localhost:10000/          # retry-after, x-ratelimit-*
   curl -i -H 'x-tenant-id: globex' localhost:10000/        # another tenant: its own bucket
 
-Metrics:   curl -s localhost:9901/stats/prometheus | grep floodgate
+Global mode (envoy/global.yaml, listener 127.0.0.1:10001): 10 requests per minute per
+tenant, decided by floodgate-server (envoy/ratelimit/edge.yaml) for every Envoy asking it,
+after a local burst limit of 20 per client:
+
+  for i in $(seq 12); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-tenant-id: acme' localhost:10001/; done
+  curl -i -H 'x-tenant-id: acme' localhost:10001/          # 429 from the global limit
+  curl -i -H 'x-tenant-id: big' -H 'x-cost: 10' localhost:10001/   # one request worth 10
+
+Metrics:   curl -s localhost:9901/stats/prometheus | grep floodgate      (local Envoy)
+           curl -s localhost:9902/stats/prometheus | grep floodgate      (global Envoy)
+           curl -s localhost:8080/metrics                                (floodgate-server)
 Logs:      .run/
 Ctrl-C stops everything.
 

@@ -4,6 +4,7 @@
 //! the host layer implements the trait with header and property look-ups (each one a
 //! host call, made only when a rule needs that value), and tests implement it with a map.
 
+use crate::bucket::Quota;
 use crate::config::{Entry, Match, Rule, Source};
 use siphasher::sip128::{Hasher128, SipHasher13};
 use std::hash::Hasher;
@@ -127,11 +128,11 @@ pub fn strip_port(address: &str) -> &str {
 ///
 /// SipHash with fixed keys keeps it identical in every worker's VM; 128 bits make an
 /// accidental collision negligible at any table size.
-pub fn fingerprint(rule: &Rule, values: &[String]) -> u128 {
+pub fn fingerprint(rule: &str, quota: Quota, values: &[String]) -> u128 {
     let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, 0x6275_636b_6574_7631);
-    write_field(&mut h, rule.name.as_bytes());
-    h.write_u32(rule.quota.capacity());
-    h.write_u64(rule.quota.rate_micro());
+    write_field(&mut h, rule.as_bytes());
+    h.write_u32(quota.capacity());
+    h.write_u64(quota.rate_micro());
     for v in values {
         write_field(&mut h, v.as_bytes());
     }
@@ -253,28 +254,27 @@ mod tests {
 
     #[test]
     fn fingerprints_separate_rules_values_and_limits() {
-        let rules = rules(TWO_RULES);
+        let q = Quota::new(1, 1_000_000).unwrap();
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let base = fingerprint(&rules[1], &v(&["acme"]));
-        assert_eq!(base, fingerprint(&rules[1], &v(&["acme"])));
-        assert_ne!(base, fingerprint(&rules[1], &v(&["acme2"])));
-        assert_ne!(base, fingerprint(&rules[0], &v(&["acme"])));
+        let base = fingerprint("all", q, &v(&["acme"]));
+        assert_eq!(base, fingerprint("all", q, &v(&["acme"])));
+        assert_ne!(base, fingerprint("all", q, &v(&["acme2"])));
+        assert_ne!(base, fingerprint("api", q, &v(&["acme"])));
         assert_ne!(
-            fingerprint(&rules[1], &v(&["ab", "c"])),
-            fingerprint(&rules[1], &v(&["a", "bc"]))
+            fingerprint("all", q, &v(&["ab", "c"])),
+            fingerprint("all", q, &v(&["a", "bc"]))
         );
-        let mut changed = rules[1].clone();
-        changed.quota = crate::bucket::Quota::new(2, 1_000_000).unwrap();
-        assert_ne!(base, fingerprint(&changed, &v(&["acme"])));
+        let changed = Quota::new(2, 1_000_000).unwrap();
+        assert_ne!(base, fingerprint("all", changed, &v(&["acme"])));
     }
 
     /// Pins the fingerprint so that a change to it (which resets every bucket of a
     /// running Envoy on upgrade) is a deliberate one.
     #[test]
     fn fingerprint_is_stable() {
-        let rules = rules(TWO_RULES);
+        let q = Quota::new(1, 1_000_000).unwrap();
         assert_eq!(
-            fingerprint(&rules[1], &["acme".to_string()]),
+            fingerprint("all", q, &["acme".to_string()]),
             0x1e9e_7f9a_07de_714b_5193_2f28_bd77_680d
         );
     }

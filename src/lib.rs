@@ -27,7 +27,9 @@ pub mod descriptor;
 pub mod limiter;
 pub mod local;
 pub mod metrics;
+pub mod proto;
 pub mod response;
+pub mod rls;
 pub mod shared;
 pub mod table;
 

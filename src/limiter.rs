@@ -1,52 +1,91 @@
-//! One request through the filter: which rules apply, what the buckets say, what to do.
+//! One request through the filter: which rules apply, what the limits say, what to do.
 //!
-//! This is the whole decision as plain Rust: the host layer hands it a view of the
-//! request, a clock and the shared-data store, and gets back a [`Verdict`] to carry out.
-//! Metrics are added to a [`Tally`] that the host flushes later.
+//! This is the whole decision as plain Rust. The host layer hands [`Limiter::check`] a
+//! view of the request, a clock and the shared-data store, and carries out the
+//! [`Verdict`]. When global rules apply, the verdict is [`Verdict::Ask`]: the host pauses
+//! the request, calls the rate limit service, and hands whatever comes back to
+//! [`Limiter::answer`] for the final verdict.
+//!
+//! Order: local rules first (cheap; a local rejection means no call to the service),
+//! then one `ShouldRateLimit` call for all global rules. A request rejected by the
+//! service gives back the local tokens it took, so a rejected request consumes nothing
+//! locally. Metrics go to a [`Tally`] the host flushes later.
 
-use crate::config::{Config, FailureMode};
-use crate::descriptor::{self, RequestView};
-use crate::local::{self, LocalError, TableEvents, Take};
+use crate::config::{Config, FailureMode, Limit, RlsConfig};
+use crate::descriptor::{self, Applied, RequestView};
+use crate::local::{self, Held, LocalError, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
-use crate::response::{self, Outcome, Reply};
+use crate::response::{self, Headers, Reply, Standing};
+use crate::rls::{self, Answer, Failure};
 use crate::shared::SharedData;
 use crate::table::Table;
 
 /// What the host must do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Let it through; add these headers to the response (empty unless
-    /// `response.headers_on_allowed`).
-    Continue {
-        /// Headers for the downstream response.
-        response_headers: Vec<(&'static str, String)>,
-    },
+    /// Let it through.
+    Continue(Pass),
     /// Answer it from the proxy; the upstream never sees it.
     Reject(Reply),
+    /// Pause it and ask the rate limit service; then call [`Limiter::answer`].
+    Ask(Ask),
 }
 
-impl Verdict {
-    fn pass() -> Verdict {
-        Verdict::Continue {
-            response_headers: Vec::new(),
-        }
-    }
+/// Headers to add to a request that goes on.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Headers for the upstream request (from the rate limit service).
+    pub request_headers: Vec<(String, String)>,
+    /// Headers for the downstream response (`x-ratelimit-*` when configured, and the
+    /// rate limit service's).
+    pub response_headers: Headers,
 }
 
-/// Why a request could not be decided.
+/// A call to make to the rate limit service, and what to remember until it answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// The encoded `ShouldRateLimit` request.
+    pub message: Vec<u8>,
+    /// Carried to [`Limiter::answer`].
+    pub pending: Pending,
+}
+
+/// A request waiting for the rate limit service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// The global rules asked about, in descriptor order.
+    rules: Vec<usize>,
+    /// Local tokens to give back if the request is rejected.
+    held: Vec<Held>,
+    /// Where the local rules stand, for headers.
+    local: Vec<Standing>,
+    /// A local shadow rule would have rejected the request.
+    shadow_denied: bool,
+    /// The request is gRPC.
+    grpc: bool,
+    /// When the call was made, to tell a timeout from another failure.
+    sent_ns: Option<u64>,
+}
+
+/// What the local rules said about a request.
+struct LocalResult {
+    /// No enforced local rule rejects the request.
+    allowed: bool,
+    /// The tokens it holds.
+    held: Vec<Held>,
+    /// Where each local rule stands.
+    standings: Vec<Standing>,
+    /// A local shadow rule would have rejected it.
+    shadow_denied: bool,
+}
+
+/// Why a request could not be decided locally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Failure {
-    /// The host clock could not be read.
+enum LocalFailure {
     Clock,
-    /// A shared-data call failed.
     SharedData,
-    /// Too many compare-and-swap conflicts on one bucket.
     Contention,
 }
-
-/// The status of a reply that rejects a request because the limiter failed
-/// (`failure_mode: deny`), as Envoy's own rate limit filter answers.
-pub const FAILURE_STATUS: u16 = 500;
 
 /// The configured filter, ready to decide requests.
 #[derive(Debug, Clone)]
@@ -67,12 +106,18 @@ impl Limiter {
         &self.config
     }
 
+    /// The rate limit service, if any rule is global.
+    pub fn rls(&self) -> Option<&RlsConfig> {
+        self.config.rls.as_ref()
+    }
+
     /// The bucket table this configuration uses.
     pub fn table(&self) -> &Table {
         &self.table
     }
 
-    /// Decides one request. `now_ns` is called only if a rule applies.
+    /// Decides one request, or says what to ask the rate limit service. `now_ns` is
+    /// called at most once, and only if a rule applies.
     pub fn check(
         &self,
         request: &mut impl RequestView,
@@ -82,92 +127,323 @@ impl Limiter {
     ) -> Verdict {
         let applied = descriptor::applicable(&self.config.rules, request);
         if applied.is_empty() {
-            return Verdict::pass();
+            return Verdict::Continue(Pass::default());
         }
-        let takes: Vec<Take> = applied
+        let costs = match self.costs(&applied, request) {
+            Ok(costs) => costs,
+            Err(header) => {
+                tally.add(Global::InvalidCost, 1);
+                return Verdict::Reject(response::invalid_cost(header, grpc(request)));
+            }
+        };
+        let mut now_ns = Some(now_ns);
+        let mut now = || now_ns.take().and_then(|f| f());
+
+        // Local rules: take from the shared buckets.
+        let takes: Vec<(usize, Take)> = applied
             .iter()
-            .map(|a| {
+            .zip(&costs)
+            .filter_map(|(a, &cost)| {
                 let rule = &self.config.rules[a.rule];
-                Take {
-                    fingerprint: descriptor::fingerprint(rule, &a.values),
-                    quota: rule.quota,
-                    shadow: rule.shadow,
+                match rule.limit {
+                    Limit::Local(quota) => Some((
+                        a.rule,
+                        Take {
+                            fingerprint: descriptor::fingerprint(&rule.name, quota, &a.values),
+                            quota,
+                            shadow: rule.shadow,
+                            cost,
+                        },
+                    )),
+                    Limit::Global => None,
                 }
             })
             .collect();
-        let Some(now) = now_ns() else {
-            return self.fail(Failure::Clock, request, tally);
+        let mut pending = Pending {
+            rules: Vec::new(),
+            held: Vec::new(),
+            local: Vec::new(),
+            shadow_denied: false,
+            grpc: false,
+            sent_ns: None,
         };
-        let mut events = TableEvents::default();
-        let checked = local::take_all(&self.table, store, &takes, now, 1, &mut events);
-        tally.add(Global::Buckets, events.new_buckets);
-        tally.add(Global::BucketEvictions, events.evictions);
-        tally.add(Global::CasConflicts, events.conflicts);
-        let checked = match checked {
-            Ok(checked) => checked,
-            Err(LocalError::Store(_)) => return self.fail(Failure::SharedData, request, tally),
-            Err(LocalError::Contention) => return self.fail(Failure::Contention, request, tally),
-        };
-        let outcomes: Vec<Outcome> = takes
+        let mut clock = None;
+        if !takes.is_empty() {
+            clock = now();
+            match self.take_local(&takes, clock, store, tally) {
+                Ok(local) if local.allowed => {
+                    pending.held = local.held;
+                    pending.local = local.standings;
+                    pending.shadow_denied = local.shadow_denied;
+                }
+                Ok(local) => {
+                    count_request(Global::Denied, local.shadow_denied, tally);
+                    let reply = response::rejection(
+                        &self.config.response,
+                        &local.standings,
+                        None,
+                        Vec::new(),
+                        grpc(request),
+                    );
+                    return Verdict::Reject(reply);
+                }
+                Err(failure) => {
+                    tally.add(
+                        match failure {
+                            LocalFailure::Clock => Global::ErrorClock,
+                            LocalFailure::SharedData => Global::ErrorSharedData,
+                            LocalFailure::Contention => Global::ErrorContention,
+                        },
+                        1,
+                    );
+                    let mode = self.config.failure_mode;
+                    if let Some(reply) = self.failure_mode(mode, grpc(request), tally) {
+                        return Verdict::Reject(reply);
+                    }
+                }
+            }
+        }
+
+        // Global rules: one call for all of them.
+        let global: Vec<(&Applied, u32)> = applied
             .iter()
-            .zip(&checked.decisions)
-            .map(|(take, decision)| Outcome {
-                quota: take.quota,
-                decision: *decision,
-                shadow: take.shadow,
+            .zip(costs)
+            .filter(|(a, _)| self.config.rules[a.rule].limit == Limit::Global)
+            .collect();
+        let Some(rls) = self.rls().filter(|_| !global.is_empty()) else {
+            return Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally));
+        };
+        let descriptors: Vec<rls::Descriptor> = global
+            .iter()
+            .map(|(a, cost)| rls::Descriptor {
+                entries: self.config.rules[a.rule]
+                    .entries
+                    .iter()
+                    .map(|e| e.key.clone())
+                    .zip(a.values.iter().cloned())
+                    .collect(),
+                cost: *cost,
             })
             .collect();
-        let mut shadow_denied = false;
-        for (a, o) in applied.iter().zip(&outcomes) {
-            let counter = match (o.decision.is_allow(), o.shadow) {
-                (true, _) => PerRule::Allowed,
-                (false, true) => {
+        pending.rules = global.iter().map(|(a, _)| a.rule).collect();
+        pending.grpc = grpc(request);
+        pending.sent_ns = clock.or_else(now);
+        Verdict::Ask(Ask {
+            message: rls::encode_request(&rls.domain, &descriptors),
+            pending,
+        })
+    }
+
+    /// The final verdict for a request that waited for the rate limit service.
+    pub fn answer(
+        &self,
+        pending: Pending,
+        answer: Answer,
+        now_ns: Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        let Some(rls) = self.rls() else {
+            return Verdict::Continue(Pass::default());
+        };
+        let answer = match answer {
+            Answer::Status {
+                code,
+                elapsed_ms: None,
+            } => Answer::Status {
+                code,
+                elapsed_ms: now_ns
+                    .zip(pending.sent_ns)
+                    .map(|(now, sent)| now.saturating_sub(sent) / 1_000_000),
+            },
+            other => other,
+        };
+        let shadows: Vec<bool> = pending
+            .rules
+            .iter()
+            .map(|&r| self.config.rules[r].shadow)
+            .collect();
+        let decided = match rls::interpret(&answer, &shadows, rls.timeout_ms) {
+            Ok(decided) => decided,
+            Err(failure) => {
+                tally.add(rls_error(failure), 1);
+                return match self.failure_mode(rls.failure_mode, pending.grpc, tally) {
+                    Some(reply) => {
+                        if let Some(now) = now_ns {
+                            local::give_back(&self.table, store, &pending.held, now);
+                        }
+                        Verdict::Reject(reply)
+                    }
+                    None => {
+                        Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally))
+                    }
+                };
+            }
+        };
+        let mut shadow_denied = pending.shadow_denied;
+        for ((&rule, &over), &shadow) in pending.rules.iter().zip(&decided.over).zip(&shadows) {
+            let counter = match (over, shadow) {
+                (false, _) => PerRule::Allowed,
+                (true, true) => {
                     shadow_denied = true;
                     PerRule::ShadowDenied
                 }
-                (false, false) => PerRule::Denied,
+                (true, false) => PerRule::Denied,
             };
-            tally.rule(a.rule, counter);
+            tally.rule(rule, counter);
         }
-        if shadow_denied {
-            tally.add(Global::ShadowDenied, 1);
+        if decided.over_limit {
+            tally.add(Global::RlsOverLimit, 1);
+            count_request(Global::Denied, shadow_denied, tally);
+            if let Some(now) = now_ns {
+                local::give_back(&self.table, store, &pending.held, now);
+            }
+            let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
+            let reply = response::rejection(
+                &self.config.response,
+                &decided.standings,
+                body,
+                decided.response_headers,
+                pending.grpc,
+            );
+            return Verdict::Reject(reply);
         }
-        if !checked.allowed {
-            tally.add(Global::Denied, 1);
-            let grpc = response::is_grpc(request.header("content-type").as_deref());
-            return Verdict::Reject(response::rejection(&self.config.response, &outcomes, grpc));
-        }
-        tally.add(Global::Allowed, 1);
-        Verdict::Continue {
+        tally.add(Global::RlsOk, 1);
+        let mut standings = pending.local;
+        standings.extend(decided.standings);
+        let mut pass = self.pass(&standings, shadow_denied, tally);
+        pass.request_headers = decided.request_headers;
+        pass.response_headers.extend(decided.response_headers);
+        Verdict::Continue(pass)
+    }
+
+    /// Each applied rule's cost: 1, or its cost header's value. `Err(header)` when a cost
+    /// header is present but not a whole number from 1 to `u32::MAX`.
+    fn costs<'a>(
+        &'a self,
+        applied: &[Applied],
+        request: &mut impl RequestView,
+    ) -> Result<Vec<u32>, &'a str> {
+        applied
+            .iter()
+            .map(|a| {
+                let Some(header) = &self.config.rules[a.rule].cost_header else {
+                    return Ok(1);
+                };
+                match request.header(header) {
+                    None => Ok(1),
+                    Some(value) => parse_cost(&value).ok_or(header.as_str()),
+                }
+            })
+            .collect()
+    }
+
+    /// Takes the local rules' tokens and counts each rule's decision.
+    fn take_local(
+        &self,
+        takes: &[(usize, Take)],
+        now: Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Result<LocalResult, LocalFailure> {
+        let now = now.ok_or(LocalFailure::Clock)?;
+        let only: Vec<Take> = takes.iter().map(|(_, t)| *t).collect();
+        let mut events = TableEvents::default();
+        let checked = local::take_all(&self.table, store, &only, now, &mut events);
+        tally.add(Global::Buckets, events.new_buckets);
+        tally.add(Global::BucketEvictions, events.evictions);
+        tally.add(Global::CasConflicts, events.conflicts);
+        let checked = checked.map_err(|e| match e {
+            LocalError::Store(_) => LocalFailure::SharedData,
+            LocalError::Contention => LocalFailure::Contention,
+        })?;
+        let mut shadow_denied = false;
+        let standings: Vec<Standing> = takes
+            .iter()
+            .zip(&checked.decisions)
+            .map(|((rule, take), decision)| {
+                let standing = Standing::local(take.quota, *decision, take.shadow);
+                let counter = match (standing.allowed, take.shadow) {
+                    (true, _) => PerRule::Allowed,
+                    (false, true) => {
+                        shadow_denied = true;
+                        PerRule::ShadowDenied
+                    }
+                    (false, false) => PerRule::Denied,
+                };
+                tally.rule(*rule, counter);
+                standing
+            })
+            .collect();
+        Ok(LocalResult {
+            allowed: checked.allowed,
+            held: checked.held,
+            standings,
+            shadow_denied,
+        })
+    }
+
+    /// Counts an allowed request and builds its headers.
+    fn pass(&self, standings: &[Standing], shadow_denied: bool, tally: &mut Tally) -> Pass {
+        count_request(Global::Allowed, shadow_denied, tally);
+        Pass {
+            request_headers: Vec::new(),
             response_headers: if self.config.response.headers_on_allowed {
-                response::ratelimit_headers(&outcomes)
+                response::ratelimit_headers(standings)
             } else {
                 Vec::new()
             },
         }
     }
 
-    /// The configured failure mode, applied and counted: the one place it is decided.
-    fn fail(&self, failure: Failure, request: &mut impl RequestView, tally: &mut Tally) -> Verdict {
-        tally.add(
-            match failure {
-                Failure::Clock => Global::ErrorClock,
-                Failure::SharedData => Global::ErrorSharedData,
-                Failure::Contention => Global::ErrorContention,
-            },
-            1,
-        );
-        match self.config.failure_mode {
+    /// A failure mode, applied and counted: the one place it is decided. `None` lets
+    /// the request through.
+    fn failure_mode(&self, mode: FailureMode, grpc: bool, tally: &mut Tally) -> Option<Reply> {
+        match mode {
             FailureMode::Allow => {
                 tally.add(Global::FailureModeAllowed, 1);
-                Verdict::pass()
+                None
             }
             FailureMode::Deny => {
                 tally.add(Global::FailureModeDenied, 1);
-                let grpc = response::is_grpc(request.header("content-type").as_deref());
-                Verdict::Reject(response::failure(FAILURE_STATUS, grpc))
+                Some(response::failure(self.config.failure_status, grpc))
             }
         }
+    }
+}
+
+/// Counts a finished request: allowed or denied, and whether a shadow rule would have
+/// rejected it.
+fn count_request(outcome: Global, shadow_denied: bool, tally: &mut Tally) {
+    tally.add(outcome, 1);
+    if shadow_denied {
+        tally.add(Global::ShadowDenied, 1);
+    }
+}
+
+/// Whether the request is gRPC (one header look-up, only when replying).
+fn grpc(request: &mut impl RequestView) -> bool {
+    response::is_grpc(request.header("content-type").as_deref())
+}
+
+/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
+pub fn parse_cost(value: &str) -> Option<u32> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok().filter(|&n| n >= 1)
+}
+
+/// The metric counting a rate limit service failure.
+fn rls_error(failure: Failure) -> Global {
+    match failure {
+        Failure::NotSent => Global::RlsErrorNotSent,
+        Failure::Timeout => Global::RlsErrorTimeout,
+        Failure::Unavailable => Global::RlsErrorUnavailable,
+        Failure::Status => Global::RlsErrorStatus,
+        Failure::UnknownCode => Global::RlsErrorUnknownCode,
+        Failure::BadResponse => Global::RlsErrorBadResponse,
     }
 }
 

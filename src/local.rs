@@ -33,6 +33,18 @@ pub struct Take {
     pub quota: Quota,
     /// A shadow rule's bucket: its denial is reported, never enforced.
     pub shadow: bool,
+    /// Tokens the request takes from this bucket (0 counts as 1).
+    pub cost: u32,
+}
+
+/// Tokens a request holds in one bucket, so that they can be given back if the request
+/// is rejected later (by the rate limit service).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Held {
+    /// What was taken.
+    pub take: Take,
+    /// The slot the bucket lives in.
+    pub index: u32,
 }
 
 /// The result of a local check.
@@ -43,6 +55,8 @@ pub struct Checked {
     /// The final decision of each [`Take`], in order. When the request is denied, the
     /// decisions of rules that would have allowed it show what they would have left.
     pub decisions: Vec<Decision>,
+    /// The tokens the request holds (empty when it was denied).
+    pub held: Vec<Held>,
 }
 
 /// What happened to the table during checks, for metrics.
@@ -78,14 +92,13 @@ pub fn take_all(
     store: &impl SharedData,
     takes: &[Take],
     now_ns: u64,
-    cost: u32,
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
     let mut reads: Vec<(Found, Decision)> = Vec::with_capacity(takes.len());
     for take in takes {
         let found = table.find(store, take.fingerprint, now_ns)?;
-        let decision = bucket::decide(found.state, now_ns, take.quota, cost);
+        let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
         reads.push((found, decision));
     }
     let mut decisions: Vec<Decision> = reads.iter().map(|(_, d)| *d).collect();
@@ -100,28 +113,30 @@ pub fn take_all(
         return Ok(Checked {
             allowed: false,
             decisions,
+            held: Vec::new(),
         });
     }
     // 3. Commit each bucket, deciding again on conflict.
-    let mut committed: Vec<(usize, u32)> = Vec::with_capacity(takes.len());
+    let mut held: Vec<Held> = Vec::with_capacity(takes.len());
     for (i, take) in takes.iter().enumerate() {
-        match commit(table, store, take, reads[i], now_ns, cost, events) {
+        match commit(table, store, take, reads[i], now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
                 decisions[i] = decision;
-                committed.push((i, index));
+                held.push(Held { take: *take, index });
             }
             Ok(Committed::Denied(decision)) => {
                 decisions[i] = decision;
                 if !take.shadow {
-                    refund_all(table, store, takes, &committed, now_ns, cost);
+                    give_back(table, store, &held, now_ns);
                     return Ok(Checked {
                         allowed: false,
                         decisions,
+                        held: Vec::new(),
                     });
                 }
             }
             Err(e) => {
-                refund_all(table, store, takes, &committed, now_ns, cost);
+                give_back(table, store, &held, now_ns);
                 return Err(e);
             }
         }
@@ -129,6 +144,7 @@ pub fn take_all(
     Ok(Checked {
         allowed: true,
         decisions,
+        held,
     })
 }
 
@@ -147,7 +163,6 @@ fn commit(
     take: &Take,
     (mut found, mut decision): (Found, Decision),
     now_ns: u64,
-    cost: u32,
     events: &mut TableEvents,
 ) -> Result<Committed, LocalError> {
     for _ in 0..MAX_ATTEMPTS {
@@ -159,7 +174,7 @@ fn commit(
             tat: new_state,
             rate_micro: take.quota.rate_micro(),
         };
-        match table.write(store, found.index, &slot, found.cas) {
+        match table.write_found(store, &found, &slot) {
             Ok(()) => {
                 match found.origin {
                     Origin::Empty => events.new_buckets += 1,
@@ -174,7 +189,7 @@ fn commit(
             Err(SetError::Conflict) => {
                 events.conflicts += 1;
                 found = table.find(store, take.fingerprint, now_ns)?;
-                decision = bucket::decide(found.state, now_ns, take.quota, cost);
+                decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
             }
             Err(SetError::Store(e)) => return Err(LocalError::Store(e)),
         }
@@ -182,30 +197,24 @@ fn commit(
     Err(LocalError::Contention)
 }
 
-/// Gives back what a denied request took. Best effort: a bucket that was evicted
-/// meanwhile has nothing to give back to, and a host failure leaves it consumed.
-fn refund_all(
-    table: &Table,
-    store: &impl SharedData,
-    takes: &[Take],
-    committed: &[(usize, u32)],
-    now_ns: u64,
-    cost: u32,
-) {
-    for &(i, index) in committed {
-        let take = &takes[i];
+/// Gives back the tokens a request held, for a request rejected after taking them.
+/// Best effort: a bucket evicted meanwhile has nothing to give back to, and a host
+/// failure leaves the tokens spent. Applied right after the take, it restores the bucket
+/// exactly; later, it restores it as if the request had never come (refill included).
+pub fn give_back(table: &Table, store: &impl SharedData, held: &[Held], now_ns: u64) {
+    for h in held {
         for _ in 0..MAX_ATTEMPTS {
-            let Ok(Some((slot, cas))) = table.read(store, index) else {
+            let Ok(Some((slot, cas))) = table.read(store, h.index) else {
                 break;
             };
-            if slot.fingerprint != take.fingerprint {
+            if slot.fingerprint != h.take.fingerprint {
                 break;
             }
             let back = Slot {
-                tat: bucket::refund(slot.tat, now_ns, take.quota, cost),
+                tat: bucket::refund(slot.tat, now_ns, h.take.quota, h.take.cost),
                 ..slot
             };
-            if table.write(store, index, &back, cas) != Err(SetError::Conflict) {
+            if table.write(store, h.index, &back, cas) != Err(SetError::Conflict) {
                 break;
             }
         }

@@ -44,13 +44,31 @@ pub enum Global {
     CasConflicts,
     /// Buckets evicted while still refilling because their probe window was full.
     BucketEvictions,
+    /// Requests refused because their cost header was not a whole number ≥ 1.
+    InvalidCost,
+    /// Rate limit service answers that let the request through.
+    RlsOk,
+    /// Rate limit service answers that rejected the request.
+    RlsOverLimit,
+    /// Calls that could not be started (e.g. the cluster does not exist).
+    RlsErrorNotSent,
+    /// Calls that got no answer within `rls.timeout_ms`.
+    RlsErrorTimeout,
+    /// Calls that failed with gRPC UNAVAILABLE (no healthy host, refused, reset).
+    RlsErrorUnavailable,
+    /// Calls that failed with another gRPC status.
+    RlsErrorStatus,
+    /// Answers with the overall code UNKNOWN.
+    RlsErrorUnknownCode,
+    /// Answers that could not be decoded.
+    RlsErrorBadResponse,
     /// Gauge: slots of the bucket table in use (at most `max_buckets`).
     Buckets,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 11] = [
+    pub const ALL: [Global; 20] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -61,6 +79,15 @@ impl Global {
         Global::ErrorContention,
         Global::CasConflicts,
         Global::BucketEvictions,
+        Global::InvalidCost,
+        Global::RlsOk,
+        Global::RlsOverLimit,
+        Global::RlsErrorNotSent,
+        Global::RlsErrorTimeout,
+        Global::RlsErrorUnavailable,
+        Global::RlsErrorStatus,
+        Global::RlsErrorUnknownCode,
+        Global::RlsErrorBadResponse,
         Global::Buckets,
     ];
 
@@ -77,6 +104,15 @@ impl Global {
             Global::ErrorContention => "floodgate.error.contention",
             Global::CasConflicts => "floodgate.cas_conflicts",
             Global::BucketEvictions => "floodgate.bucket_evictions",
+            Global::InvalidCost => "floodgate.invalid_cost",
+            Global::RlsOk => "floodgate.rls.ok",
+            Global::RlsOverLimit => "floodgate.rls.over_limit",
+            Global::RlsErrorNotSent => "floodgate.rls.error.not_sent",
+            Global::RlsErrorTimeout => "floodgate.rls.error.timeout",
+            Global::RlsErrorUnavailable => "floodgate.rls.error.unavailable",
+            Global::RlsErrorStatus => "floodgate.rls.error.status",
+            Global::RlsErrorUnknownCode => "floodgate.rls.error.unknown_code",
+            Global::RlsErrorBadResponse => "floodgate.rls.error.bad_response",
             Global::Buckets => "floodgate.buckets",
         }
     }
@@ -180,9 +216,9 @@ mod tests {
         let defs = definitions(&rules);
         assert_eq!(defs.len(), Global::ALL.len() + 3);
         assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
-        assert_eq!(defs[10], (Kind::Gauge, "floodgate.buckets".to_string()));
+        assert_eq!(defs[19], (Kind::Gauge, "floodgate.buckets".to_string()));
         assert_eq!(
-            defs[11..]
+            defs[20..]
                 .iter()
                 .map(|(_, n)| n.as_str())
                 .collect::<Vec<_>>(),
@@ -203,7 +239,7 @@ mod tests {
         t.add(Global::Denied, 1);
         t.add(Global::Denied, 2);
         t.rule(1, PerRule::ShadowDenied);
-        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (16, 1)]);
+        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (25, 1)]);
         assert_eq!(t.drain().count(), 0);
     }
 }

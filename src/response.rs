@@ -1,20 +1,39 @@
 //! What a rejection looks like, and the rate-limit headers of a decision.
 //!
 //! Headers follow the IETF `draft-polli-ratelimit-headers-03` fields Envoy itself emits:
-//! `x-ratelimit-limit` (the bucket's capacity), `x-ratelimit-remaining` (whole tokens left)
-//! and `x-ratelimit-reset` (seconds until the bucket is full again, rounded up). A
-//! rejection also carries `retry-after`: the exact wait, in whole seconds rounded up,
-//! after which the same request would be admitted. Buckets that never refill have no
-//! reset and no retry time, so those headers are left out rather than invented.
+//! `x-ratelimit-limit` (the limit), `x-ratelimit-remaining` (whole requests left) and
+//! `x-ratelimit-reset` (seconds until the limit is fully available again, rounded up). A
+//! rejection also carries `retry-after`: the wait, in whole seconds rounded up, after which
+//! the same request would be admitted. Limits that never reset (a local bucket with no
+//! refill) have no reset and no retry time, so those headers are left out, not invented.
+//!
+//! Local buckets and the rate limit service's statuses are both described as a
+//! [`Standing`], so one set of rules makes the headers whatever decided the request.
 
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::ResponseConfig;
+use std::borrow::Cow;
+
+/// Response headers: mostly fixed names, sometimes names a rate limit service sent.
+pub type Headers = Vec<(Cow<'static, str>, String)>;
 
 /// Shown in Envoy's access logs as the response code details of a rejection.
 pub const DETAILS: &str = "floodgate_rate_limited";
 
+/// Response code details of a rejection because a limiter failed.
+pub const FAILURE_DETAILS: &str = "floodgate_limiter_failure";
+
+/// Response code details of a request refused for a malformed cost header.
+pub const INVALID_COST_DETAILS: &str = "floodgate_invalid_cost";
+
 /// gRPC status RESOURCE_EXHAUSTED, the gRPC form of 429.
 pub const GRPC_RESOURCE_EXHAUSTED: u32 = 8;
+
+/// gRPC status UNAVAILABLE: what a gRPC client gets when the limiter fails closed.
+pub const GRPC_UNAVAILABLE: u32 = 14;
+
+/// gRPC status INVALID_ARGUMENT: a malformed cost header.
+pub const GRPC_INVALID_ARGUMENT: u32 = 3;
 
 /// A reply sent from the proxy instead of forwarding the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,9 +43,11 @@ pub enum Reply {
         /// HTTP status.
         status: u16,
         /// Headers to send.
-        headers: Vec<(&'static str, String)>,
+        headers: Headers,
         /// Body to send.
         body: Vec<u8>,
+        /// Response code details for Envoy's access log.
+        details: &'static str,
     },
     /// A gRPC trailers-only response (HTTP 200 with `grpc-status`).
     Grpc {
@@ -35,91 +56,121 @@ pub enum Reply {
         /// `grpc-message`.
         message: String,
         /// Extra metadata (headers).
-        metadata: Vec<(&'static str, String)>,
+        metadata: Headers,
+        /// Response code details for Envoy's access log.
+        details: &'static str,
     },
 }
 
-/// One rule's decision with the shape of its bucket.
+/// Where one limit stands for a request, whoever decided it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    /// The rule's bucket shape.
-    pub quota: Quota,
-    /// What the bucket said.
-    pub decision: Decision,
-    /// Whether the rule is in shadow mode (never enforced, never shown to clients).
+pub struct Standing {
+    /// The limit: a bucket's capacity, or the service's requests per unit.
+    pub limit: u32,
+    /// Whole requests left (after this one when allowed).
+    pub remaining: u32,
+    /// Nanoseconds until the limit is fully available again (`None`: never).
+    pub reset_ns: Option<u64>,
+    /// Whether this limit admits the request.
+    pub allowed: bool,
+    /// When denied: nanoseconds until the same request would pass (`None`: never).
+    pub retry_ns: Option<u64>,
+    /// A shadow rule's limit: counted, never enforced nor shown to clients.
     pub shadow: bool,
 }
 
-/// The `x-ratelimit-*` headers for the most restrictive enforced rule: the fewest
-/// remaining tokens, then the longest reset. Empty when no enforced rule applied.
-pub fn ratelimit_headers(outcomes: &[Outcome]) -> Vec<(&'static str, String)> {
-    let tightest = outcomes.iter().filter(|o| !o.shadow).min_by_key(|o| {
+impl Standing {
+    /// A local bucket's decision.
+    pub fn local(quota: Quota, decision: Decision, shadow: bool) -> Standing {
+        Standing {
+            limit: quota.capacity(),
+            remaining: decision.remaining(),
+            reset_ns: decision.full_in_ns(),
+            allowed: decision.is_allow(),
+            retry_ns: match decision {
+                Decision::Deny { retry_in_ns, .. } => retry_in_ns,
+                Decision::Allow { .. } => Some(0),
+            },
+            shadow,
+        }
+    }
+
+    /// Whether this limit rejects the request (an enforced denial).
+    pub fn rejects(&self) -> bool {
+        !self.allowed && !self.shadow
+    }
+}
+
+/// The `x-ratelimit-*` headers for the most restrictive enforced limit: the fewest
+/// remaining requests, then the longest reset. Empty when no enforced limit applied.
+pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
+    let tightest = standings.iter().filter(|s| !s.shadow).min_by_key(|s| {
         (
-            o.decision.remaining(),
-            std::cmp::Reverse(o.decision.full_in_ns().unwrap_or(u64::MAX)),
+            s.remaining,
+            std::cmp::Reverse(s.reset_ns.unwrap_or(u64::MAX)),
         )
     });
-    let Some(o) = tightest else {
+    let Some(s) = tightest else {
         return Vec::new();
     };
-    let mut headers = vec![
-        ("x-ratelimit-limit", o.quota.capacity().to_string()),
-        ("x-ratelimit-remaining", o.decision.remaining().to_string()),
+    let mut headers: Headers = vec![
+        ("x-ratelimit-limit".into(), s.limit.to_string()),
+        ("x-ratelimit-remaining".into(), s.remaining.to_string()),
     ];
-    if let Some(full_in) = o.decision.full_in_ns() {
-        headers.push(("x-ratelimit-reset", seconds_ceil(full_in).to_string()));
+    if let Some(reset) = s.reset_ns {
+        headers.push(("x-ratelimit-reset".into(), seconds_ceil(reset).to_string()));
     }
     headers
 }
 
-/// Seconds until every enforced rule that denied would admit the request: the largest
-/// wait, rounded up. `None` when one of them never will (no refill, or a cost above its
-/// capacity).
-pub fn retry_after_seconds(outcomes: &[Outcome]) -> Option<u64> {
-    outcomes
+/// Seconds until every enforced limit that rejected the request would admit it: the
+/// longest wait, rounded up. `None` when one of them never will.
+pub fn retry_after_seconds(standings: &[Standing]) -> Option<u64> {
+    standings
         .iter()
-        .filter(|o| !o.shadow)
-        .filter_map(|o| match o.decision {
-            Decision::Deny { retry_in_ns, .. } => Some(retry_in_ns),
-            Decision::Allow { .. } => None,
-        })
+        .filter(|s| s.rejects())
+        .map(|s| s.retry_ns)
         .try_fold(0u64, |longest, wait| Some(longest.max(wait?)))
         .map(seconds_ceil)
 }
 
-/// The reply rejecting a request: the configured status and body for HTTP, or
-/// RESOURCE_EXHAUSTED for gRPC, with `retry-after` and the `x-ratelimit-*` headers of the
-/// rules that denied it.
-pub fn rejection(config: &ResponseConfig, outcomes: &[Outcome], grpc: bool) -> Reply {
-    let denying: Vec<Outcome> = outcomes
-        .iter()
-        .filter(|o| !o.shadow && !o.decision.is_allow())
-        .copied()
-        .collect();
-    let mut headers = Vec::with_capacity(4);
-    if let Some(seconds) = retry_after_seconds(&denying) {
-        headers.push(("retry-after", seconds.to_string()));
+/// The reply rejecting a request: the configured status and body (or `body` when the
+/// rate limit service sent one) for HTTP, RESOURCE_EXHAUSTED for gRPC, with
+/// `retry-after`, the `x-ratelimit-*` headers of the limits that rejected it and any
+/// `extra` headers.
+pub fn rejection(
+    config: &ResponseConfig,
+    standings: &[Standing],
+    body: Option<&[u8]>,
+    extra: Headers,
+    grpc: bool,
+) -> Reply {
+    let rejecting: Vec<Standing> = standings.iter().filter(|s| s.rejects()).copied().collect();
+    let mut headers: Headers = Vec::with_capacity(4 + extra.len());
+    if let Some(seconds) = retry_after_seconds(&rejecting) {
+        headers.push(("retry-after".into(), seconds.to_string()));
     }
-    headers.extend(ratelimit_headers(&denying));
+    headers.extend(ratelimit_headers(&rejecting));
+    headers.extend(extra);
+    let body = body.unwrap_or(config.body.as_bytes());
     if grpc {
         Reply::Grpc {
             status: GRPC_RESOURCE_EXHAUSTED,
-            message: config.body.trim_end().to_string(),
+            message: String::from_utf8_lossy(body).trim_end().to_string(),
             metadata: headers,
+            details: DETAILS,
         }
     } else {
         Reply::Http {
             status: config.status,
             headers,
-            body: config.body.as_bytes().to_vec(),
+            body: body.to_vec(),
+            details: DETAILS,
         }
     }
 }
 
-/// gRPC status UNAVAILABLE: what a gRPC client gets when the limiter fails closed.
-pub const GRPC_UNAVAILABLE: u32 = 14;
-
-/// The reply rejecting a request because the limiter could not decide
+/// The reply rejecting a request because a limiter could not decide
 /// (`failure_mode: deny`).
 pub fn failure(status: u16, grpc: bool) -> Reply {
     const MESSAGE: &str = "rate limiter unavailable";
@@ -128,12 +179,35 @@ pub fn failure(status: u16, grpc: bool) -> Reply {
             status: GRPC_UNAVAILABLE,
             message: MESSAGE.to_string(),
             metadata: Vec::new(),
+            details: FAILURE_DETAILS,
         }
     } else {
         Reply::Http {
             status,
             headers: Vec::new(),
             body: format!("{MESSAGE}\n").into_bytes(),
+            details: FAILURE_DETAILS,
+        }
+    }
+}
+
+/// The reply refusing a request whose cost header is not a whole number of at least 1:
+/// counting it as 1 would let a client buy expensive requests at the cheapest price.
+pub fn invalid_cost(header: &str, grpc: bool) -> Reply {
+    let message = format!("invalid {header} header: expected a whole number from 1 to 4294967295");
+    if grpc {
+        Reply::Grpc {
+            status: GRPC_INVALID_ARGUMENT,
+            message,
+            metadata: Vec::new(),
+            details: INVALID_COST_DETAILS,
+        }
+    } else {
+        Reply::Http {
+            status: 400,
+            headers: Vec::new(),
+            body: format!("{message}\n").into_bytes(),
+            details: INVALID_COST_DETAILS,
         }
     }
 }
@@ -148,128 +222,4 @@ pub fn is_grpc(content_type: Option<&str>) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::bucket::{decide, Tat};
-
-    const SECOND: u64 = 1_000_000_000;
-
-    fn quota(capacity: u32, per_second: u64) -> Quota {
-        Quota::new(capacity, per_second * 1_000_000).unwrap()
-    }
-
-    /// The outcome after `taken` tokens were spent from a full bucket at the same instant.
-    fn after(q: Quota, taken: u32) -> Outcome {
-        let mut state = Tat::default();
-        let mut decision = decide(state, SECOND, q, 1);
-        for _ in 0..=taken {
-            decision = decide(state, SECOND, q, 1);
-            if let Decision::Allow { new_state, .. } = decision {
-                state = new_state;
-            }
-        }
-        Outcome {
-            quota: q,
-            decision,
-            shadow: false,
-        }
-    }
-
-    fn config() -> ResponseConfig {
-        ResponseConfig {
-            status: 429,
-            body: "rate limited\n".into(),
-            headers_on_allowed: false,
-        }
-    }
-
-    #[test]
-    fn a_rejection_carries_retry_after_and_ratelimit_headers() {
-        let denied = after(quota(2, 1), 2);
-        assert!(!denied.decision.is_allow());
-        let reply = rejection(&config(), &[denied], false);
-        assert_eq!(
-            reply,
-            Reply::Http {
-                status: 429,
-                headers: vec![
-                    ("retry-after", "1".into()),
-                    ("x-ratelimit-limit", "2".into()),
-                    ("x-ratelimit-remaining", "0".into()),
-                    ("x-ratelimit-reset", "2".into()),
-                ],
-                body: b"rate limited\n".to_vec(),
-            }
-        );
-    }
-
-    #[test]
-    fn grpc_rejections_use_resource_exhausted() {
-        let denied = after(quota(1, 1), 1);
-        match rejection(&config(), &[denied], true) {
-            Reply::Grpc {
-                status,
-                message,
-                metadata,
-            } => {
-                assert_eq!(status, 8);
-                assert_eq!(message, "rate limited");
-                assert_eq!(metadata[0], ("retry-after", "1".to_string()));
-            }
-            other => panic!("expected gRPC reply, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn buckets_that_never_refill_have_no_retry_after_or_reset() {
-        let denied = after(Quota::new(1, 0).unwrap(), 1);
-        let Reply::Http { headers, .. } = rejection(&config(), &[denied], false) else {
-            panic!("http expected");
-        };
-        assert_eq!(
-            headers,
-            vec![
-                ("x-ratelimit-limit", "1".to_string()),
-                ("x-ratelimit-remaining", "0".to_string())
-            ]
-        );
-    }
-
-    #[test]
-    fn retry_after_is_the_longest_wait_among_denying_rules() {
-        let fast = after(quota(1, 1), 1);
-        let slow = after(Quota::new(1, 250_000).unwrap(), 1); // 1 token per 4 s
-        assert_eq!(retry_after_seconds(&[fast, slow]), Some(4));
-        let never = after(Quota::new(1, 0).unwrap(), 1);
-        assert_eq!(retry_after_seconds(&[fast, never]), None);
-    }
-
-    #[test]
-    fn headers_describe_the_tightest_enforced_rule() {
-        let roomy = after(quota(100, 10), 1);
-        let tight = after(quota(5, 1), 3);
-        let shadow = Outcome {
-            shadow: true,
-            ..after(quota(1, 1), 1)
-        };
-        assert_eq!(
-            ratelimit_headers(&[roomy, tight, shadow]),
-            vec![
-                ("x-ratelimit-limit", "5".to_string()),
-                ("x-ratelimit-remaining", "1".to_string()),
-                ("x-ratelimit-reset", "4".to_string()),
-            ]
-        );
-        assert!(ratelimit_headers(&[shadow]).is_empty());
-    }
-
-    #[test]
-    fn grpc_is_recognised_by_content_type() {
-        assert!(is_grpc(Some("application/grpc")));
-        assert!(is_grpc(Some("application/grpc+proto")));
-        assert!(is_grpc(Some("Application/GRPC-web")));
-        assert!(!is_grpc(Some("application/json")));
-        assert!(!is_grpc(Some("application/grp")));
-        assert!(!is_grpc(None));
-    }
-}
+mod tests;

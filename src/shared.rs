@@ -127,4 +127,19 @@ pub(crate) mod memory {
             Ok(())
         }
     }
+
+    /// Shared data whose every call fails with `status`, as a broken host would.
+    pub struct Broken(pub u32);
+
+    impl SharedData for Broken {
+        fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
+            Err(StoreError { status: self.0 })
+        }
+        fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
+            Err(SetError::Store(StoreError { status: self.0 }))
+        }
+        fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+            Err(StoreError { status: self.0 })
+        }
+    }
 }

@@ -75,7 +75,7 @@ impl Slot {
 }
 
 /// A slot's shared-data key, on the stack.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub struct SlotKey {
     buf: [u8; SlotKey::CAPACITY],
     len: usize,
@@ -102,6 +102,12 @@ impl SlotKey {
             }
         }
         self.push(&digits[start..]);
+    }
+}
+
+impl std::fmt::Debug for SlotKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
     }
 }
 
@@ -132,6 +138,8 @@ pub enum Origin {
 pub struct Found {
     /// Slot index.
     pub index: u32,
+    /// The slot's key, kept for the write that follows the read.
+    pub key: SlotKey,
     /// CAS token the slot was read with.
     pub cas: u32,
     /// The bucket's state: as stored for an existing bucket, full for a new one.
@@ -224,6 +232,7 @@ impl Table {
             };
             let new = |origin| Found {
                 index,
+                key,
                 cas: read.cas,
                 state: Tat::default(),
                 origin,
@@ -232,6 +241,7 @@ impl Table {
                 Some(slot) if slot.fingerprint == fingerprint => {
                     return Ok(Found {
                         index,
+                        key,
                         cas: read.cas,
                         state: slot.tat,
                         origin: Origin::Existing,
@@ -263,6 +273,16 @@ impl Table {
         cas: u32,
     ) -> Result<(), SetError> {
         store.set(&self.key(index), &slot.encode(), cas)
+    }
+
+    /// Stores `slot` where `found` was read, if nobody wrote it since.
+    pub fn write_found(
+        &self,
+        store: &impl SharedData,
+        found: &Found,
+        slot: &Slot,
+    ) -> Result<(), SetError> {
+        store.set(&found.key, &slot.encode(), found.cas)
     }
 
     /// Reads the slot at `index` with its CAS token.

@@ -1,7 +1,17 @@
 //! Test doubles shared by the unit tests of several modules.
 
 use crate::descriptor::RequestView;
+use crate::response::Headers;
+use std::borrow::Cow;
 use std::collections::HashMap;
+
+/// Headers from literal pairs, for comparing with replies.
+pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
+    pairs
+        .iter()
+        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
+        .collect()
+}
 
 /// A request as a plain map of headers (pseudo-headers included), counting look-ups so
 /// that tests can check how many host calls the real view would make.

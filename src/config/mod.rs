@@ -25,6 +25,12 @@ pub const MAX_ENTRIES: usize = 16;
 pub const DEFAULT_STATUS: u16 = 429;
 /// The body sent when `response.body` is not set.
 pub const DEFAULT_BODY: &str = "rate limited\n";
+/// The status of a request rejected because a limiter failed, as Envoy's own filter.
+pub const DEFAULT_FAILURE_STATUS: u16 = 500;
+/// How long a request waits for the rate limit service when `rls.timeout_ms` is not set.
+pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
+/// The longest accepted `rls.timeout_ms`.
+pub const MAX_RLS_TIMEOUT_MS: u32 = 60_000;
 
 /// A validated plugin configuration.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +43,32 @@ pub struct Config {
     pub max_buckets: NonZeroU32,
     /// What happens when the local limiter cannot decide (default: allow).
     pub failure_mode: FailureMode,
+    /// HTTP status of a request rejected because a limiter failed (default 500).
+    pub failure_status: u16,
+    /// The rate limit service, present exactly when some rule is global.
+    pub rls: Option<RlsConfig>,
+}
+
+/// The rate limit service (RLS v3) that global rules ask.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RlsConfig {
+    /// The Envoy cluster of the service (it must speak HTTP/2).
+    pub cluster: String,
+    /// The domain sent with every call.
+    pub domain: String,
+    /// How long a request may wait for the answer (default 20 ms).
+    pub timeout_ms: u32,
+    /// What happens when the service cannot answer (default: allow).
+    pub failure_mode: FailureMode,
+}
+
+/// What limits a rule's requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// A token bucket in this Envoy's shared data.
+    Local(Quota),
+    /// The rate limit service's answer for the rule's descriptor.
+    Global,
 }
 
 /// One rate-limit rule: which requests, which descriptor, which limit.
@@ -48,8 +80,10 @@ pub struct Rule {
     pub matcher: Match,
     /// The descriptor entries; a request missing any one of them is not limited by the rule.
     pub entries: Vec<Entry>,
-    /// The token bucket applied per distinct descriptor value.
-    pub quota: Quota,
+    /// The limit applied per distinct descriptor value.
+    pub limit: Limit,
+    /// The request header holding the request's cost (tokens it takes); `None`: 1.
+    pub cost_header: Option<String>,
     /// Decide and count, but never reject.
     pub shadow: bool,
 }

@@ -42,7 +42,11 @@ fn the_documented_example_parses() {
             },
         ]
     );
-    assert_eq!(rule.quota, Quota::new(100, 10_000_000).unwrap());
+    assert_eq!(
+        rule.limit,
+        Limit::Local(Quota::new(100, 10_000_000).unwrap())
+    );
+    assert_eq!(rule.cost_header, None);
     assert!(!rule.shadow);
     assert_eq!(config.response.status, 429);
     assert_eq!(config.max_buckets.get(), DEFAULT_MAX_BUCKETS);
@@ -65,7 +69,12 @@ fn defaults_fill_what_is_left_out() {
         }
     );
     assert_eq!(config.rules[0].matcher, Match::default());
-    assert!(!config.rules[0].quota.refills());
+    assert_eq!(
+        config.rules[0].limit,
+        Limit::Local(Quota::new(1, 0).unwrap())
+    );
+    assert_eq!(config.failure_status, 500);
+    assert_eq!(config.rls, None);
 }
 
 #[test]
@@ -82,8 +91,48 @@ fn fractional_rates_keep_six_decimals() {
                 "local":{{"capacity":1,"refill_per_second":{text}}}}}]}}"#
         );
         let config = Config::parse(json.as_bytes()).unwrap();
-        assert_eq!(config.rules[0].quota.rate_micro(), micro, "{text}");
+        assert_eq!(
+            config.rules[0].limit,
+            Limit::Local(Quota::new(1, micro).unwrap()),
+            "{text}"
+        );
     }
+}
+
+/// The layered example of the README and `envoy/global.yaml`.
+#[test]
+fn global_rules_and_the_rate_limit_service_parse() {
+    let config = Config::parse(
+        br#"{
+          "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 20, "failure_mode": "allow"},
+          "rules": [
+            {"name": "per-tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+             "global": {}, "cost": {"header": "X-Cost"}},
+            {"name": "per-client-burst", "descriptors": [{"key": "client", "source": "remote_address"}],
+             "local": {"capacity": 20, "refill_per_second": 5}}
+          ],
+          "failure_status": 503
+        }"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.rls,
+        Some(RlsConfig {
+            cluster: "ratelimit".into(),
+            domain: "edge".into(),
+            timeout_ms: 20,
+            failure_mode: FailureMode::Allow
+        })
+    );
+    assert_eq!(config.rules[0].limit, Limit::Global);
+    assert_eq!(config.rules[0].cost_header.as_deref(), Some("x-cost"));
+    assert_eq!(config.failure_status, 503);
+    let defaults = Config::parse(
+        br#"{"rls": {"cluster": "c", "domain": "d"},
+             "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(defaults.rls.unwrap().timeout_ms, 20);
 }
 
 #[test]

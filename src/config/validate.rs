@@ -2,8 +2,9 @@
 
 use super::wire;
 use super::{
-    Config, ConfigError, Entry, FailureMode, Match, ResponseConfig, Rule, Source, DEFAULT_BODY,
-    DEFAULT_MAX_BUCKETS, DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS, MAX_RULES,
+    Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
+    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_RLS_TIMEOUT_MS,
+    DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -34,14 +35,66 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         }
         rules.push(rule);
     }
+    let first_global = rules.iter().position(|r| r.limit == Limit::Global);
+    let rls = match (wire.rls, first_global) {
+        (Some(r), Some(_)) => Some(rls(r)?),
+        (None, None) => None,
+        (Some(_), None) => {
+            return Err(ConfigError::new(
+                "rls",
+                "no rule is `global`: remove `rls` or add a global rule",
+            ))
+        }
+        (None, Some(i)) => {
+            return Err(ConfigError::new(
+                format!("rules[{i}].global"),
+                "needs the top-level `rls` section (the rate limit service to ask)",
+            ))
+        }
+    };
     Ok(Config {
         rules,
         response: response(wire.response)?,
         max_buckets: max_buckets(wire.max_buckets)?,
-        failure_mode: match wire.failure_mode {
-            None | Some(wire::FailureMode::Allow) => FailureMode::Allow,
-            Some(wire::FailureMode::Deny) => FailureMode::Deny,
+        failure_mode: failure_mode(wire.failure_mode),
+        failure_status: match wire.failure_status {
+            None => DEFAULT_FAILURE_STATUS,
+            Some(s) => status("failure_status", s)?,
         },
+        rls,
+    })
+}
+
+fn failure_mode(mode: Option<wire::FailureMode>) -> FailureMode {
+    match mode {
+        None | Some(wire::FailureMode::Allow) => FailureMode::Allow,
+        Some(wire::FailureMode::Deny) => FailureMode::Deny,
+    }
+}
+
+fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
+    if r.cluster.is_empty() {
+        return Err(ConfigError::new("rls.cluster", "must not be empty"));
+    }
+    if r.domain.is_empty() {
+        return Err(ConfigError::new("rls.domain", "must not be empty"));
+    }
+    let timeout_ms = match r.timeout_ms {
+        None => DEFAULT_RLS_TIMEOUT_MS,
+        Some(0) => return Err(ConfigError::new("rls.timeout_ms", "must be at least 1")),
+        Some(t) if t > u64::from(MAX_RLS_TIMEOUT_MS) => {
+            return Err(ConfigError::new(
+                "rls.timeout_ms",
+                format!("must be at most {MAX_RLS_TIMEOUT_MS}"),
+            ))
+        }
+        Some(t) => t as u32,
+    };
+    Ok(RlsConfig {
+        cluster: r.cluster,
+        domain: r.domain,
+        timeout_ms,
+        failure_mode: failure_mode(r.failure_mode),
     })
 }
 
@@ -69,19 +122,39 @@ fn rule(at: &str, r: wire::Rule) -> Result<Rule, ConfigError> {
         .enumerate()
         .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e))
         .collect::<Result<Vec<_>, _>>()?;
-    let Some(local) = r.local else {
-        return Err(ConfigError::new(
-            at,
-            "a limit is required: set `local` to a token bucket",
-        ));
+    let limit = match (r.local, r.global) {
+        (Some(local), None) => Limit::Local(quota(&format!("{at}.local"), local)?),
+        (None, Some(_)) => Limit::Global,
+        _ => {
+            return Err(ConfigError::new(
+                at,
+                "exactly one of `local` (a token bucket in this Envoy) or `global` (the rate limit service) is required",
+            ))
+        }
+    };
+    let cost_header = match r.cost {
+        None => None,
+        Some(cost) => Some(header_name(&format!("{at}.cost.header"), cost.header)?),
     };
     Ok(Rule {
         name,
         matcher,
         entries,
-        quota: quota(&format!("{at}.local"), local)?,
+        limit,
+        cost_header,
         shadow: r.shadow.unwrap_or(false),
     })
+}
+
+/// A valid header name, lower-cased (Envoy's header maps are lower-case).
+fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
+    if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
+        return Err(ConfigError::new(
+            at,
+            format!("{header:?} is not a header name"),
+        ));
+    }
+    Ok(header.to_ascii_lowercase())
 }
 
 fn rule_name(at: &str, name: String) -> Result<String, ConfigError> {
@@ -149,15 +222,7 @@ fn entry(at: &str, e: wire::Entry) -> Result<Entry, ConfigError> {
         return Err(ConfigError::new(format!("{at}.key"), "must not be empty"));
     }
     let source = match (e.header, e.value, e.source) {
-        (Some(header), None, None) => {
-            if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
-                return Err(ConfigError::new(
-                    format!("{at}.header"),
-                    format!("{header:?} is not a header name"),
-                ));
-            }
-            Source::Header(header.to_ascii_lowercase())
-        }
+        (Some(header), None, None) => Source::Header(header_name(&format!("{at}.header"), header)?),
         (None, Some(value), None) => {
             if value.is_empty() {
                 return Err(ConfigError::new(format!("{at}.value"), "must not be empty"));
@@ -231,19 +296,23 @@ fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
     };
     let status = match r.status {
         None => DEFAULT_STATUS,
-        Some(s @ 400..=599) => s as u16,
-        Some(s) => {
-            return Err(ConfigError::new(
-                "response.status",
-                format!("{s} is not a 4xx or 5xx status code"),
-            ))
-        }
+        Some(s) => status("response.status", s)?,
     };
     Ok(ResponseConfig {
         status,
         body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
         headers_on_allowed: r.headers_on_allowed.unwrap_or(false),
     })
+}
+
+fn status(at: &str, s: u64) -> Result<u16, ConfigError> {
+    match s {
+        400..=599 => Ok(s as u16),
+        _ => Err(ConfigError::new(
+            at,
+            format!("{s} is not a 4xx or 5xx status code"),
+        )),
+    }
 }
 
 fn max_buckets(n: Option<u64>) -> Result<NonZeroU32, ConfigError> {

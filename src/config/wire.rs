@@ -17,6 +17,34 @@ pub struct Config {
     pub max_buckets: Option<u64>,
     #[serde(default)]
     pub failure_mode: Option<FailureMode>,
+    #[serde(default)]
+    pub failure_status: Option<u64>,
+    #[serde(default)]
+    pub rls: Option<Rls>,
+}
+
+/// The rate limit service global rules ask.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rls {
+    pub cluster: String,
+    pub domain: String,
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub failure_mode: Option<FailureMode>,
+}
+
+/// A global limit: decided by the rate limit service, which holds the numbers.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Global {}
+
+/// Where a request's cost (tokens or hits it takes) comes from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    pub header: String,
 }
 
 /// One rate-limit rule.
@@ -29,6 +57,10 @@ pub struct Rule {
     pub descriptors: Vec<Entry>,
     #[serde(default)]
     pub local: Option<Local>,
+    #[serde(default)]
+    pub global: Option<Global>,
+    #[serde(default)]
+    pub cost: Option<Cost>,
     #[serde(default)]
     pub shadow: Option<bool>,
 }

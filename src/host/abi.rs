@@ -14,9 +14,11 @@ pub type Status = u32;
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
 
+const BUFFER_GRPC_RECEIVE: u32 = 5;
 const BUFFER_PLUGIN_CONFIGURATION: u32 = 7;
 const MAP_REQUEST_HEADERS: u32 = 0;
 const MAP_RESPONSE_HEADERS: u32 = 2;
+const STREAM_REQUEST: u32 = 0;
 
 #[link(wasm_import_module = "env")]
 extern "C" {
@@ -74,6 +76,23 @@ extern "C" {
         headers_size: usize,
         grpc_status: i32,
     ) -> u32;
+    fn proxy_continue_stream(stream_type: u32) -> u32;
+    fn proxy_set_effective_context(context_id: u32) -> u32;
+    fn proxy_grpc_call(
+        upstream_data: *const u8,
+        upstream_size: usize,
+        service_data: *const u8,
+        service_size: usize,
+        method_data: *const u8,
+        method_size: usize,
+        metadata_data: *const u8,
+        metadata_size: usize,
+        message_data: *const u8,
+        message_size: usize,
+        timeout_ms: u32,
+        return_token: *mut u32,
+    ) -> u32;
+    fn proxy_grpc_cancel(token: u32) -> u32;
     fn proxy_define_metric(
         metric_type: u32,
         name_data: *const u8,
@@ -143,6 +162,20 @@ fn buffer(buffer_type: u32) -> Result<Vec<u8>, Status> {
     }
 }
 
+/// The message of a gRPC call's response (`size` bytes, as `proxy_on_grpc_receive` said).
+pub fn grpc_response(size: usize) -> Result<Vec<u8>, Status> {
+    let (mut data, mut len) = (null_mut(), 0usize);
+    // SAFETY: the host writes a pointer and a size through valid pointers.
+    let status =
+        unsafe { proxy_get_buffer_bytes(BUFFER_GRPC_RECEIVE, 0, size, &mut data, &mut len) };
+    match status {
+        // SAFETY: on OK the host allocated `len` bytes for us (or left null).
+        OK => Ok(unsafe { take_buffer(data, len) }),
+        NOT_FOUND => Ok(Vec::new()),
+        other => Err(other),
+    }
+}
+
 /// A request header's value (`None` when absent).
 pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
     let (mut data, mut size) = (null_mut(), 0usize);
@@ -162,6 +195,12 @@ pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
         NOT_FOUND => Ok(None),
         other => Err(other),
     }
+}
+
+/// Adds a header to the request forwarded upstream (while it is paused or in
+/// `on_request_headers`).
+pub fn add_request_header(name: &str, value: &str) -> Result<(), Status> {
+    add_header(MAP_REQUEST_HEADERS, name, value)
 }
 
 /// Adds a header to the downstream response.
@@ -222,6 +261,56 @@ pub fn shared_set(key: &str, value: &[u8], cas: u32) -> Result<(), Status> {
 
 /// The status a stale CAS token gets.
 pub const CAS_MISMATCH: Status = 8;
+
+/// Resumes the request paused while the rate limit service decided.
+pub fn continue_request() -> Result<(), Status> {
+    // SAFETY: plain value call.
+    check(unsafe { proxy_continue_stream(STREAM_REQUEST) })
+}
+
+/// Makes `context_id` the context later calls act on: callbacks for a gRPC call arrive
+/// on the root context, but the request to resume or answer is an HTTP context.
+pub fn set_effective_context(context_id: u32) -> Result<(), Status> {
+    // SAFETY: plain value call.
+    check(unsafe { proxy_set_effective_context(context_id) })
+}
+
+/// Starts a unary gRPC call to `cluster`; returns its token. The answer arrives in
+/// `proxy_on_grpc_receive` or `proxy_on_grpc_close`.
+pub fn grpc_call(
+    cluster: &str,
+    service: &str,
+    method: &str,
+    message: &[u8],
+    timeout_ms: u32,
+) -> Result<u32, Status> {
+    let metadata = encode_pairs(&[]);
+    let mut token = 0u32;
+    // SAFETY: all slices are valid for the duration of the call; the host writes the token.
+    check(unsafe {
+        proxy_grpc_call(
+            cluster.as_ptr(),
+            cluster.len(),
+            service.as_ptr(),
+            service.len(),
+            method.as_ptr(),
+            method.len(),
+            metadata.as_ptr(),
+            metadata.len(),
+            message.as_ptr(),
+            message.len(),
+            timeout_ms,
+            &mut token,
+        )
+    })?;
+    Ok(token)
+}
+
+/// Cancels a gRPC call whose answer nobody waits for any more.
+pub fn grpc_cancel(token: u32) -> Result<(), Status> {
+    // SAFETY: plain value call.
+    check(unsafe { proxy_grpc_cancel(token) })
+}
 
 /// Sends a reply from the proxy. `grpc_status` ≥ 0 makes it a gRPC trailers-only
 /// response with that status; headers are sent as given.

@@ -7,10 +7,13 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
+use super::abi;
 use super::http::Http;
 use super::root::Root;
+use crate::rls::Answer;
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::mem::MaybeUninit;
 
 /// `Action::Continue` and `Action::Pause` as the ABI encodes them.
@@ -18,11 +21,37 @@ pub const CONTINUE: u32 = 0;
 /// See [`CONTINUE`].
 pub const PAUSE: u32 = 1;
 
+/// Hashes the host's context ids and call tokens: small sequential numbers chosen by the
+/// host, not by clients, so a multiply is enough (SipHash would cost every callback).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by host-chosen ids.
+type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
+
 /// Every live context of this VM. The VM is single-threaded: one thread, one VM.
 #[derive(Default)]
 struct Contexts {
-    roots: HashMap<u32, Root>,
-    http: HashMap<u32, Http>,
+    roots: IdMap<Root>,
+    http: IdMap<Http>,
+    /// Rate limit calls in flight: token → the HTTP context waiting for it.
+    calls: IdMap<u32>,
 }
 
 thread_local! {
@@ -101,7 +130,55 @@ pub extern "C" fn proxy_on_tick(context_id: u32) {
 /// A request's headers: where the limit is decided.
 #[no_mangle]
 pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
-    with_http(context_id, Http::on_request_headers).unwrap_or(CONTINUE)
+    CONTEXTS.with(|c| {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return CONTINUE;
+        };
+        let Some(http) = c.http.get_mut(&context_id) else {
+            return CONTINUE;
+        };
+        let action = http.on_request_headers();
+        if let Some(token) = http.waiting_on() {
+            c.calls.insert(token, context_id);
+        }
+        action
+    })
+}
+
+/// The answer to a rate limit call. It arrives on the root context that owns the call;
+/// the HTTP context waiting for it is found by token.
+#[no_mangle]
+pub extern "C" fn proxy_on_grpc_receive(_root_id: u32, token: u32, response_size: usize) {
+    let answer = match abi::grpc_response(response_size) {
+        Ok(message) => Answer::Response(message),
+        // Unreadable: counted as a failed call (gRPC INTERNAL).
+        Err(_) => Answer::Status {
+            code: 13,
+            elapsed_ms: None,
+        },
+    };
+    deliver(token, answer);
+}
+
+/// A rate limit call ended without a response: a gRPC error, a timeout, a reset.
+#[no_mangle]
+pub extern "C" fn proxy_on_grpc_close(_root_id: u32, token: u32, status_code: u32) {
+    deliver(
+        token,
+        Answer::Status {
+            code: status_code,
+            elapsed_ms: None,
+        },
+    );
+}
+
+fn deliver(token: u32, answer: Answer) {
+    let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
+        return;
+    };
+    with_http(context_id, |http| {
+        http.on_rls_answer(context_id, token, answer)
+    });
 }
 
 /// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
@@ -114,8 +191,17 @@ pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _e
 #[no_mangle]
 pub extern "C" fn proxy_on_delete(context_id: u32) {
     CONTEXTS.with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut() {
-            if c.http.remove(&context_id).is_none() {
+        let Ok(mut c) = c.try_borrow_mut() else {
+            return;
+        };
+        match c.http.remove(&context_id) {
+            Some(mut http) => {
+                if let Some(token) = http.waiting_on() {
+                    c.calls.remove(&token);
+                }
+                http.on_delete();
+            }
+            None => {
                 c.roots.remove(&context_id);
             }
         }

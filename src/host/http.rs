@@ -1,19 +1,27 @@
-//! The HTTP context: one per request, carrying out the limiter's verdict.
+//! The HTTP context: one per request, carrying out the limiter's verdicts.
 
 use super::abi;
 use super::dispatch::{CONTINUE, PAUSE};
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
-use crate::limiter::Verdict;
-use crate::response::{Reply, DETAILS};
+use crate::limiter::{Pass, Pending, Verdict};
+use crate::response::{Headers, Reply};
+use crate::rls::{self, Answer};
 use std::rc::Rc;
+
+/// A call to the rate limit service this request waits for.
+struct Waiting {
+    token: u32,
+    pending: Pending,
+}
 
 /// One request's context.
 pub struct Http {
     plugin: Option<Rc<Plugin>>,
-    /// `x-ratelimit-*` headers for the response, when configured.
-    response_headers: Vec<(&'static str, String)>,
+    /// Headers for the response, added when it comes.
+    response_headers: Headers,
+    waiting: Option<Waiting>,
 }
 
 impl Http {
@@ -22,14 +30,13 @@ impl Http {
         Http {
             plugin,
             response_headers: Vec::new(),
+            waiting: None,
         }
     }
-}
 
-impl Http {
     /// Decides the request; returns the ABI action.
     pub fn on_request_headers(&mut self) -> u32 {
-        let Some(plugin) = &self.plugin else {
+        let Some(plugin) = self.plugin.clone() else {
             return CONTINUE;
         };
         let verdict = {
@@ -43,52 +50,145 @@ impl Http {
                 &mut tally,
             )
         };
-        match verdict {
-            Verdict::Continue { response_headers } => {
-                self.response_headers = response_headers;
-                CONTINUE
+        self.carry_out(&plugin, verdict)
+    }
+
+    /// The token of the rate limit call this request waits for, if any.
+    pub fn waiting_on(&self) -> Option<u32> {
+        self.waiting.as_ref().map(|w| w.token)
+    }
+
+    /// The rate limit service answered call `token`: resume or reject the request.
+    /// `context_id` is this context's id: the callback arrives on the root context.
+    pub fn on_rls_answer(&mut self, context_id: u32, token: u32, answer: Answer) {
+        let (Some(plugin), Some(waiting)) = (self.plugin.clone(), self.waiting.take()) else {
+            return;
+        };
+        if waiting.token != token {
+            self.waiting = Some(waiting);
+            return;
+        }
+        if let Err(status) = abi::set_effective_context(context_id) {
+            log::warn!("cannot switch to the request's context (status {status})");
+            return;
+        }
+        let verdict = {
+            let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
+                let _ = abi::continue_request();
+                return;
+            };
+            let now = abi::current_time_ns().ok();
+            plugin
+                .limiter
+                .answer(waiting.pending, answer, now, &HostShared, &mut tally)
+        };
+        if self.carry_out(&plugin, verdict) == CONTINUE {
+            if let Err(status) = abi::continue_request() {
+                log::warn!("cannot resume the request (status {status})");
             }
-            Verdict::Reject(reply) => send(&reply),
         }
     }
 
-    /// Adds the pending `x-ratelimit-*` headers; returns the ABI action.
+    /// Adds the pending headers to the response; returns the ABI action.
     pub fn on_response_headers(&mut self) -> u32 {
         for (name, value) in std::mem::take(&mut self.response_headers) {
-            if let Err(status) = abi::add_response_header(name, &value) {
+            if let Err(status) = abi::add_response_header(&name, &value) {
                 log::warn!("cannot add response header {name} (status {status})");
             }
         }
         CONTINUE
     }
+
+    /// The request is gone: a call still in flight has nobody to answer.
+    pub fn on_delete(&mut self) {
+        if let Some(waiting) = self.waiting.take() {
+            let _ = abi::grpc_cancel(waiting.token);
+        }
+    }
+
+    /// Carries out a verdict; returns CONTINUE when the request goes on now.
+    fn carry_out(&mut self, plugin: &Plugin, verdict: Verdict) -> u32 {
+        match verdict {
+            Verdict::Continue(pass) => {
+                self.pass(pass);
+                CONTINUE
+            }
+            Verdict::Reject(reply) => send(&reply),
+            Verdict::Ask(ask) => {
+                let Some(rls) = plugin.limiter.rls() else {
+                    return CONTINUE;
+                };
+                let sent = abi::grpc_call(
+                    &rls.cluster,
+                    rls::SERVICE,
+                    rls::METHOD,
+                    &ask.message,
+                    rls.timeout_ms,
+                );
+                match sent {
+                    Ok(token) => {
+                        self.waiting = Some(Waiting {
+                            token,
+                            pending: ask.pending,
+                        });
+                        PAUSE
+                    }
+                    Err(status) => {
+                        log::warn!(
+                            "cannot call the rate limit service on cluster {} (status {status})",
+                            rls.cluster
+                        );
+                        let verdict = {
+                            let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
+                                return CONTINUE;
+                            };
+                            let now = abi::current_time_ns().ok();
+                            let answer = Answer::NotSent(status);
+                            plugin
+                                .limiter
+                                .answer(ask.pending, answer, now, &HostShared, &mut tally)
+                        };
+                        self.carry_out(plugin, verdict)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Adds a passing request's headers: upstream now, downstream when the response comes.
+    fn pass(&mut self, pass: Pass) {
+        for (name, value) in &pass.request_headers {
+            if let Err(status) = abi::add_request_header(name, value) {
+                log::warn!("cannot add request header {name} (status {status})");
+            }
+        }
+        self.response_headers = pass.response_headers;
+    }
 }
 
 /// Sends a reply from the proxy. After a local reply the request must stay paused.
 fn send(reply: &Reply) -> u32 {
-    let result = match reply {
+    let (status, body, headers, grpc_status, details) = match reply {
         Reply::Http {
             status,
             headers,
             body,
-        } => {
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            abi::send_local_response(u32::from(*status), DETAILS, body, &headers, -1)
-        }
+            details,
+        } => (u32::from(*status), body.as_slice(), headers, -1, details),
         Reply::Grpc {
             status,
             message,
             metadata,
-        } => {
-            let headers: Vec<(&str, &str)> =
-                metadata.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            abi::send_local_response(200, DETAILS, message.as_bytes(), &headers, *status as i32)
-        }
+            details,
+        } => (200, message.as_bytes(), metadata, *status as i32, details),
     };
-    match result {
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
+    match abi::send_local_response(status, details, body, &headers, grpc_status) {
         Ok(()) => PAUSE,
         Err(status) => {
-            log::error!("cannot send the rejection (status {status}); letting it through");
+            log::error!(
+                "cannot send the local reply (status {status}); letting the request through"
+            );
             CONTINUE
         }
     }

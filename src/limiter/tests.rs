@@ -1,8 +1,13 @@
 use super::*;
 use crate::metrics::definitions;
-use crate::shared::memory::MemoryShared;
-use crate::shared::{SetError, StoreError, Versioned};
-use crate::testing::FakeRequest;
+use crate::proto::envoy::config::core::v3::HeaderValue;
+use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
+use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use crate::response::{DETAILS, FAILURE_DETAILS};
+use crate::shared::memory::{Broken, MemoryShared};
+use crate::testing::{h, FakeRequest};
+use prost::Message;
+use std::borrow::Cow;
 
 const NOW: u64 = 1_700_000_000_000_000_000;
 
@@ -25,6 +30,10 @@ fn tenant(t: &str) -> FakeRequest {
     FakeRequest::new(&[(":path", "/api/x"), (":method", "GET"), ("x-tenant", t)])
 }
 
+fn pass() -> Verdict {
+    Verdict::Continue(Pass::default())
+}
+
 const ONE_RULE: &str = r#"{"rules":[{"name":"per-tenant",
     "descriptors":[{"key":"tenant","header":"x-tenant"}],
     "local":{"capacity":2,"refill_per_second":1}}]}"#;
@@ -34,7 +43,7 @@ fn requests_no_rule_applies_to_pass_untouched() {
     let (l, store, mut tally) = limiter(ONE_RULE);
     let mut req = FakeRequest::new(&[(":path", "/")]);
     let verdict = l.check(&mut req, || panic!("no clock needed"), &store, &mut tally);
-    assert_eq!(verdict, Verdict::pass());
+    assert_eq!(verdict, pass());
     assert!(counts(&l, &mut tally).is_empty());
 }
 
@@ -44,7 +53,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
     for _ in 0..2 {
         assert_eq!(
             l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
-            Verdict::pass()
+            pass()
         );
     }
     let verdict = l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally);
@@ -52,18 +61,19 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
         verdict,
         Verdict::Reject(Reply::Http {
             status: 429,
-            headers: vec![
-                ("retry-after", "1".into()),
-                ("x-ratelimit-limit", "2".into()),
-                ("x-ratelimit-remaining", "0".into()),
-                ("x-ratelimit-reset", "2".into()),
-            ],
+            headers: h(&[
+                ("retry-after", "1"),
+                ("x-ratelimit-limit", "2"),
+                ("x-ratelimit-remaining", "0"),
+                ("x-ratelimit-reset", "2"),
+            ]),
             body: b"rate limited\n".to_vec(),
+            details: DETAILS,
         })
     );
     assert_eq!(
         l.check(&mut tenant("b"), || Some(NOW), &store, &mut tally),
-        Verdict::pass()
+        pass()
     );
     assert_eq!(
         counts(&l, &mut tally),
@@ -102,7 +112,7 @@ fn shadow_rules_count_but_never_reject() {
     for _ in 0..3 {
         assert_eq!(
             l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
-            Verdict::pass()
+            pass()
         );
     }
     assert_eq!(
@@ -126,55 +136,43 @@ fn allowed_responses_carry_headers_when_asked() {
     );
     assert_eq!(
         l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
-        Verdict::Continue {
-            response_headers: vec![
-                ("x-ratelimit-limit", "5".into()),
-                ("x-ratelimit-remaining", "4".into()),
-                ("x-ratelimit-reset", "1".into()),
-            ]
-        }
+        Verdict::Continue(Pass {
+            request_headers: vec![],
+            response_headers: h(&[
+                ("x-ratelimit-limit", "5"),
+                ("x-ratelimit-remaining", "4"),
+                ("x-ratelimit-reset", "1"),
+            ])
+        })
     );
 }
 
-/// A store whose every call fails, as a broken host would.
-struct Broken;
-
-impl SharedData for Broken {
-    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
-        Err(StoreError { status: 10 })
-    }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
-        Err(SetError::Store(StoreError { status: 10 }))
-    }
-    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
-        Err(StoreError { status: 10 })
-    }
-}
-
 #[test]
-fn failures_take_the_configured_mode_and_are_counted() {
+fn local_failures_take_the_configured_mode_and_are_counted() {
     let (open, _, mut tally) = limiter(ONE_RULE);
     assert_eq!(
-        open.check(&mut tenant("a"), || Some(NOW), &Broken, &mut tally),
-        Verdict::pass()
+        open.check(&mut tenant("a"), || Some(NOW), &Broken(10), &mut tally),
+        pass()
     );
     assert_eq!(
         counts(&open, &mut tally),
         vec![
+            ("floodgate.allowed".into(), 1),
             ("floodgate.failure_mode_allowed".into(), 1),
             ("floodgate.error.shared_data".into(), 1),
         ]
     );
 
-    let closed_json = ONE_RULE.replace("}]}", r#"}],"failure_mode":"deny"}"#);
+    let closed_json = ONE_RULE.replace("}]}", r#"}],"failure_mode":"deny","failure_status":503}"#);
     let (closed, store, mut tally) = limiter(&closed_json);
     let verdict = closed.check(&mut tenant("a"), || None, &store, &mut tally);
     assert_eq!(
         verdict,
         Verdict::Reject(Reply::Http {
-            status: 500,
+            status: 503,
             headers: vec![],
-            body: b"rate limiter unavailable\n".to_vec()
+            body: b"rate limiter unavailable\n".to_vec(),
+            details: FAILURE_DETAILS,
         })
     );
     assert_eq!(
@@ -184,4 +182,240 @@ fn failures_take_the_configured_mode_and_are_counted() {
             ("floodgate.error.clock".into(), 1),
         ]
     );
+}
+
+#[test]
+fn cost_headers_take_several_tokens_and_malformed_ones_are_refused() {
+    let (l, store, mut tally) = limiter(
+        r#"{"rules":[{"name":"r","descriptors":[{"key":"tenant","header":"x-tenant"}],
+            "cost":{"header":"x-cost"},"local":{"capacity":10,"refill_per_second":0}}]}"#,
+    );
+    let mut costly = tenant("a");
+    costly.headers.insert("x-cost".into(), "10".into());
+    assert_eq!(
+        l.check(&mut costly, || Some(NOW), &store, &mut tally),
+        pass()
+    );
+    assert!(matches!(
+        l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
+        Verdict::Reject(_)
+    ));
+    for bad in ["0", "-1", "1.5", "ten", "", "4294967296"] {
+        let mut req = tenant("b");
+        req.headers.insert("x-cost".into(), bad.into());
+        match l.check(&mut req, || Some(NOW), &store, &mut tally) {
+            Verdict::Reject(Reply::Http { status, .. }) => assert_eq!(status, 400, "{bad:?}"),
+            other => panic!("{bad:?} must be refused, got {other:?}"),
+        }
+    }
+    let counted = counts(&l, &mut tally);
+    assert!(
+        counted.contains(&("floodgate.invalid_cost".into(), 6)),
+        "{counted:?}"
+    );
+    assert_eq!(parse_cost(" 42 "), Some(42));
+    assert_eq!(parse_cost("007"), Some(7));
+    assert_eq!(parse_cost("4294967295"), Some(u32::MAX));
+}
+
+const LAYERED: &str = r#"{
+  "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 20, "failure_mode": "allow"},
+  "rules": [
+    {"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
+     "global": {}, "cost": {"header": "x-cost"}},
+    {"name": "trial", "shadow": true, "descriptors": [{"key": "plan", "value": "trial"}], "global": {}},
+    {"name": "client-burst", "descriptors": [{"key": "client", "source": "remote_address"}],
+     "local": {"capacity": 2, "refill_per_second": 0}}
+  ]
+}"#;
+
+fn ask(verdict: Verdict) -> Ask {
+    match verdict {
+        Verdict::Ask(ask) => ask,
+        other => panic!("expected a call to the rate limit service, got {other:?}"),
+    }
+}
+
+fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
+    let statuses = codes
+        .iter()
+        .map(|&code| DescriptorStatus {
+            code: code as i32,
+            current_limit: None,
+            limit_remaining: 0,
+            duration_until_reset: Some(prost_types::Duration {
+                seconds: 30,
+                nanos: 0,
+            }),
+        })
+        .collect();
+    Answer::Response(
+        RateLimitResponse {
+            overall_code: overall as i32,
+            statuses,
+            response_headers_to_add: vec![HeaderValue {
+                key: "x-from-rls".into(),
+                value: "yes".into(),
+                raw_value: vec![],
+            }],
+            request_headers_to_add: vec![HeaderValue {
+                key: "x-upstream-note".into(),
+                value: "checked".into(),
+                raw_value: vec![],
+            }],
+            ..RateLimitResponse::default()
+        }
+        .encode_to_vec(),
+    )
+}
+
+#[test]
+fn global_rules_are_asked_in_one_call_after_local_rules() {
+    let (l, store, mut tally) = limiter(LAYERED);
+    let mut req = tenant("acme");
+    req.headers.insert("x-cost".into(), "3".into());
+    let call = ask(l.check(&mut req, || Some(NOW), &store, &mut tally));
+    let request = RateLimitRequest::decode(call.message.as_slice()).unwrap();
+    assert_eq!(request.domain, "edge");
+    assert_eq!(request.descriptors.len(), 2);
+    assert_eq!(request.descriptors[0].entries[0].value, "acme");
+    assert_eq!(request.descriptors[0].hits_addend, Some(3));
+    assert_eq!(request.descriptors[1].entries[0].value, "trial");
+
+    let verdict = l.answer(
+        call.pending,
+        rls_answer(Code::Ok, &[Code::Ok, Code::Ok]),
+        Some(NOW),
+        &store,
+        &mut tally,
+    );
+    assert_eq!(
+        verdict,
+        Verdict::Continue(Pass {
+            request_headers: vec![("x-upstream-note".into(), "checked".into())],
+            response_headers: h(&[("x-from-rls", "yes")]),
+        })
+    );
+    let counted = counts(&l, &mut tally);
+    assert!(
+        counted.contains(&("floodgate.rls.ok".into(), 1)),
+        "{counted:?}"
+    );
+    assert!(counted.contains(&("floodgate.rule.tenant-global.allowed".into(), 1)));
+    assert!(counted.contains(&("floodgate.rule.client-burst.allowed".into(), 1)));
+}
+
+#[test]
+fn a_local_rejection_means_no_call() {
+    let (l, store, mut tally) = limiter(LAYERED);
+    for _ in 0..2 {
+        let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+        let ok = rls_answer(Code::Ok, &[Code::Ok, Code::Ok]);
+        assert!(matches!(
+            l.answer(call.pending, ok, Some(NOW), &store, &mut tally),
+            Verdict::Continue(_)
+        ));
+    }
+    assert!(matches!(
+        l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
+        Verdict::Reject(Reply::Http { status: 429, .. })
+    ));
+}
+
+#[test]
+fn a_global_rejection_gives_local_tokens_back() {
+    let (l, store, mut tally) = limiter(LAYERED);
+    for _ in 0..5 {
+        let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+        let over = rls_answer(Code::OverLimit, &[Code::OverLimit, Code::Ok]);
+        match l.answer(call.pending, over, Some(NOW), &store, &mut tally) {
+            Verdict::Reject(Reply::Http {
+                status, headers, ..
+            }) => {
+                assert_eq!(status, 429);
+                assert_eq!(headers[0], (Cow::Borrowed("retry-after"), "30".to_string()));
+                assert!(headers.contains(&(Cow::Borrowed("x-from-rls"), "yes".to_string())));
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+    // Five rejected requests took nothing from the local burst of 2.
+    let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    assert!(matches!(
+        l.answer(
+            call.pending,
+            rls_answer(Code::Ok, &[Code::Ok, Code::Ok]),
+            Some(NOW),
+            &store,
+            &mut tally
+        ),
+        Verdict::Continue(_)
+    ));
+}
+
+#[test]
+fn shadow_global_rules_are_sent_and_counted_but_never_enforced() {
+    let (l, store, mut tally) = limiter(LAYERED);
+    let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    let over = rls_answer(Code::OverLimit, &[Code::Ok, Code::OverLimit]);
+    assert!(matches!(
+        l.answer(call.pending, over, Some(NOW), &store, &mut tally),
+        Verdict::Continue(_)
+    ));
+    let counted = counts(&l, &mut tally);
+    assert!(
+        counted.contains(&("floodgate.shadow_denied".into(), 1)),
+        "{counted:?}"
+    );
+    assert!(counted.contains(&("floodgate.rule.trial.shadow_denied".into(), 1)));
+    assert!(counted.contains(&("floodgate.allowed".into(), 1)));
+}
+
+#[test]
+fn service_failures_take_the_rls_failure_mode() {
+    let (open, store, mut tally) = limiter(LAYERED);
+    let call = ask(open.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    let late = Answer::Status {
+        code: 14,
+        elapsed_ms: None,
+    };
+    let verdict = open.answer(
+        call.pending,
+        late,
+        Some(NOW + 25_000_000),
+        &store,
+        &mut tally,
+    );
+    assert!(matches!(verdict, Verdict::Continue(_)));
+    let counted = counts(&open, &mut tally);
+    assert!(
+        counted.contains(&("floodgate.rls.error.timeout".into(), 1)),
+        "{counted:?}"
+    );
+    assert!(counted.contains(&("floodgate.failure_mode_allowed".into(), 1)));
+
+    let (closed, store, mut tally) =
+        limiter(&LAYERED.replace(r#""failure_mode": "allow""#, r#""failure_mode": "deny""#));
+    for _ in 0..3 {
+        let call = ask(closed.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+        let verdict = closed.answer(
+            call.pending,
+            Answer::NotSent(4),
+            Some(NOW),
+            &store,
+            &mut tally,
+        );
+        assert_eq!(verdict, Verdict::Reject(response::failure(500, false)));
+    }
+    let counted = counts(&closed, &mut tally);
+    assert!(
+        counted.contains(&("floodgate.rls.error.not_sent".into(), 3)),
+        "{counted:?}"
+    );
+    assert!(counted.contains(&("floodgate.failure_mode_denied".into(), 3)));
+    // Rejected on failure, the requests gave their local tokens back.
+    assert!(matches!(
+        closed.check(&mut tenant("a"), || Some(NOW), &store, &mut tally),
+        Verdict::Ask(_)
+    ));
 }

@@ -1,6 +1,6 @@
 use super::*;
 use crate::bucket::Tat;
-use crate::shared::memory::MemoryShared;
+use crate::shared::memory::{Broken, MemoryShared};
 use crate::shared::Versioned;
 use std::cell::Cell;
 use std::num::NonZeroU32;
@@ -18,6 +18,7 @@ fn take(fp: u128, capacity: u32, rate_micro: u64) -> Take {
         fingerprint: fp,
         quota: Quota::new(capacity, rate_micro).unwrap(),
         shadow: false,
+        cost: 1,
     }
 }
 
@@ -29,7 +30,7 @@ fn prepared(size: u32) -> (Table, MemoryShared) {
 }
 
 fn check(t: &Table, store: &impl SharedData, takes: &[Take]) -> Checked {
-    take_all(t, store, takes, NOW, 1, &mut TableEvents::default()).unwrap()
+    take_all(t, store, takes, NOW, &mut TableEvents::default()).unwrap()
 }
 
 /// Tokens left in a bucket right now, read straight from the table.
@@ -92,10 +93,10 @@ fn new_buckets_and_evictions_are_counted() {
     let (t, store) = prepared(8);
     let mut events = TableEvents::default();
     for fp in 0..8u128 {
-        take_all(&t, &store, &[take(fp, 5, 0)], NOW, 1, &mut events).unwrap();
+        take_all(&t, &store, &[take(fp, 5, 0)], NOW, &mut events).unwrap();
     }
     assert_eq!(events.new_buckets, 8);
-    take_all(&t, &store, &[take(100, 5, 0)], NOW, 1, &mut events).unwrap();
+    take_all(&t, &store, &[take(100, 5, 0)], NOW, &mut events).unwrap();
     assert_eq!(events.evictions, 1);
 }
 
@@ -106,7 +107,7 @@ fn a_hundred_thousand_keys_stay_within_the_table() {
     let mut events = TableEvents::default();
     for fp in 0..100_000u128 {
         let fp = fp.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835);
-        let checked = take_all(&t, &store, &[take(fp, 10, 1_000_000)], NOW, 1, &mut events);
+        let checked = take_all(&t, &store, &[take(fp, 10, 1_000_000)], NOW, &mut events);
         assert!(checked.unwrap().allowed);
     }
     assert_eq!(store.keys(), 65);
@@ -149,7 +150,7 @@ fn a_conflict_is_decided_again_not_just_written_again() {
         }))),
     };
     let mut events = TableEvents::default();
-    let ours = take_all(&t, &racing, &[last_token], NOW, 1, &mut events).unwrap();
+    let ours = take_all(&t, &racing, &[last_token], NOW, &mut events).unwrap();
     assert!(
         !ours.allowed,
         "only one of two racing requests gets the last token"
@@ -175,7 +176,6 @@ fn a_late_denial_refunds_rules_already_committed() {
         &racing,
         &[first, second],
         NOW,
-        1,
         &mut TableEvents::default(),
     );
     assert!(!ours.unwrap().allowed);
@@ -206,36 +206,19 @@ fn endless_conflicts_end_in_contention() {
         &AlwaysConflicting(store),
         &[take(1, 5, 0)],
         NOW,
-        1,
         &mut events,
     );
     assert_eq!(result, Err(LocalError::Contention));
     assert_eq!(events.conflicts, MAX_ATTEMPTS);
 }
 
-/// A store whose host calls fail.
-struct Broken;
-
-impl SharedData for Broken {
-    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
-        Err(StoreError { status: 2 })
-    }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
-        Err(SetError::Store(StoreError { status: 2 }))
-    }
-    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
-        Err(StoreError { status: 2 })
-    }
-}
-
 #[test]
 fn host_failures_are_reported() {
     let result = take_all(
         &table(8),
-        &Broken,
+        &Broken(2),
         &[take(1, 5, 0)],
         NOW,
-        1,
         &mut TableEvents::default(),
     );
     assert_eq!(result, Err(LocalError::Store(StoreError { status: 2 })));
@@ -259,7 +242,7 @@ fn concurrent_workers_admit_exactly_the_capacity() {
                 let other = take(7, 1_000, 0);
                 for _ in 0..100 {
                     let mut events = TableEvents::default();
-                    let checked = take_all(&t, &store, &[tk, other], NOW, 1, &mut events);
+                    let checked = take_all(&t, &store, &[tk, other], NOW, &mut events);
                     if checked.unwrap().allowed {
                         admitted.fetch_add(1, Ordering::SeqCst);
                     }
@@ -282,4 +265,30 @@ fn concurrent_workers_admit_exactly_the_capacity() {
         conflicts.load(Ordering::SeqCst) > 0,
         "the test must exercise conflicts"
     );
+}
+
+#[test]
+fn costs_take_several_tokens_and_give_back_returns_them() {
+    let (t, store) = prepared(64);
+    let heavy = Take {
+        cost: 4,
+        ..take(1, 10, 0)
+    };
+    let checked = check(&t, &store, &[heavy]);
+    assert!(checked.allowed);
+    assert_eq!(left(&t, &store, &heavy), 6);
+    assert_eq!(
+        checked.held,
+        vec![Held {
+            take: heavy,
+            index: checked.held[0].index
+        }]
+    );
+    give_back(&t, &store, &checked.held, NOW + 5);
+    assert_eq!(left(&t, &store, &heavy), 10);
+    let too_heavy = Take {
+        cost: 11,
+        ..take(1, 10, 0)
+    };
+    assert!(!check(&t, &store, &[too_heavy]).allowed);
 }

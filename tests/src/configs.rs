@@ -49,7 +49,13 @@ pub fn router() -> Value {
 }
 
 /// An HTTP listener named `name` running `filters` then the router to `cluster`.
-pub fn listener(name: &str, mut filters: Vec<Value>, cluster: &str) -> Value {
+pub fn listener(name: &str, filters: Vec<Value>, cluster: &str) -> Value {
+    listener_with_route(name, filters, json!({"cluster": cluster, "timeout": "5s"}))
+}
+
+/// An HTTP listener whose one route has the given `route` action (e.g. with
+/// `rate_limits` for Envoy's native rate limit filter).
+pub fn listener_with_route(name: &str, mut filters: Vec<Value>, route: Value) -> Value {
     filters.push(router());
     json!({
         "name": name,
@@ -63,7 +69,7 @@ pub fn listener(name: &str, mut filters: Vec<Value>, cluster: &str) -> Value {
                 "route_config": {"virtual_hosts": [{
                     "name": "all",
                     "domains": ["*"],
-                    "routes": [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "timeout": "5s"}}]
+                    "routes": [{"match": {"prefix": "/"}, "route": route}]
                 }]},
                 "http_filters": filters
             }
@@ -118,5 +124,61 @@ pub fn floodgate_local(plugin: &Value, upstream: SocketAddr) -> String {
             "upstream",
         )],
         vec![cluster("upstream", upstream, false)],
+    )
+}
+
+/// Listener `ingress` with floodgate configured by `plugin` (which names cluster
+/// `ratelimit` in its `rls` section), routing to `upstream`; the `ratelimit` cluster
+/// (HTTP/2) points at `rls`.
+pub fn floodgate_global(plugin: &Value, upstream: SocketAddr, rls: SocketAddr) -> String {
+    bootstrap(
+        vec![listener(
+            "ingress",
+            vec![floodgate_filter(plugin)],
+            "upstream",
+        )],
+        vec![
+            cluster("upstream", upstream, false),
+            cluster("ratelimit", rls, true),
+        ],
+    )
+}
+
+/// Envoy's own `envoy.filters.http.ratelimit` filter asking `rls` (domain `domain`)
+/// with descriptor `[(descriptor_key, value of header)]`, in front of `upstream`.
+pub fn native_ratelimit(
+    domain: &str,
+    header: &str,
+    descriptor_key: &str,
+    upstream: SocketAddr,
+    rls: SocketAddr,
+) -> String {
+    let filter = json!({
+        "name": "envoy.filters.http.ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+            "domain": domain,
+            "failure_mode_deny": true,
+            "timeout": "1s",
+            "enable_x_ratelimit_headers": "DRAFT_VERSION_03",
+            "rate_limit_service": {
+                "grpc_service": {"envoy_grpc": {"cluster_name": "ratelimit"}},
+                "transport_api_version": "V3"
+            }
+        }
+    });
+    let route = json!({
+        "cluster": "upstream",
+        "timeout": "5s",
+        "rate_limits": [{"actions": [{"request_headers": {
+            "header_name": header, "descriptor_key": descriptor_key
+        }}]}]
+    });
+    bootstrap(
+        vec![listener_with_route("ingress", vec![filter], route)],
+        vec![
+            cluster("upstream", upstream, false),
+            cluster("ratelimit", rls, true),
+        ],
     )
 }

@@ -12,10 +12,18 @@
 pub mod client;
 pub mod configs;
 pub mod envoy;
+pub mod examples;
+pub mod fake_rls;
+pub mod istio;
+pub mod oci;
 pub mod paths;
+pub mod registry;
+pub mod server;
 pub mod upstream;
 pub mod wait;
 
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;
+pub use registry::Registry;
+pub use server::Server;
 pub use upstream::Upstream;

@@ -44,3 +44,35 @@ pub fn server() -> PathBuf {
         "make server-debug",
     )
 }
+
+/// Where `make oci` writes the image: `FLOODGATE_OCI`, or `target/oci`.
+pub fn oci_dir() -> PathBuf {
+    existing("FLOODGATE_OCI", "target/oci", "make oci")
+}
+
+/// The version of the filter crate (the root `Cargo.toml`'s `[package] version`): the
+/// tag `make oci` gives the image.
+pub fn filter_version() -> String {
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
+    let package = manifest
+        .split("\n[package]\n")
+        .nth(1)
+        .expect("[package] in Cargo.toml");
+    package
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .expect("package version")
+        .to_string()
+}
+
+/// A program from `PATH` (installed by `install`, a make target named in the failure).
+pub fn program(name: &str, install: &str) -> PathBuf {
+    let found = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    });
+    found.unwrap_or_else(|| panic!("{name} not found in PATH (run `{install}` first)"))
+}

@@ -7,13 +7,19 @@
 //! per second, wrk's p50/p99 and the worker thread's CPU per request from /proc (V8
 //! compiles on other threads, so the worker thread is what requests cost).
 //!
+//! Global mode is measured the same way: floodgate's global mode and Envoy's native
+//! `envoy.filters.http.ratelimit` filter, both asking the same floodgate-server (pinned
+//! to CPU 1 with wrk and the upstream) about every request, with a limit never reached.
+//!
 //! Environment: `BENCH_ROUNDS` (default 3), `BENCH_SECONDS` (default 5),
 //! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
 //! only those configurations, plus "no filter").
 
-use floodgate_integration::configs::{self, bootstrap, cluster, floodgate_filter, listener};
+use floodgate_integration::configs::{
+    self, bootstrap, cluster, floodgate_filter, listener_with_route,
+};
 use floodgate_integration::paths::repo_root;
-use floodgate_integration::Envoy;
+use floodgate_integration::{Envoy, Server};
 use serde_json::{json, Value};
 use std::process::Command;
 
@@ -21,6 +27,8 @@ use std::process::Command;
 struct Case {
     name: String,
     filters: Vec<Value>,
+    /// Route-level `rate_limits` (Envoy's native rate limit filter needs them).
+    rate_limits: Option<Value>,
     /// Every request is rejected (compare CPU per request with the native reject path).
     rejects: bool,
 }
@@ -66,13 +74,60 @@ const NOOP: &str = "no-op wasm (reads 1 header)";
 const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
 const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
 const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
+const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
+const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
 
 fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
     Case {
         name: name.to_string(),
         filters,
+        rate_limits: None,
         rejects,
     }
+}
+
+/// The limit the global cases ask about: never reached.
+const SERVER_CONFIG: &str = "
+domain: bench
+descriptors:
+  - key: tenant
+    rate_limit:
+      unit: second
+      requests_per_unit: 4000000000
+";
+
+fn global_cases() -> Vec<Case> {
+    let floodgate = floodgate_filter(&json!({
+        "rls": {"cluster": "ratelimit", "domain": "bench", "timeout_ms": 1000, "failure_mode": "deny"},
+        "rules": [{
+            "name": "bench",
+            "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+            "global": {}
+        }]
+    }));
+    let native = json!({
+        "name": "envoy.filters.http.ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+            "domain": "bench",
+            "failure_mode_deny": true,
+            "timeout": "1s",
+            "rate_limit_service": {
+                "grpc_service": {"envoy_grpc": {"cluster_name": "ratelimit"}},
+                "transport_api_version": "V3"
+            }
+        }
+    });
+    let actions = json!([{"actions": [{"request_headers": {
+        "header_name": "x-tenant-id", "descriptor_key": "tenant"
+    }}]}]);
+    vec![
+        Case {
+            rate_limits: Some(actions),
+            ..case(NATIVE_GLOBAL, vec![native], false)
+        },
+        case(FLOODGATE_GLOBAL, vec![floodgate], false),
+    ]
 }
 
 /// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
@@ -211,16 +266,25 @@ async fn main() {
     let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     let cases: Vec<Case> = cases()
         .into_iter()
+        .chain(global_cases())
         .chain(variants())
         .enumerate()
         .filter(|(i, c)| only.is_empty() || *i == 0 || only.split(',').any(|w| c.name.contains(w)))
         .map(|(_, c)| c)
         .collect();
+    let server = Server::start_pinned(SERVER_CONFIG, &[], Some("1"));
     let mut envoys = Vec::new();
     for case in &cases {
+        let mut route = json!({"cluster": "upstream", "timeout": "5s"});
+        if let Some(rate_limits) = &case.rate_limits {
+            route["rate_limits"] = rate_limits.clone();
+        }
         let yaml = bootstrap(
-            vec![listener("ingress", case.filters.clone(), "upstream")],
-            vec![cluster("upstream", upstream.listener("upstream"), false)],
+            vec![listener_with_route("ingress", case.filters.clone(), route)],
+            vec![
+                cluster("upstream", upstream.listener("upstream"), false),
+                cluster("ratelimit", server.grpc(), true),
+            ],
         );
         let envoy = Envoy::start_pinned(&yaml, 1, Some("0")).await;
         // Warm up: connections, V8 tiers, the bucket's first write.
@@ -288,6 +352,21 @@ async fn main() {
         println!(
             "floodgate reject path: {:.2} x the native filter's CPU per rejected request (target <= 1.5)",
             ours / native
+        );
+    }
+    let p50 = |name: &str| {
+        cases
+            .iter()
+            .position(|c| c.name == name)
+            .map(|i| summary[i].p50_ms)
+    };
+    if let (Some(ours), Some(native)) = (p50(FLOODGATE_GLOBAL), p50(NATIVE_GLOBAL)) {
+        let none = summary[0].p50_ms;
+        println!(
+            "global mode added p50 latency: floodgate {:+.3} ms, native ratelimit filter {:+.3} ms \
+             (target: floodgate <= native)",
+            ours - none,
+            native - none
         );
     }
 }

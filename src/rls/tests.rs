@@ -1,0 +1,221 @@
+use super::*;
+use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
+
+fn descriptor(pairs: &[(&str, &str)], cost: u32) -> Descriptor {
+    Descriptor {
+        entries: pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        cost,
+    }
+}
+
+fn decode(bytes: &[u8]) -> RateLimitRequest {
+    RateLimitRequest::decode(bytes).unwrap()
+}
+
+#[test]
+fn the_request_carries_domain_and_entries_in_order() {
+    let bytes = encode_request(
+        "edge",
+        &[
+            descriptor(&[("tenant", "acme"), ("path", "/api")], 1),
+            descriptor(&[("client", "10.0.0.1")], 1),
+        ],
+    );
+    let request = decode(&bytes);
+    assert_eq!(request.domain, "edge");
+    assert_eq!(request.hits_addend, 0, "absent means 1");
+    let entries: Vec<Vec<(String, String)>> = request
+        .descriptors
+        .iter()
+        .map(|d| {
+            d.entries
+                .iter()
+                .map(|e| (e.key.clone(), e.value.clone()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            vec![
+                ("tenant".into(), "acme".into()),
+                ("path".into(), "/api".into())
+            ],
+            vec![("client".into(), "10.0.0.1".into())],
+        ]
+    );
+    assert!(request.descriptors.iter().all(|d| d.hits_addend.is_none()));
+}
+
+/// The exact bytes on the wire for a small request, so a change to the encoding is
+/// deliberate (fields 1, 2 with nested entries, 3).
+#[test]
+fn the_wire_format_is_pinned() {
+    let bytes = encode_request("d", &[descriptor(&[("k", "v")], 3)]);
+    assert_eq!(
+        bytes,
+        [
+            0x0a, 0x01, b'd', // domain = "d"
+            0x12, 0x0c, // descriptors[0], 12 bytes
+            0x0a, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v', // entries[0] = (k, v)
+            0x1a, 0x02, 0x08, 0x03, // hits_addend = UInt64Value(3)
+            0x18, 0x03, // request hits_addend = 3
+        ]
+    );
+}
+
+#[test]
+fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
+    let same = decode(&encode_request(
+        "d",
+        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 5)],
+    ));
+    assert_eq!(same.hits_addend, 5);
+    assert!(same.descriptors.iter().all(|d| d.hits_addend == Some(5)));
+    let mixed = decode(&encode_request(
+        "d",
+        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 1)],
+    ));
+    assert_eq!(mixed.hits_addend, 0);
+    assert_eq!(mixed.descriptors[0].hits_addend, Some(5));
+    assert_eq!(mixed.descriptors[1].hits_addend, None);
+}
+
+fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorStatus {
+    DescriptorStatus {
+        code: code as i32,
+        current_limit: Some(RateLimit {
+            name: String::new(),
+            requests_per_unit: limit,
+            unit: 2,
+        }),
+        limit_remaining: remaining,
+        duration_until_reset: Some(prost_types::Duration {
+            seconds: reset_s,
+            nanos: 0,
+        }),
+    }
+}
+
+fn response(overall: Code, statuses: Vec<DescriptorStatus>) -> RateLimitResponse {
+    RateLimitResponse {
+        overall_code: overall as i32,
+        statuses,
+        ..RateLimitResponse::default()
+    }
+}
+
+fn answer(r: RateLimitResponse) -> Answer {
+    Answer::Response(r.encode_to_vec())
+}
+
+#[test]
+fn ok_answers_pass_headers_through() {
+    let mut r = response(Code::Ok, vec![status(Code::Ok, 7, 30, 10)]);
+    r.request_headers_to_add = vec![HeaderValue {
+        key: "x-quota".into(),
+        value: "7".into(),
+        raw_value: vec![],
+    }];
+    r.response_headers_to_add = vec![HeaderValue {
+        key: "X-Raw".into(),
+        value: String::new(),
+        raw_value: b"bytes".to_vec(),
+    }];
+    let d = interpret(&answer(r), &[false], 20).unwrap();
+    assert!(!d.over_limit);
+    assert_eq!(d.over, vec![false]);
+    assert_eq!(d.request_headers, vec![("x-quota".into(), "7".into())]);
+    assert_eq!(
+        d.response_headers,
+        vec![("x-raw".into(), "bytes".to_string())]
+    );
+    assert_eq!(
+        d.standings,
+        vec![Standing {
+            limit: 10,
+            remaining: 7,
+            reset_ns: Some(30_000_000_000),
+            allowed: true,
+            retry_ns: Some(0),
+            shadow: false
+        }]
+    );
+}
+
+#[test]
+fn over_limit_answers_reject_unless_only_shadow_rules_are_over() {
+    let both = vec![
+        status(Code::Ok, 3, 5, 10),
+        status(Code::OverLimit, 0, 42, 30),
+    ];
+    let d = interpret(
+        &answer(response(Code::OverLimit, both.clone())),
+        &[false, false],
+        20,
+    )
+    .unwrap();
+    assert!(d.over_limit);
+    assert_eq!(d.over, vec![false, true]);
+    assert_eq!(d.standings[1].retry_ns, Some(42_000_000_000));
+    let d = interpret(&answer(response(Code::OverLimit, both)), &[false, true], 20).unwrap();
+    assert!(!d.over_limit, "only the shadow rule is over");
+    assert_eq!(d.over, vec![false, true]);
+}
+
+#[test]
+fn without_statuses_the_overall_code_decides() {
+    let mut r = response(Code::OverLimit, vec![]);
+    r.raw_body = b"go away".to_vec();
+    let d = interpret(&answer(r.clone()), &[false, false], 20).unwrap();
+    assert!(d.over_limit);
+    assert_eq!(d.over, vec![true, true]);
+    assert!(d.standings.is_empty());
+    assert_eq!(d.raw_body, b"go away");
+    let all_shadow = interpret(&answer(r), &[true, true], 20).unwrap();
+    assert!(!all_shadow.over_limit);
+}
+
+#[test]
+fn failures_are_told_apart() {
+    let timeout = Answer::Status {
+        code: 14,
+        elapsed_ms: Some(20),
+    };
+    assert_eq!(interpret(&timeout, &[false], 20), Err(Failure::Timeout));
+    let cancelled = Answer::Status {
+        code: 1,
+        elapsed_ms: Some(25),
+    };
+    assert_eq!(interpret(&cancelled, &[false], 20), Err(Failure::Timeout));
+    let a_bit_early = Answer::Status {
+        code: 14,
+        elapsed_ms: Some(16),
+    };
+    assert_eq!(interpret(&a_bit_early, &[false], 20), Err(Failure::Timeout));
+    let refused = Answer::Status {
+        code: 14,
+        elapsed_ms: Some(1),
+    };
+    assert_eq!(interpret(&refused, &[false], 20), Err(Failure::Unavailable));
+    let other = Answer::Status {
+        code: 13,
+        elapsed_ms: None,
+    };
+    assert_eq!(interpret(&other, &[false], 20), Err(Failure::Status));
+    assert_eq!(
+        interpret(&Answer::NotSent(4), &[false], 20),
+        Err(Failure::NotSent)
+    );
+    assert_eq!(
+        interpret(&answer(response(Code::Unknown, vec![])), &[false], 20),
+        Err(Failure::UnknownCode)
+    );
+    assert_eq!(
+        interpret(&Answer::Response(vec![0xff, 0xff, 0xff]), &[false], 20),
+        Err(Failure::BadResponse)
+    );
+}

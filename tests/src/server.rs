@@ -1,0 +1,145 @@
+//! A real floodgate-server process for one test.
+
+use crate::paths;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// A running floodgate-server; killed when dropped. Its configuration and log live in a
+/// temporary directory.
+pub struct Server {
+    child: Child,
+    dir: TempDir,
+    grpc: SocketAddr,
+    http: SocketAddr,
+}
+
+impl Server {
+    /// Starts the server with `config` (ratelimit YAML) and `extra` flags, on free ports,
+    /// and waits for its ready line.
+    pub fn start(config: &str, extra: &[&str]) -> Server {
+        Server::start_pinned(config, extra, None)
+    }
+
+    /// Like [`Server::start`], pinned to the CPUs in `cpus` (a `taskset` list), for
+    /// benchmarks.
+    pub fn start_pinned(config: &str, extra: &[&str], cpus: Option<&str>) -> Server {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("ratelimit.yaml");
+        std::fs::write(&path, config).expect("write config");
+        let pin: Vec<&str> = cpus.map(|c| vec!["taskset", "-c", c]).unwrap_or_default();
+        let (child, grpc, http) = spawn(&dir, extra, "127.0.0.1:0".parse().expect("address"), &pin);
+        Server {
+            child,
+            dir,
+            grpc,
+            http,
+        }
+    }
+
+    /// Starts it again on the same gRPC address, with the same configuration: a limiter
+    /// coming back after [`Server::stop`].
+    pub fn restart(&mut self, extra: &[&str]) {
+        self.stop();
+        let (child, grpc, http) = spawn(&self.dir, extra, self.grpc, &[]);
+        (self.child, self.grpc, self.http) = (child, grpc, http);
+    }
+
+    /// The gRPC (RLS) address.
+    pub fn grpc(&self) -> SocketAddr {
+        self.grpc
+    }
+
+    /// Stops the process (SIGKILL), keeping its configuration for [`Server::restart`].
+    pub fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The Prometheus exposition of `/metrics`.
+    pub async fn metrics(&self) -> String {
+        let url = format!("http://{}/metrics", self.http);
+        match crate::client().get(url).send().await {
+            Ok(r) => r.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// The value of one series, e.g. `floodgate_requests_total{result="ok"}` (0 if absent).
+    pub async fn metric(&self, series: &str) -> f64 {
+        self.metrics()
+            .await
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(0.0)
+    }
+
+    /// Everything it logged.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Starts the process with the configuration in `dir` and waits for its ready line;
+/// returns it with its gRPC and HTTP addresses.
+/// `pin` is a command prefix such as `taskset -c 1` (empty: none).
+fn spawn(
+    dir: &TempDir,
+    extra: &[&str],
+    grpc: SocketAddr,
+    pin: &[&str],
+) -> (Child, SocketAddr, SocketAddr) {
+    let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+    let mut command = match pin.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(paths::server());
+            c
+        }
+        None => Command::new(paths::server()),
+    };
+    let mut child = command
+        .arg("--config")
+        .arg(dir.path().join("ratelimit.yaml"))
+        .arg("--grpc-addr")
+        .arg(grpc.to_string())
+        .args(["--http-addr", "127.0.0.1:0"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn floodgate-server");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Some(rest) = line.strip_prefix("floodgate-server ready ") {
+                let _ = tx.send(rest.to_string());
+            }
+        }
+    });
+    let ready = rx
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap_or_else(|_| {
+            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+            panic!("floodgate-server did not get ready:\n{log}")
+        });
+    let addr = |key: &str| -> SocketAddr {
+        ready
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix(key))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in ready line {ready:?}"))
+    };
+    (child, addr("grpc="), addr("http="))
+}
