@@ -24,7 +24,7 @@ use floodgate_server::proto::rls::rate_limit_service_server::{
 };
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use floodgate_server::proto::{Entry, RateLimitDescriptor};
-use floodgate_server::store::redis::{script_args, SCRIPT};
+use floodgate_server::store::redis::{script_cmd, SCRIPT};
 use floodgate_server::store::{Check, CounterKey};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -228,14 +228,17 @@ async fn compare_redis(secs: u64) -> Result<(), BoxError> {
         hits: 1,
         shadow: false,
     };
-    let (keys, args) = script_args(&[&check], "commit", "");
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")
         .arg(SCRIPT)
         .query(&mut conn)?;
-    let mut evalsha = vec!["EVALSHA".to_owned(), sha, keys.len().to_string()];
-    evalsha.extend(keys);
-    evalsha.extend(args);
+    let evalsha: Vec<String> = script_cmd(&sha, &[&check], "commit", "")
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            _ => String::new(),
+        })
+        .collect();
 
     println!("floodgate-server with --redis-url (token bucket, one key) vs the ceiling: redis-benchmark running the same EVALSHA, {secs} s per row");
     println!();

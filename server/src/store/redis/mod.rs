@@ -43,7 +43,7 @@ use futures_util::future::join_all;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
-use redis::{RedisError, Script, Value};
+use redis::{ErrorKind, RedisError, Script, ServerErrorKind, Value};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
@@ -244,30 +244,30 @@ impl Store for RedisStore {
     }
 }
 
-/// The script's arguments for `batch` (`mode` "commit" or "peek", `now_us` empty for
-/// Redis's clock): KEYS and ARGV as `check.lua` documents them.
-pub fn script_args(batch: &[&Check], mode: &str, now_us: &str) -> (Vec<String>, Vec<String>) {
-    let keys = batch
-        .iter()
-        .map(|c| key::redis_key(&c.key, &c.limit))
-        .collect();
-    let mut args = Vec::with_capacity(2 + 6 * batch.len());
-    args.push(mode.to_owned());
-    args.push(now_us.to_owned());
+/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"; `now_us` empty for Redis's clock),
+/// with KEYS and ARGV as `check.lua` documents them. The bench runs this same command in
+/// `redis-benchmark`.
+pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, now_us: &str) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(sha).arg(batch.len());
+    for c in batch {
+        cmd.arg(key::redis_key(&c.key, &c.limit));
+    }
+    cmd.arg(mode).arg(now_us);
     for c in batch {
         let burst = match c.limit.algorithm {
             Algorithm::TokenBucket { burst } => burst.get(),
             _ => 0,
         };
-        args.push(key::algorithm_code(c.limit.algorithm).to_owned());
-        args.push(c.limit.requests_per_unit.to_string());
-        args.push(c.limit.unit.seconds().to_string());
-        args.push(burst.to_string());
-        // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
-        args.push(c.hits.clamp(1, MAX_SCRIPT_HITS).to_string());
-        args.push(if c.shadow { "1" } else { "0" }.to_owned());
+        cmd.arg(key::algorithm_code(c.limit.algorithm))
+            .arg(c.limit.requests_per_unit.get())
+            .arg(c.limit.unit.seconds())
+            .arg(burst)
+            // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
+            .arg(c.hits.clamp(1, MAX_SCRIPT_HITS))
+            .arg(if c.shadow { "1" } else { "0" });
     }
-    (keys, args)
+    cmd
 }
 
 /// The script's reply: three values per item.
@@ -434,7 +434,8 @@ impl Inner {
             .collect()
     }
 
-    /// One `EVALSHA` (loading the script on `NOSCRIPT`).
+    /// One `EVALSHA`; on `NOSCRIPT` (a restarted or flushed Redis) loads the script and
+    /// sends it again.
     async fn call<C: redis::aio::ConnectionLike + Send>(
         &self,
         conn: &mut C,
@@ -442,15 +443,14 @@ impl Inner {
         mode: &str,
         now: &str,
     ) -> Result<Vec<Decision>, Failure> {
-        let (keys, args) = script_args(items, mode, now);
-        let mut invocation = self.script.prepare_invoke();
-        for k in &keys {
-            invocation.key(k);
-        }
-        for a in &args {
-            invocation.arg(a);
-        }
-        let reply: Vec<Value> = invocation.invoke_async(conn).await?;
+        let cmd = script_cmd(self.script.get_hash(), items, mode, now);
+        let reply: Vec<Value> = match cmd.query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.script.load_async(conn).await?;
+                cmd.query_async(conn).await?
+            }
+            other => other?,
+        };
         parse_reply(&reply, items.len())
     }
 
@@ -562,6 +562,58 @@ async fn probe_forever(inner: Weak<Inner>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_command_follows_the_script_contract() {
+        use crate::algorithm::{Limit, Unit};
+        use crate::store::CounterKey;
+        use std::num::NonZeroU32;
+        let c = |hits, shadow, algorithm| Check {
+            key: CounterKey::new("web", [("k", "v")]),
+            limit: Limit {
+                requests_per_unit: NonZeroU32::new(10).unwrap(),
+                unit: Unit::Minute,
+                algorithm,
+            },
+            hits,
+            shadow,
+        };
+        let burst = NonZeroU32::new(4).unwrap();
+        let tb = c(0, false, Algorithm::TokenBucket { burst });
+        let log = c(u64::MAX, true, Algorithm::SlidingWindowLog);
+        let cmd = script_cmd("sha", &[&tb, &log], "peek", "");
+        let args: Vec<String> = cmd
+            .args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                _ => "<cursor>".to_owned(),
+            })
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "EVALSHA",
+                "sha",
+                "2",
+                "fg:v1:{e8c91160bc2bbc04}:tb:10:m:4:3:web|1:k=1:v",
+                "fg:v1:{e8c91160bc2bbc04}:swl:10:m:-:3:web|1:k=1:v",
+                "peek",
+                "",
+                "tb",
+                "10",
+                "60",
+                "4",
+                "1",
+                "0",
+                "swl",
+                "10",
+                "60",
+                "0",
+                "4294967296",
+                "1"
+            ]
+        );
+    }
 
     #[test]
     fn replies_are_parsed_and_big_resets_saturate() {
