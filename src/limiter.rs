@@ -63,8 +63,6 @@ pub struct Pending {
     shadow_denied: bool,
     /// The request is gRPC.
     grpc: bool,
-    /// When the call was made, to tell a timeout from another failure.
-    sent_ns: Option<u64>,
 }
 
 /// What the local rules said about a request.
@@ -136,9 +134,6 @@ impl Limiter {
                 return Verdict::Reject(response::invalid_cost(header, grpc(request)));
             }
         };
-        let mut now_ns = Some(now_ns);
-        let mut now = || now_ns.take().and_then(|f| f());
-
         // Local rules: take from the shared buckets.
         let takes: Vec<(usize, Take)> = applied
             .iter()
@@ -165,12 +160,9 @@ impl Limiter {
             local: Vec::new(),
             shadow_denied: false,
             grpc: false,
-            sent_ns: None,
         };
-        let mut clock = None;
         if !takes.is_empty() {
-            clock = now();
-            match self.take_local(&takes, clock, store, tally) {
+            match self.take_local(&takes, now_ns(), store, tally) {
                 Ok(local) if local.allowed => {
                     pending.held = local.held;
                     pending.local = local.standings;
@@ -227,51 +219,42 @@ impl Limiter {
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
         pending.grpc = grpc(request);
-        pending.sent_ns = clock.or_else(now);
         Verdict::Ask(Ask {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
         })
     }
 
-    /// The final verdict for a request that waited for the rate limit service.
+    /// The final verdict for a request that waited for the rate limit service. `now_ns`
+    /// is called only to give local tokens back.
     pub fn answer(
         &self,
         pending: Pending,
         answer: Answer,
-        now_ns: Option<u64>,
+        now_ns: impl FnOnce() -> Option<u64>,
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
         let Some(rls) = self.rls() else {
             return Verdict::Continue(Pass::default());
         };
-        let answer = match answer {
-            Answer::Status {
-                code,
-                elapsed_ms: None,
-            } => Answer::Status {
-                code,
-                elapsed_ms: now_ns
-                    .zip(pending.sent_ns)
-                    .map(|(now, sent)| now.saturating_sub(sent) / 1_000_000),
-            },
-            other => other,
+        let give_back = |held: &[Held]| {
+            if let (false, Some(now)) = (held.is_empty(), now_ns()) {
+                local::give_back(&self.table, store, held, now);
+            }
         };
         let shadows: Vec<bool> = pending
             .rules
             .iter()
             .map(|&r| self.config.rules[r].shadow)
             .collect();
-        let decided = match rls::interpret(&answer, &shadows, rls.timeout_ms) {
+        let decided = match rls::interpret(&answer, &shadows) {
             Ok(decided) => decided,
             Err(failure) => {
                 tally.add(rls_error(failure), 1);
                 return match self.failure_mode(rls.failure_mode, pending.grpc, tally) {
                     Some(reply) => {
-                        if let Some(now) = now_ns {
-                            local::give_back(&self.table, store, &pending.held, now);
-                        }
+                        give_back(&pending.held);
                         Verdict::Reject(reply)
                     }
                     None => {
@@ -295,9 +278,7 @@ impl Limiter {
         if decided.over_limit {
             tally.add(Global::RlsOverLimit, 1);
             count_request(Global::Denied, shadow_denied, tally);
-            if let Some(now) = now_ns {
-                local::give_back(&self.table, store, &pending.held, now);
-            }
+            give_back(&pending.held);
             let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
             let reply = response::rejection(
                 &self.config.response,

@@ -18,7 +18,9 @@ pub const SERVICE: &str = "envoy.service.ratelimit.v3.RateLimitService";
 /// The gRPC method name.
 pub const METHOD: &str = "ShouldRateLimit";
 
-/// gRPC status UNAVAILABLE: no healthy host, connection refused, or (sometimes) a timeout.
+/// gRPC status DEADLINE_EXCEEDED.
+const GRPC_DEADLINE_EXCEEDED: u32 = 4;
+/// gRPC status UNAVAILABLE: no healthy host, connection refused, or (from Envoy) a timeout.
 const GRPC_UNAVAILABLE: u32 = 14;
 
 /// One descriptor to send: its entries in order and the request's cost for it.
@@ -64,12 +66,12 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor]) -> Vec<u8> {
 pub enum Answer {
     /// The call could not be started (e.g. the cluster does not exist); host status.
     NotSent(u32),
-    /// The call ended with a gRPC status other than OK, after `elapsed_ms`.
+    /// The call ended with a gRPC status other than OK.
     Status {
         /// gRPC status code.
         code: u32,
-        /// Time from dispatch to the answer, when the clock could tell.
-        elapsed_ms: Option<u64>,
+        /// The status message Envoy gave.
+        message: String,
     },
     /// A response message.
     Response(Vec<u8>),
@@ -112,22 +114,12 @@ pub struct Decided {
 }
 
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
-/// request order). `timeout_ms` tells a timeout from another failure.
-pub fn interpret(answer: &Answer, shadows: &[bool], timeout_ms: u32) -> Result<Decided, Failure> {
+/// request order).
+pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> {
     let bytes = match answer {
         Answer::NotSent(_) => return Err(Failure::NotSent),
-        // Quirk: Envoy reports a timeout as UNAVAILABLE or CANCELLED, never as
-        // DEADLINE_EXCEEDED, so the elapsed time is what tells a timeout apart. Envoy's
-        // timers run from its loop's cached clock and can fire a few milliseconds early,
-        // while refusals and "no healthy host" come back at once: half the timeout
-        // separates the two. The gRPC status is always checked before any body is read.
-        Answer::Status { code, elapsed_ms } => {
-            return Err(match elapsed_ms {
-                Some(ms) if ms.saturating_mul(2) >= u64::from(timeout_ms) => Failure::Timeout,
-                _ if *code == GRPC_UNAVAILABLE => Failure::Unavailable,
-                _ => Failure::Status,
-            })
-        }
+        // The gRPC status is always checked before any body is read.
+        Answer::Status { code, message } => return Err(failure(*code, message)),
         Answer::Response(bytes) => bytes,
     };
     let response = RateLimitResponse::decode(bytes.as_slice()).map_err(|_| Failure::BadResponse)?;
@@ -172,6 +164,20 @@ pub fn interpret(answer: &Answer, shadows: &[bool], timeout_ms: u32) -> Result<D
         response_headers: headers(&response.response_headers_to_add),
         raw_body: response.raw_body,
     })
+}
+
+/// Why a call failed, from its gRPC status and message.
+fn failure(code: u32, message: &str) -> Failure {
+    // Quirk: Envoy's async client reports its own timeout as UNAVAILABLE (sometimes
+    // CANCELLED), never as DEADLINE_EXCEEDED; only the message, "upstream request timeout",
+    // tells it from a refused connection or no healthy host (UNAVAILABLE as well).
+    if code == GRPC_DEADLINE_EXCEEDED || message.contains("timeout") {
+        Failure::Timeout
+    } else if code == GRPC_UNAVAILABLE {
+        Failure::Unavailable
+    } else {
+        Failure::Status
+    }
 }
 
 /// A descriptor's status as a [`Standing`].

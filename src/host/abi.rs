@@ -93,6 +93,7 @@ extern "C" {
         return_token: *mut u32,
     ) -> u32;
     fn proxy_grpc_cancel(token: u32) -> u32;
+    fn proxy_get_status(code: *mut u32, data: *mut *mut u8, size: *mut usize) -> u32;
     fn proxy_define_metric(
         metric_type: u32,
         name_data: *const u8,
@@ -304,6 +305,16 @@ pub fn grpc_call(
         )
     })?;
     Ok(token)
+}
+
+/// The status message of the gRPC call being closed (in `proxy_on_grpc_close`).
+pub fn grpc_status_message() -> Result<String, Status> {
+    let (mut code, mut data, mut size) = (0u32, null_mut(), 0usize);
+    // SAFETY: the host writes a code, a pointer and a size through valid pointers.
+    check(unsafe { proxy_get_status(&mut code, &mut data, &mut size) })?;
+    // SAFETY: on OK the host allocated `size` bytes for us (or left null).
+    let bytes = unsafe { take_buffer(data, size) };
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Cancels a gRPC call whose answer nobody waits for any more.

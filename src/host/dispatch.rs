@@ -152,9 +152,9 @@ pub extern "C" fn proxy_on_grpc_receive(_root_id: u32, token: u32, response_size
     let answer = match abi::grpc_response(response_size) {
         Ok(message) => Answer::Response(message),
         // Unreadable: counted as a failed call (gRPC INTERNAL).
-        Err(_) => Answer::Status {
+        Err(status) => Answer::Status {
             code: 13,
-            elapsed_ms: None,
+            message: format!("cannot read the response (status {status})"),
         },
     };
     deliver(token, answer);
@@ -163,11 +163,12 @@ pub extern "C" fn proxy_on_grpc_receive(_root_id: u32, token: u32, response_size
 /// A rate limit call ended without a response: a gRPC error, a timeout, a reset.
 #[no_mangle]
 pub extern "C" fn proxy_on_grpc_close(_root_id: u32, token: u32, status_code: u32) {
+    let message = abi::grpc_status_message().unwrap_or_default();
     deliver(
         token,
         Answer::Status {
             code: status_code,
-            elapsed_ms: None,
+            message,
         },
     );
 }

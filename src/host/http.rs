@@ -77,7 +77,7 @@ impl Http {
                 let _ = abi::continue_request();
                 return;
             };
-            let now = abi::current_time_ns().ok();
+            let now = || abi::current_time_ns().ok();
             plugin
                 .limiter
                 .answer(waiting.pending, answer, now, &HostShared, &mut tally)
@@ -142,7 +142,7 @@ impl Http {
                             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
                                 return CONTINUE;
                             };
-                            let now = abi::current_time_ns().ok();
+                            let now = || abi::current_time_ns().ok();
                             let answer = Answer::NotSent(status);
                             plugin
                                 .limiter

@@ -125,7 +125,7 @@ fn ok_answers_pass_headers_through() {
         value: String::new(),
         raw_value: b"bytes".to_vec(),
     }];
-    let d = interpret(&answer(r), &[false], 20).unwrap();
+    let d = interpret(&answer(r), &[false]).unwrap();
     assert!(!d.over_limit);
     assert_eq!(d.over, vec![false]);
     assert_eq!(d.request_headers, vec![("x-quota".into(), "7".into())]);
@@ -155,13 +155,12 @@ fn over_limit_answers_reject_unless_only_shadow_rules_are_over() {
     let d = interpret(
         &answer(response(Code::OverLimit, both.clone())),
         &[false, false],
-        20,
     )
     .unwrap();
     assert!(d.over_limit);
     assert_eq!(d.over, vec![false, true]);
     assert_eq!(d.standings[1].retry_ns, Some(42_000_000_000));
-    let d = interpret(&answer(response(Code::OverLimit, both)), &[false, true], 20).unwrap();
+    let d = interpret(&answer(response(Code::OverLimit, both)), &[false, true]).unwrap();
     assert!(!d.over_limit, "only the shadow rule is over");
     assert_eq!(d.over, vec![false, true]);
 }
@@ -170,52 +169,52 @@ fn over_limit_answers_reject_unless_only_shadow_rules_are_over() {
 fn without_statuses_the_overall_code_decides() {
     let mut r = response(Code::OverLimit, vec![]);
     r.raw_body = b"go away".to_vec();
-    let d = interpret(&answer(r.clone()), &[false, false], 20).unwrap();
+    let d = interpret(&answer(r.clone()), &[false, false]).unwrap();
     assert!(d.over_limit);
     assert_eq!(d.over, vec![true, true]);
     assert!(d.standings.is_empty());
     assert_eq!(d.raw_body, b"go away");
-    let all_shadow = interpret(&answer(r), &[true, true], 20).unwrap();
+    let all_shadow = interpret(&answer(r), &[true, true]).unwrap();
     assert!(!all_shadow.over_limit);
 }
 
 #[test]
 fn failures_are_told_apart() {
-    let timeout = Answer::Status {
-        code: 14,
-        elapsed_ms: Some(20),
+    let status = |code: u32, message: &str| Answer::Status {
+        code,
+        message: message.to_string(),
     };
-    assert_eq!(interpret(&timeout, &[false], 20), Err(Failure::Timeout));
-    let cancelled = Answer::Status {
-        code: 1,
-        elapsed_ms: Some(25),
-    };
-    assert_eq!(interpret(&cancelled, &[false], 20), Err(Failure::Timeout));
-    let a_bit_early = Answer::Status {
-        code: 14,
-        elapsed_ms: Some(16),
-    };
-    assert_eq!(interpret(&a_bit_early, &[false], 20), Err(Failure::Timeout));
-    let refused = Answer::Status {
-        code: 14,
-        elapsed_ms: Some(1),
-    };
-    assert_eq!(interpret(&refused, &[false], 20), Err(Failure::Unavailable));
-    let other = Answer::Status {
-        code: 13,
-        elapsed_ms: None,
-    };
-    assert_eq!(interpret(&other, &[false], 20), Err(Failure::Status));
+    // What Envoy 1.40 says, as seen in the end-to-end tests.
+    let timeout = status(14, "upstream request timeout{response_timeout}");
+    assert_eq!(interpret(&timeout, &[false]), Err(Failure::Timeout));
     assert_eq!(
-        interpret(&Answer::NotSent(4), &[false], 20),
+        interpret(&status(1, "upstream request timeout"), &[false]),
+        Err(Failure::Timeout)
+    );
+    assert_eq!(interpret(&status(4, ""), &[false]), Err(Failure::Timeout));
+    let refused = status(
+        14,
+        "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure",
+    );
+    assert_eq!(interpret(&refused, &[false]), Err(Failure::Unavailable));
+    assert_eq!(
+        interpret(&status(14, "no healthy upstream"), &[false]),
+        Err(Failure::Unavailable)
+    );
+    assert_eq!(
+        interpret(&status(13, "internal"), &[false]),
+        Err(Failure::Status)
+    );
+    assert_eq!(
+        interpret(&Answer::NotSent(4), &[false]),
         Err(Failure::NotSent)
     );
     assert_eq!(
-        interpret(&answer(response(Code::Unknown, vec![])), &[false], 20),
+        interpret(&answer(response(Code::Unknown, vec![])), &[false]),
         Err(Failure::UnknownCode)
     );
     assert_eq!(
-        interpret(&Answer::Response(vec![0xff, 0xff, 0xff]), &[false], 20),
+        interpret(&Answer::Response(vec![0xff, 0xff, 0xff]), &[false]),
         Err(Failure::BadResponse)
     );
 }
