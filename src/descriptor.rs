@@ -7,6 +7,7 @@
 use crate::bucket::Quota;
 use crate::config::{Entry, Match, Rule, Source};
 use siphasher::sip128::{Hasher128, SipHasher13};
+use smallvec::SmallVec;
 use std::hash::Hasher;
 
 /// What the rules may read from a request. Every method returns `None` when the value
@@ -25,20 +26,27 @@ pub trait RequestView {
     fn peer_address(&mut self) -> Option<String>;
 }
 
+/// Descriptor values of one rule, in entry order. Inline for up to four entries: these
+/// small vectors are built on every request, and the heap costs more than the work.
+pub type Values = SmallVec<[String; 4]>;
+
+/// The rules that apply to one request (inline for up to four).
+pub type AppliedRules = SmallVec<[Applied; 4]>;
+
 /// A rule that applies to the request, with its descriptor values in entry order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
     /// Index of the rule in the configuration.
     pub rule: usize,
     /// One value per descriptor entry of the rule.
-    pub values: Vec<String>,
+    pub values: Values,
 }
 
 /// The rules that apply to the request, in configuration order: those whose `match`
 /// holds and whose every descriptor entry has a value.
-pub fn applicable(rules: &[Rule], request: &mut impl RequestView) -> Vec<Applied> {
+pub fn applicable(rules: &[Rule], request: &mut impl RequestView) -> AppliedRules {
     let mut cache = Pseudo::default();
-    let mut applied = Vec::new();
+    let mut applied = AppliedRules::new();
     for (i, rule) in rules.iter().enumerate() {
         if !matches(&rule.matcher, request, &mut cache) {
             continue;
@@ -47,7 +55,7 @@ pub fn applicable(rules: &[Rule], request: &mut impl RequestView) -> Vec<Applied
             .entries
             .iter()
             .map(|entry| value(entry, request, &mut cache))
-            .collect::<Option<Vec<_>>>();
+            .collect::<Option<Values>>();
         if let Some(values) = values {
             applied.push(Applied { rule: i, values });
         }
@@ -175,11 +183,11 @@ mod tests {
         ]);
         let applied = applicable(&rules, &mut req);
         assert_eq!(
-            applied,
+            applied.to_vec(),
             vec![
                 Applied {
                     rule: 0,
-                    values: vec![
+                    values: smallvec::smallvec![
                         "acme".into(),
                         "10.1.2.3".into(),
                         "api".into(),
@@ -190,7 +198,7 @@ mod tests {
                 },
                 Applied {
                     rule: 1,
-                    values: vec!["acme".into()]
+                    values: smallvec::smallvec!["acme".into()]
                 }
             ]
         );

@@ -13,7 +13,7 @@
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::descriptor::{self, Applied, RequestView};
-use crate::local::{self, Held, LocalError, TableEvents, Take};
+use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::rls::{self, Answer, Failure};
@@ -28,7 +28,7 @@ pub enum Verdict {
     /// Answer it from the proxy; the upstream never sees it.
     Reject(Reply),
     /// Pause it and ask the rate limit service; then call [`Limiter::answer`].
-    Ask(Ask),
+    Ask(Box<Ask>),
 }
 
 /// Headers to add to a request that goes on.
@@ -56,9 +56,9 @@ pub struct Pending {
     /// The global rules asked about, in descriptor order.
     rules: Vec<usize>,
     /// Local tokens to give back if the request is rejected.
-    held: Vec<Held>,
+    held: PerBucket<Held>,
     /// Where the local rules stand, for headers.
-    local: Vec<Standing>,
+    local: PerBucket<Standing>,
     /// A local shadow rule would have rejected the request.
     shadow_denied: bool,
     /// The request is gRPC.
@@ -70,9 +70,10 @@ struct LocalResult {
     /// No enforced local rule rejects the request.
     allowed: bool,
     /// The tokens it holds.
-    held: Vec<Held>,
-    /// Where each local rule stands.
-    standings: Vec<Standing>,
+    held: PerBucket<Held>,
+    /// Where each local rule stands: filled only when headers need it (a rejection,
+    /// `headers_on_allowed`, or a global call still to come).
+    standings: PerBucket<Standing>,
     /// A local shadow rule would have rejected it.
     shadow_denied: bool,
 }
@@ -135,7 +136,7 @@ impl Limiter {
             }
         };
         // Local rules: take from the shared buckets.
-        let takes: Vec<(usize, Take)> = applied
+        let takes: PerBucket<(usize, Take)> = applied
             .iter()
             .zip(&costs)
             .filter_map(|(a, &cost)| {
@@ -156,8 +157,8 @@ impl Limiter {
             .collect();
         let mut pending = Pending {
             rules: Vec::new(),
-            held: Vec::new(),
-            local: Vec::new(),
+            held: PerBucket::new(),
+            local: PerBucket::new(),
             shadow_denied: false,
             grpc: false,
         };
@@ -219,10 +220,10 @@ impl Limiter {
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
         pending.grpc = grpc(request);
-        Verdict::Ask(Ask {
+        Verdict::Ask(Box::new(Ask {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
-        })
+        }))
     }
 
     /// The final verdict for a request that waited for the rate limit service. `now_ns`
@@ -304,7 +305,7 @@ impl Limiter {
         &'a self,
         applied: &[Applied],
         request: &mut impl RequestView,
-    ) -> Result<Vec<u32>, &'a str> {
+    ) -> Result<PerBucket<u32>, &'a str> {
         applied
             .iter()
             .map(|a| {
@@ -328,7 +329,7 @@ impl Limiter {
         tally: &mut Tally,
     ) -> Result<LocalResult, LocalFailure> {
         let now = now.ok_or(LocalFailure::Clock)?;
-        let only: Vec<Take> = takes.iter().map(|(_, t)| *t).collect();
+        let only: PerBucket<Take> = takes.iter().map(|(_, t)| *t).collect();
         let mut events = TableEvents::default();
         let checked = local::take_all(&self.table, store, &only, now, &mut events);
         tally.add(Global::Buckets, events.new_buckets);
@@ -339,23 +340,26 @@ impl Limiter {
             LocalError::Contention => LocalFailure::Contention,
         })?;
         let mut shadow_denied = false;
-        let standings: Vec<Standing> = takes
-            .iter()
-            .zip(&checked.decisions)
-            .map(|((rule, take), decision)| {
-                let standing = Standing::local(take.quota, *decision, take.shadow);
-                let counter = match (standing.allowed, take.shadow) {
-                    (true, _) => PerRule::Allowed,
-                    (false, true) => {
-                        shadow_denied = true;
-                        PerRule::ShadowDenied
-                    }
-                    (false, false) => PerRule::Denied,
-                };
-                tally.rule(*rule, counter);
-                standing
-            })
-            .collect();
+        for ((rule, take), decision) in takes.iter().zip(&checked.decisions) {
+            let counter = match (decision.is_allow(), take.shadow) {
+                (true, _) => PerRule::Allowed,
+                (false, true) => {
+                    shadow_denied = true;
+                    PerRule::ShadowDenied
+                }
+                (false, false) => PerRule::Denied,
+            };
+            tally.rule(*rule, counter);
+        }
+        let standings = if !checked.allowed || self.config.response.headers_on_allowed {
+            takes
+                .iter()
+                .zip(&checked.decisions)
+                .map(|((_, take), decision)| Standing::local(take.quota, *decision, take.shadow))
+                .collect()
+        } else {
+            PerBucket::new()
+        };
         Ok(LocalResult {
             allowed: checked.allowed,
             held: checked.held,

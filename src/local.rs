@@ -20,6 +20,11 @@
 use crate::bucket::{self, Decision, Quota};
 use crate::shared::{SetError, SharedData, StoreError};
 use crate::table::{Found, Origin, Slot, Table};
+use smallvec::SmallVec;
+
+/// Per-bucket results of one request, inline for up to four buckets (no heap on the
+/// common path).
+pub type PerBucket<T> = SmallVec<[T; 4]>;
 
 /// Attempts per bucket before giving up on a request (then: the failure mode).
 pub const MAX_ATTEMPTS: u32 = 64;
@@ -54,9 +59,9 @@ pub struct Checked {
     pub allowed: bool,
     /// The final decision of each [`Take`], in order. When the request is denied, the
     /// decisions of rules that would have allowed it show what they would have left.
-    pub decisions: Vec<Decision>,
+    pub decisions: PerBucket<Decision>,
     /// The tokens the request holds (empty when it was denied).
-    pub held: Vec<Held>,
+    pub held: PerBucket<Held>,
 }
 
 /// What happened to the table during checks, for metrics.
@@ -95,13 +100,13 @@ pub fn take_all(
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
-    let mut reads: Vec<(Found, Decision)> = Vec::with_capacity(takes.len());
+    let mut reads: PerBucket<(Found, Decision)> = PerBucket::new();
     for take in takes {
         let found = table.find(store, take.fingerprint, now_ns)?;
         let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
         reads.push((found, decision));
     }
-    let mut decisions: Vec<Decision> = reads.iter().map(|(_, d)| *d).collect();
+    let mut decisions: PerBucket<Decision> = reads.iter().map(|(_, d)| *d).collect();
     let denied = |decisions: &[Decision]| {
         takes
             .iter()
@@ -113,11 +118,11 @@ pub fn take_all(
         return Ok(Checked {
             allowed: false,
             decisions,
-            held: Vec::new(),
+            held: PerBucket::new(),
         });
     }
     // 3. Commit each bucket, deciding again on conflict.
-    let mut held: Vec<Held> = Vec::with_capacity(takes.len());
+    let mut held: PerBucket<Held> = PerBucket::new();
     for (i, take) in takes.iter().enumerate() {
         match commit(table, store, take, reads[i], now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
@@ -131,7 +136,7 @@ pub fn take_all(
                     return Ok(Checked {
                         allowed: false,
                         decisions,
-                        held: Vec::new(),
+                        held: PerBucket::new(),
                     });
                 }
             }

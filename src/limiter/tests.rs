@@ -231,7 +231,7 @@ const LAYERED: &str = r#"{
 
 fn ask(verdict: Verdict) -> Ask {
     match verdict {
-        Verdict::Ask(ask) => ask,
+        Verdict::Ask(ask) => *ask,
         other => panic!("expected a call to the rate limit service, got {other:?}"),
     }
 }

@@ -278,8 +278,8 @@ fn costs_take_several_tokens_and_give_back_returns_them() {
     assert!(checked.allowed);
     assert_eq!(left(&t, &store, &heavy), 6);
     assert_eq!(
-        checked.held,
-        vec![Held {
+        checked.held.as_slice(),
+        [Held {
             take: heavy,
             index: checked.held[0].index
         }]
