@@ -61,8 +61,6 @@ pub struct Pending {
     local: PerBucket<Standing>,
     /// A local shadow rule would have rejected the request.
     shadow_denied: bool,
-    /// The request is gRPC.
-    grpc: bool,
 }
 
 /// What the local rules said about a request.
@@ -160,7 +158,6 @@ impl Limiter {
             held: PerBucket::new(),
             local: PerBucket::new(),
             shadow_denied: false,
-            grpc: false,
         };
         if !takes.is_empty() {
             match self.take_local(&takes, now_ns(), store, tally) {
@@ -190,7 +187,7 @@ impl Limiter {
                         1,
                     );
                     let mode = self.config.failure_mode;
-                    if let Some(reply) = self.failure_mode(mode, grpc(request), tally) {
+                    if let Some(reply) = self.failure_mode(mode, request, tally) {
                         return Verdict::Reject(reply);
                     }
                 }
@@ -206,32 +203,33 @@ impl Limiter {
         let Some(rls) = self.rls().filter(|_| !global.is_empty()) else {
             return Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally));
         };
-        let descriptors: Vec<rls::Descriptor> = global
+        let descriptors: Vec<rls::Descriptor<'_>> = global
             .iter()
             .map(|(a, cost)| rls::Descriptor {
                 entries: self.config.rules[a.rule]
                     .entries
                     .iter()
-                    .map(|e| e.key.clone())
-                    .zip(a.values.iter().cloned())
+                    .map(|e| e.key.as_str())
+                    .zip(a.values.iter().map(String::as_str))
                     .collect(),
                 cost: *cost,
             })
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
-        pending.grpc = grpc(request);
         Verdict::Ask(Box::new(Ask {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
         }))
     }
 
-    /// The final verdict for a request that waited for the rate limit service. `now_ns`
-    /// is called only to give local tokens back.
+    /// The final verdict for a request that waited for the rate limit service. The
+    /// request is read (its `content-type`) only to reject it, and `now_ns` is called
+    /// only to give local tokens back.
     pub fn answer(
         &self,
         pending: Pending,
         answer: Answer,
+        request: &mut impl RequestView,
         now_ns: impl FnOnce() -> Option<u64>,
         store: &impl SharedData,
         tally: &mut Tally,
@@ -253,7 +251,7 @@ impl Limiter {
             Ok(decided) => decided,
             Err(failure) => {
                 tally.add(rls_error(failure), 1);
-                return match self.failure_mode(rls.failure_mode, pending.grpc, tally) {
+                return match self.failure_mode(rls.failure_mode, request, tally) {
                     Some(reply) => {
                         give_back(&pending.held);
                         Verdict::Reject(reply)
@@ -286,7 +284,7 @@ impl Limiter {
                 &decided.standings,
                 body,
                 decided.response_headers,
-                pending.grpc,
+                grpc(request),
             );
             return Verdict::Reject(reply);
         }
@@ -383,7 +381,12 @@ impl Limiter {
 
     /// A failure mode, applied and counted: the one place it is decided. `None` lets
     /// the request through.
-    fn failure_mode(&self, mode: FailureMode, grpc: bool, tally: &mut Tally) -> Option<Reply> {
+    fn failure_mode(
+        &self,
+        mode: FailureMode,
+        request: &mut impl RequestView,
+        tally: &mut Tally,
+    ) -> Option<Reply> {
         match mode {
             FailureMode::Allow => {
                 tally.add(Global::FailureModeAllowed, 1);
@@ -391,7 +394,7 @@ impl Limiter {
             }
             FailureMode::Deny => {
                 tally.add(Global::FailureModeDenied, 1);
-                Some(response::failure(self.config.failure_status, grpc))
+                Some(response::failure(self.config.failure_status, grpc(request)))
             }
         }
     }

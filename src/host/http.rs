@@ -78,9 +78,14 @@ impl Http {
                 return;
             };
             let now = || abi::current_time_ns().ok();
-            plugin
-                .limiter
-                .answer(waiting.pending, answer, now, &HostShared, &mut tally)
+            plugin.limiter.answer(
+                waiting.pending,
+                answer,
+                &mut HostRequest,
+                now,
+                &HostShared,
+                &mut tally,
+            )
         };
         if self.carry_out(&plugin, verdict) == CONTINUE {
             if let Err(status) = abi::continue_request() {
@@ -144,9 +149,14 @@ impl Http {
                             };
                             let now = || abi::current_time_ns().ok();
                             let answer = Answer::NotSent(status);
-                            plugin
-                                .limiter
-                                .answer(ask.pending, answer, now, &HostShared, &mut tally)
+                            plugin.limiter.answer(
+                                ask.pending,
+                                answer,
+                                &mut HostRequest,
+                                now,
+                                &HostShared,
+                                &mut tally,
+                            )
                         };
                         self.carry_out(plugin, verdict)
                     }

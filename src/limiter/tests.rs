@@ -285,6 +285,7 @@ fn global_rules_are_asked_in_one_call_after_local_rules() {
     let verdict = l.answer(
         call.pending,
         rls_answer(Code::Ok, &[Code::Ok, Code::Ok]),
+        &mut tenant("a"),
         || Some(NOW),
         &store,
         &mut tally,
@@ -312,7 +313,14 @@ fn a_local_rejection_means_no_call() {
         let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
         let ok = rls_answer(Code::Ok, &[Code::Ok, Code::Ok]);
         assert!(matches!(
-            l.answer(call.pending, ok, || Some(NOW), &store, &mut tally),
+            l.answer(
+                call.pending,
+                ok,
+                &mut tenant("a"),
+                || Some(NOW),
+                &store,
+                &mut tally
+            ),
             Verdict::Continue(_)
         ));
     }
@@ -328,7 +336,14 @@ fn a_global_rejection_gives_local_tokens_back() {
     for _ in 0..5 {
         let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
         let over = rls_answer(Code::OverLimit, &[Code::OverLimit, Code::Ok]);
-        match l.answer(call.pending, over, || Some(NOW), &store, &mut tally) {
+        match l.answer(
+            call.pending,
+            over,
+            &mut tenant("a"),
+            || Some(NOW),
+            &store,
+            &mut tally,
+        ) {
             Verdict::Reject(Reply::Http {
                 status, headers, ..
             }) => {
@@ -345,6 +360,7 @@ fn a_global_rejection_gives_local_tokens_back() {
         l.answer(
             call.pending,
             rls_answer(Code::Ok, &[Code::Ok, Code::Ok]),
+            &mut tenant("a"),
             || Some(NOW),
             &store,
             &mut tally
@@ -359,7 +375,14 @@ fn shadow_global_rules_are_sent_and_counted_but_never_enforced() {
     let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
     let over = rls_answer(Code::OverLimit, &[Code::Ok, Code::OverLimit]);
     assert!(matches!(
-        l.answer(call.pending, over, || Some(NOW), &store, &mut tally),
+        l.answer(
+            call.pending,
+            over,
+            &mut tenant("a"),
+            || Some(NOW),
+            &store,
+            &mut tally
+        ),
         Verdict::Continue(_)
     ));
     let counted = counts(&l, &mut tally);
@@ -382,6 +405,7 @@ fn service_failures_take_the_rls_failure_mode() {
     let verdict = open.answer(
         call.pending,
         late,
+        &mut tenant("a"),
         || Some(NOW + 25_000_000),
         &store,
         &mut tally,
@@ -401,6 +425,7 @@ fn service_failures_take_the_rls_failure_mode() {
         let verdict = closed.answer(
             call.pending,
             Answer::NotSent(4),
+            &mut tenant("a"),
             || Some(NOW),
             &store,
             &mut tally,

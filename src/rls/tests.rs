@@ -1,13 +1,61 @@
 use super::*;
+use crate::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use crate::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
+use crate::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use proptest::prelude::*;
 
-fn descriptor(pairs: &[(&str, &str)], cost: u32) -> Descriptor {
+fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
     Descriptor {
-        entries: pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
+        entries: pairs.to_vec(),
         cost,
+    }
+}
+
+/// What prost makes of the same request: the reference for our hand-written encoder.
+fn prost_encoding(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
+    let first = descriptors.first().map_or(1, |d| d.cost);
+    let uniform = descriptors.iter().all(|d| d.cost == first);
+    RateLimitRequest {
+        domain: domain.to_string(),
+        descriptors: descriptors
+            .iter()
+            .map(|d| RateLimitDescriptor {
+                entries: d
+                    .entries
+                    .iter()
+                    .map(|(k, v)| Entry {
+                        key: k.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect(),
+                limit: None,
+                hits_addend: (d.cost != 1).then_some(u64::from(d.cost)),
+            })
+            .collect(),
+        hits_addend: if uniform && first != 1 { first } else { 0 },
+    }
+    .encode_to_vec()
+}
+
+proptest! {
+    /// The hand-written encoder produces exactly prost's bytes.
+    #[test]
+    fn encoding_matches_prost(
+        domain in ".{0,20}",
+        descriptors in prop::collection::vec(
+            (prop::collection::vec((".{0,12}", ".{0,300}"), 0..4), 0u32..5),
+            0..4,
+        ),
+    ) {
+        let owned: Vec<Descriptor<'_>> = descriptors
+            .iter()
+            .map(|(entries, cost)| Descriptor {
+                entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+                cost: (*cost).max(1),
+            })
+            .collect();
+        prop_assert_eq!(encode_request(&domain, &owned), prost_encoding(&domain, &owned));
     }
 }
 
