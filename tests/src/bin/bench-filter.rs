@@ -1,8 +1,8 @@
 //! `make bench`: floodgate's local mode against Envoy without a filter, Envoy's native
 //! `local_ratelimit`, and a no-op wasm filter, side by side in one run.
 //!
-//! Each configuration runs in its own Envoy with one worker pinned to CPU 0; wrk and a
-//! `direct_response` upstream Envoy share CPU 1. Configurations take turns over several
+//! Every configuration is a listener of one Envoy whose single worker is pinned to CPU 0;
+//! wrk and a `direct_response` upstream Envoy share CPU 1. Configurations take turns over several
 //! rounds so that machine noise spreads over all of them. For each we report requests
 //! per second, wrk's p50/p99 and the worker thread's CPU per request from /proc (V8
 //! compiles on other threads, so the worker thread is what requests cost).
@@ -11,7 +11,7 @@
 //! `envoy.filters.http.ratelimit` filter, both asking the same floodgate-server (pinned
 //! to CPU 1 with wrk and the upstream) about every request, with a limit never reached.
 //!
-//! Environment: `BENCH_ROUNDS` (default 3), `BENCH_SECONDS` (default 5),
+//! Environment: `BENCH_ROUNDS` (default 5), `BENCH_SECONDS` (default 5),
 //! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
 //! only those configurations, plus "no filter").
 
@@ -31,6 +31,8 @@ struct Case {
     rate_limits: Option<Value>,
     /// Every request is rejected (compare CPU per request with the native reject path).
     rejects: bool,
+    /// Copies of the filter in the chain (CPU only: see [`stacked_cases`]).
+    stack: usize,
 }
 
 fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
@@ -83,7 +85,49 @@ fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
         filters,
         rate_limits: None,
         rejects,
+        stack: 1,
     }
+}
+
+/// How many copies of a filter the stacked cases chain.
+const STACK: usize = 8;
+
+/// `filter` chained `n` times; wasm copies get their own plugin name and root id (same
+/// VM), as several plugins on one proxy would.
+fn stacked(filter: &Value, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let mut copy = filter.clone();
+            let config = copy.pointer_mut("/typed_config/config");
+            if let Some(config) = config.filter(|c| c.get("root_id").is_some()) {
+                let root = config["root_id"].as_str().unwrap_or("wasm").to_string();
+                config["root_id"] = json!(format!("{root}-{i}"));
+                config["name"] = json!(format!("{root}-{i}"));
+            }
+            copy
+        })
+        .collect()
+}
+
+/// The allowed paths again with each filter chained [`STACK`] times. A filter's own cost
+/// is a few microseconds against about thirty for proxying the request, about the size
+/// of the machine's noise; chaining copies multiplies the signal, not the noise, so the
+/// per-filter ratio is what these measure best.
+fn stacked_cases() -> Vec<Case> {
+    [
+        (
+            "native local_ratelimit",
+            native_local_ratelimit(4_000_000_000, 1),
+        ),
+        (NOOP, noop()),
+        (FLOODGATE_ALLOWED, floodgate(4_000_000_000, 1_000_000_000)),
+    ]
+    .into_iter()
+    .map(|(name, filter)| Case {
+        stack: STACK,
+        ..case(&format!("{name} x{STACK}"), stacked(&filter, STACK), false)
+    })
+    .collect()
 }
 
 /// The limit the global cases ask about: never reached.
@@ -175,6 +219,9 @@ struct Sample {
     p50_ms: f64,
     p99_ms: f64,
     cpu_us: f64,
+    /// p50 and p99 with one connection: each request alone, no queueing behind others.
+    alone_p50_ms: f64,
+    alone_p99_ms: f64,
 }
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -237,7 +284,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let rounds = env_or("BENCH_ROUNDS", 3);
+    let rounds = env_or("BENCH_ROUNDS", 5);
     let seconds = env_or("BENCH_SECONDS", 5);
     let connections = env_or("BENCH_CONNECTIONS", 16);
     let tick_us = 1e6 / clock_ticks_per_second();
@@ -267,43 +314,60 @@ async fn main() {
     let cases: Vec<Case> = cases()
         .into_iter()
         .chain(global_cases())
+        .chain(stacked_cases())
         .chain(variants())
         .enumerate()
         .filter(|(i, c)| only.is_empty() || *i == 0 || only.split(',').any(|w| c.name.contains(w)))
         .map(|(_, c)| c)
         .collect();
     let server = Server::start_pinned(SERVER_CONFIG, &[], Some("1"));
-    let mut envoys = Vec::new();
-    for case in &cases {
-        let mut route = json!({"cluster": "upstream", "timeout": "5s"});
-        if let Some(rate_limits) = &case.rate_limits {
-            route["rate_limits"] = rate_limits.clone();
-        }
-        let yaml = bootstrap(
-            vec![listener_with_route("ingress", case.filters.clone(), route)],
-            vec![
-                cluster("upstream", upstream.listener("upstream"), false),
-                cluster("ratelimit", server.grpc(), true),
-            ],
-        );
-        let envoy = Envoy::start_pinned(&yaml, 1, Some("0")).await;
+    // One Envoy, one listener per configuration: every configuration runs on the same
+    // worker thread of the same process, so process-to-process differences (memory
+    // layout, caches) do not masquerade as differences between filters.
+    let listeners: Vec<Value> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, case)| {
+            let mut route = json!({"cluster": "upstream", "timeout": "5s"});
+            if let Some(rate_limits) = &case.rate_limits {
+                route["rate_limits"] = rate_limits.clone();
+            }
+            listener_with_route(&format!("case{i}"), case.filters.clone(), route)
+        })
+        .collect();
+    let yaml = bootstrap(
+        listeners,
+        vec![
+            cluster("upstream", upstream.listener("upstream"), false),
+            cluster("ratelimit", server.grpc(), true),
+        ],
+    );
+    let envoy = Envoy::start_pinned(&yaml, 1, Some("0")).await;
+    let urls: Vec<String> = (0..cases.len())
+        .map(|i| envoy.url(&format!("case{i}"), "/"))
+        .collect();
+    for url in &urls {
         // Warm up: connections, V8 tiers, the bucket's first write.
-        wrk(&envoy.url("ingress", "/"), 1, connections);
-        envoys.push(envoy);
+        wrk(url, 1, connections);
     }
 
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
     for round in 1..=rounds {
         eprintln!("round {round}/{rounds}");
-        for (i, envoy) in envoys.iter().enumerate() {
+        for (i, url) in urls.iter().enumerate() {
             let before = envoy
                 .thread_cpu_ticks("wrk:worker_0")
                 .expect("worker thread");
-            let mut sample = parse_wrk(&wrk(&envoy.url("ingress", "/"), seconds, connections));
+            let mut sample = parse_wrk(&wrk(url, seconds, connections));
             let after = envoy
                 .thread_cpu_ticks("wrk:worker_0")
                 .expect("worker thread");
             sample.cpu_us = (after - before) as f64 * tick_us / sample.requests.max(1.0);
+            if cases[i].stack == 1 {
+                let alone = parse_wrk(&wrk(url, seconds.div_ceil(2), 1));
+                sample.alone_p50_ms = alone.p50_ms;
+                sample.alone_p99_ms = alone.p99_ms;
+            }
             samples[i].push(sample);
         }
     }
@@ -316,6 +380,8 @@ async fn main() {
             p50_ms: median(runs.iter().map(|s| s.p50_ms).collect()),
             p99_ms: median(runs.iter().map(|s| s.p99_ms).collect()),
             cpu_us: median(runs.iter().map(|s| s.cpu_us).collect()),
+            alone_p50_ms: median(runs.iter().map(|s| s.alone_p50_ms).collect()),
+            alone_p99_ms: median(runs.iter().map(|s| s.alone_p99_ms).collect()),
         })
         .collect();
     let base = summary[0].cpu_us;
@@ -323,50 +389,99 @@ async fn main() {
         "\n{rounds} rounds x {seconds}s, wrk -t1 -c{connections}, Envoy 1 worker pinned to CPU 0, \
          wrk and upstream on CPU 1 (medians over rounds)\n"
     );
-    println!("| configuration | req/s | p50 | p99 | worker CPU/req | added over no filter |");
-    println!("|---|---:|---:|---:|---:|---:|");
-    for (case, s) in cases.iter().zip(&summary) {
-        let added = if case.rejects {
-            "-".to_string()
+    println!(
+        "| configuration | req/s | p50 | p99 | worker CPU/req | CPU added | \
+         p50 alone | p99 alone | p50 added alone |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let base_alone = summary[0].alone_p50_ms;
+    for (case, s) in cases.iter().zip(&summary).filter(|(c, _)| c.stack == 1) {
+        let (added, added_alone) = if case.rejects {
+            ("-".to_string(), "-".to_string())
         } else {
-            format!("{:+.1} µs", s.cpu_us - base)
+            (
+                format!("{:+.1} µs", s.cpu_us - base),
+                format!("{:+.0} µs", (s.alone_p50_ms - base_alone) * 1000.0),
+            )
         };
         println!(
-            "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.1} µs | {} |",
-            case.name, s.rps, s.p50_ms, s.p99_ms, s.cpu_us, added
+            "| {} | {:.0} | {:.2} ms | {:.2} ms | {:.1} µs | {} | {:.0} µs | {:.0} µs | {} |",
+            case.name,
+            s.rps,
+            s.p50_ms,
+            s.p99_ms,
+            s.cpu_us,
+            added,
+            s.alone_p50_ms * 1000.0,
+            s.alone_p99_ms * 1000.0,
+            added_alone
         );
     }
-    let cpu = |name: &str| {
+    println!(
+        "\n\"alone\": the same after each round with one connection (wrk -c1), so latency is a \
+         request's own path with nothing queued ahead of it."
+    );
+    println!(
+        "\nEach filter chained {STACK} times (CPU per request, per filter = added / {STACK}):\n"
+    );
+    println!("| configuration | worker CPU/req | CPU added per filter |");
+    println!("|---|---:|---:|");
+    for (case, s) in cases.iter().zip(&summary).filter(|(c, _)| c.stack > 1) {
+        println!(
+            "| {} | {:.1} µs | {:+.2} µs |",
+            case.name,
+            s.cpu_us,
+            (s.cpu_us - base) / case.stack as f64
+        );
+    }
+
+    // Ratios are taken within each round (the configurations of one round ran back to
+    // back, so they share the machine's state), then the median over rounds.
+    let index = |name: &str| cases.iter().position(|c| c.name == name);
+    let per_round = |f: &dyn Fn(usize) -> f64| median((0..rounds as usize).map(f).collect());
+    let stacked_name = |name: &str| format!("{name} x{STACK}");
+    for (label, ours, floor) in [
+        ("one filter", index(FLOODGATE_ALLOWED), index(NOOP)),
+        (
+            "chained",
+            index(&stacked_name(FLOODGATE_ALLOWED)),
+            index(&stacked_name(NOOP)),
+        ),
+    ] {
+        if let (Some(ours), Some(floor)) = (ours, floor) {
+            let ratio = per_round(&|r| {
+                let none = samples[0][r].cpu_us;
+                (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
+            });
+            println!(
+                "\nfloodgate allowed path ({label}): {ratio:.2} x the no-op wasm filter's added CPU \
+                 (median of per-round ratios; target <= 1.5)"
+            );
+        }
+    }
+    if let (Some(ours), Some(native)) = (index(FLOODGATE_REJECTED), index(NATIVE_REJECTED)) {
+        let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
+        println!(
+            "floodgate reject path: {ratio:.2} x the native filter's CPU per rejected request \
+             (median of per-round ratios; target <= 1.5)"
+        );
+    }
+    let at = |name: &str| {
         cases
             .iter()
             .position(|c| c.name == name)
-            .map(|i| summary[i].cpu_us)
+            .map(|i| summary[i])
     };
-    if let (Some(ours), Some(floor)) = (cpu(FLOODGATE_ALLOWED), cpu(NOOP)) {
+    if let (Some(ours), Some(native)) = (at(FLOODGATE_GLOBAL), at(NATIVE_GLOBAL)) {
+        let none = summary[0];
         println!(
-            "\nfloodgate allowed path: {:.2} x the no-op wasm filter's added CPU (target <= 1.5)",
-            (ours - base) / (floor - base)
-        );
-    }
-    if let (Some(ours), Some(native)) = (cpu(FLOODGATE_REJECTED), cpu(NATIVE_REJECTED)) {
-        println!(
-            "floodgate reject path: {:.2} x the native filter's CPU per rejected request (target <= 1.5)",
-            ours / native
-        );
-    }
-    let p50 = |name: &str| {
-        cases
-            .iter()
-            .position(|c| c.name == name)
-            .map(|i| summary[i].p50_ms)
-    };
-    if let (Some(ours), Some(native)) = (p50(FLOODGATE_GLOBAL), p50(NATIVE_GLOBAL)) {
-        let none = summary[0].p50_ms;
-        println!(
-            "global mode added p50 latency: floodgate {:+.3} ms, native ratelimit filter {:+.3} ms \
+            "global mode, added p50 latency alone: floodgate {:+.0} µs, native ratelimit filter \
+             {:+.0} µs; at saturation (-c{connections}): floodgate {:+.0} µs, native {:+.0} µs \
              (target: floodgate <= native)",
-            ours - none,
-            native - none
+            (ours.alone_p50_ms - none.alone_p50_ms) * 1000.0,
+            (native.alone_p50_ms - none.alone_p50_ms) * 1000.0,
+            (ours.p50_ms - none.p50_ms) * 1000.0,
+            (native.p50_ms - none.p50_ms) * 1000.0,
         );
     }
 }
