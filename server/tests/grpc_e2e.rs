@@ -8,7 +8,7 @@ use floodgate_server::proto::rls::rate_limit_response::{rate_limit::Unit, Code};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use support::{ask, descriptor, envoy_request, eventually, Server};
+use support::{admitted, ask, descriptor, envoy_request, eventually, Server};
 
 const CONFIG: &str = r#"
 domain: edge
@@ -103,28 +103,12 @@ async fn an_empty_domain_is_a_grpc_error() {
 async fn concurrent_clients_on_one_key_get_exactly_the_limit() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&write_config(dir.path(), CONFIG), &[]);
-    let mut tasks = Vec::new();
+    let mut clients = Vec::new();
     for _ in 0..16 {
-        let mut client = server.client().await;
-        tasks.push(tokio::spawn(async move {
-            let mut admitted = 0;
-            for _ in 0..10 {
-                let r = ask(
-                    &mut client,
-                    envoy_request("edge", vec![descriptor(&[("tenant", "t")])]),
-                )
-                .await
-                .unwrap();
-                admitted += usize::from(r.overall_code == Code::Ok as i32);
-            }
-            admitted
-        }));
+        clients.push(server.client().await);
     }
-    let mut admitted = 0;
-    for t in tasks {
-        admitted += t.await.unwrap();
-    }
-    assert_eq!(admitted, 5);
+    let request = envoy_request("edge", vec![descriptor(&[("tenant", "t")])]);
+    assert_eq!(admitted(clients, request, 10).await, 5);
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::redis::RedisServer;
-use support::{ask, descriptor, envoy_request, eventually, Server};
+use support::{admitted, ask, descriptor, envoy_request, eventually, Server};
 
 // Long units, so no window or refill boundary falls inside a test run.
 const CONFIG: &str = r#"
@@ -45,29 +45,14 @@ async fn two_servers_sharing_one_redis_admit_exactly_the_limit() {
         Server::start(&path, &["--redis-url", &url]),
     ];
     for key in ["fw", "tb", "swl", "swc"] {
-        let mut tasks = Vec::new();
+        let mut clients = Vec::new();
         for server in &servers {
             for _ in 0..8 {
-                let mut client = server.client().await;
-                tasks.push(tokio::spawn(async move {
-                    let mut admitted = 0;
-                    for _ in 0..10 {
-                        let r = ask(
-                            &mut client,
-                            envoy_request("shared", vec![descriptor(&[(key, "hot")])]),
-                        )
-                        .await
-                        .unwrap();
-                        admitted += usize::from(r.overall_code == Code::Ok as i32);
-                    }
-                    admitted
-                }));
+                clients.push(server.client().await);
             }
         }
-        let mut admitted = 0;
-        for t in tasks {
-            admitted += t.await.unwrap();
-        }
+        let request = envoy_request("shared", vec![descriptor(&[(key, "hot")])]);
+        let admitted = admitted(clients, request, 10).await;
         assert_eq!(admitted, 50, "{key}: 160 asked over two servers");
     }
     for server in &servers {

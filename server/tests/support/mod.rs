@@ -7,6 +7,7 @@
 
 pub mod redis;
 
+use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use floodgate_server::proto::{Entry, RateLimitDescriptor};
@@ -170,6 +171,34 @@ pub fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
         limit: None,
         hits_addend: None,
     }
+}
+
+/// Sends `per_client` copies of `request` from each of `clients` at once (each client
+/// one after the other), and counts the answers that admitted it.
+pub async fn admitted(
+    clients: Vec<RateLimitServiceClient<Channel>>,
+    request: RateLimitRequest,
+    per_client: usize,
+) -> usize {
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let request = request.clone();
+            tokio::spawn(async move {
+                let mut admitted = 0;
+                for _ in 0..per_client {
+                    let r = ask(&mut client, request.clone()).await.unwrap();
+                    admitted += usize::from(r.overall_code == Code::Ok as i32);
+                }
+                admitted
+            })
+        })
+        .collect();
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += t.await.unwrap();
+    }
+    admitted
 }
 
 /// What Envoy's native ratelimit filter sends: domain, descriptors, hits_addend 0.
