@@ -21,6 +21,8 @@
 //! wasm32, talks to Envoy: it implements [`descriptor::RequestView`] and
 //! [`shared::SharedData`] with proxy-wasm host calls and carries out the verdicts.
 
+#![warn(missing_docs)]
+
 pub mod bucket;
 pub mod config;
 pub mod descriptor;
