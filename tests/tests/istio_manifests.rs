@@ -135,17 +135,24 @@ fn cluster_for<'a>(documents: &'a [Document], plugin: &Document, name: &str) -> 
     found[0]
 }
 
+/// Each global-mode plugin's `rls.cluster` name, with the cluster its EnvoyFilter adds.
+fn global_plugin_clusters(documents: &[Document]) -> Vec<(&str, &Value)> {
+    wasm_plugins(documents)
+        .into_iter()
+        .filter(|p| is_global(p))
+        .map(|plugin| {
+            let name = plugin.value["spec"]["pluginConfig"]["rls"]["cluster"]
+                .as_str()
+                .expect("rls.cluster");
+            (name, cluster_for(documents, plugin, name))
+        })
+        .collect()
+}
+
 #[test]
 fn the_global_plugin_calls_an_http2_cluster_added_to_the_same_pods() {
     let documents = istio::documents();
-    for plugin in wasm_plugins(&documents)
-        .into_iter()
-        .filter(|p| is_global(p))
-    {
-        let name = plugin.value["spec"]["pluginConfig"]["rls"]["cluster"]
-            .as_str()
-            .expect("rls.cluster");
-        let cluster = cluster_for(&documents, plugin, name);
+    for (name, cluster) in global_plugin_clusters(&documents) {
         let options = &cluster["typed_extension_protocol_options"]
             ["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"];
         assert_eq!(
@@ -201,14 +208,7 @@ fn the_rls_cluster_reaches_the_servers_grpc_port() {
     );
     assert_eq!(container_port["containerPort"], listen.port());
 
-    for plugin in wasm_plugins(&documents)
-        .into_iter()
-        .filter(|p| is_global(p))
-    {
-        let name = plugin.value["spec"]["pluginConfig"]["rls"]["cluster"]
-            .as_str()
-            .expect("rls.cluster");
-        let cluster = cluster_for(&documents, plugin, name);
+    for (_, cluster) in global_plugin_clusters(&documents) {
         let endpoint = &cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
             ["address"]["socket_address"];
         assert_eq!(
