@@ -16,7 +16,7 @@
 //! Format (version 1, pinned by tests): key `floodgate/v1/<max_buckets>/<index>`; value
 //! empty (free) or 40 bytes little-endian: fingerprint u128, TAT u128, rate u64.
 
-use crate::bucket::Tat;
+use crate::bucket::{self, Tat};
 use crate::shared::{SetError, SharedData, StoreError};
 
 /// Slots looked at for one bucket, starting at its home slot.
@@ -62,15 +62,7 @@ impl Slot {
 
     /// Nanoseconds until this bucket is full (0: full now; `u64::MAX`: never).
     fn full_in_ns(&self, now_ns: u64) -> u64 {
-        let scaled_now = u128::from(now_ns) * u128::from(self.rate_micro);
-        let debt = self.tat.0.saturating_sub(scaled_now);
-        if debt == 0 {
-            0
-        } else if self.rate_micro == 0 {
-            u64::MAX
-        } else {
-            u64::try_from(debt.div_ceil(u128::from(self.rate_micro))).unwrap_or(u64::MAX)
-        }
+        bucket::full_in_ns(self.tat, now_ns, self.rate_micro).unwrap_or(u64::MAX)
     }
 }
 
@@ -300,7 +292,6 @@ impl Table {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bucket;
     use crate::shared::memory::MemoryShared;
     use std::num::NonZeroU32;
 

@@ -57,11 +57,6 @@ impl Quota {
         self.rate_micro
     }
 
-    /// Whether spent tokens ever come back.
-    pub fn refills(&self) -> bool {
-        self.rate_micro > 0
-    }
-
     /// `now_ns` in scaled units. With no refill, time does not move.
     fn scaled(&self, now_ns: u64) -> u128 {
         u128::from(now_ns) * u128::from(self.rate_micro)
@@ -75,12 +70,17 @@ impl Quota {
     /// Scaled units turned back into whole nanoseconds, rounded up so that waiting that
     /// long is always enough. `None` when the bucket never refills.
     fn units_to_nanos_ceil(&self, units: u128) -> Option<u64> {
-        if self.rate_micro == 0 {
-            return None;
-        }
-        let nanos = units.div_ceil(u128::from(self.rate_micro));
-        Some(u64::try_from(nanos).unwrap_or(u64::MAX))
+        units_to_nanos_ceil(units, self.rate_micro)
     }
+}
+
+/// Scaled units at `rate_micro` as whole nanoseconds, rounded up; `None` at rate 0.
+fn units_to_nanos_ceil(units: u128, rate_micro: u64) -> Option<u64> {
+    if rate_micro == 0 {
+        return None;
+    }
+    let nanos = units.div_ceil(u128::from(rate_micro));
+    Some(u64::try_from(nanos).unwrap_or(u64::MAX))
 }
 
 /// The stored state of one bucket: its theoretical arrival time in scaled units.
@@ -168,16 +168,19 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     }
 }
 
-/// Whether a bucket in `state` is full at `now_ns`: a full bucket carries no
-/// information, so its storage can be given to another key.
-pub fn is_full(state: Tat, now_ns: u64, quota: Quota) -> bool {
-    state.0 <= quota.scaled(now_ns)
-}
-
-/// How many scaled units the bucket is short of full at `now_ns` (0 when full).
-/// Used to pick the slot whose eviction loses the least.
-pub fn debt(state: Tat, now_ns: u64, quota: Quota) -> u128 {
-    state.0.saturating_sub(quota.scaled(now_ns))
+/// Nanoseconds until a bucket in `state`, refilling at `rate_micro`, is full again:
+/// `Some(0)` when full now, `None` when it never will be (no refill). Needs only the rate,
+/// so the bucket table can tell, for a bucket of any rule, whether its slot is idle (a
+/// full bucket carries no information) and which one is closest to full.
+pub fn full_in_ns(state: Tat, now_ns: u64, rate_micro: u64) -> Option<u64> {
+    let debt = state
+        .0
+        .saturating_sub(u128::from(now_ns) * u128::from(rate_micro));
+    if debt == 0 {
+        Some(0)
+    } else {
+        units_to_nanos_ceil(debt, rate_micro)
+    }
 }
 
 /// Gives back `cost` tokens taken earlier, never making the bucket fuller than full.
@@ -311,7 +314,8 @@ mod tests {
         let q = quota(4, 2.0);
         let now = 100 * SECOND;
         assert_eq!(refund(Tat::default(), now, q, 3), Tat(q.scaled(now)));
-        assert!(is_full(refund(Tat::default(), now, q, 3), now, q));
+        let refunded = refund(Tat::default(), now, q, 3);
+        assert_eq!(full_in_ns(refunded, now, q.rate_micro()), Some(0));
     }
 
     #[test]
@@ -322,7 +326,9 @@ mod tests {
         };
         let d = decide(new_state, 0, q, 1);
         assert!(!d.is_allow());
-        assert_eq!(debt(new_state, 0, q), new_state.0);
+        // Seen from time 0 the whole state is debt: the bucket looks empty, not broken.
+        let all_debt = u64::try_from(new_state.0.div_ceil(u128::from(q.rate_micro()))).unwrap();
+        assert_eq!(full_in_ns(new_state, 0, q.rate_micro()), Some(all_debt));
     }
 
     #[test]

@@ -170,8 +170,8 @@ proptest! {
         if let Decision::Allow { new_state, full_in_ns: Some(full), .. } =
             decide(Tat::default(), start, q, cost)
         {
-            prop_assert!(is_full(new_state, start + full, q));
-            prop_assert!(full == 0 || !is_full(new_state, start + full - 1, q));
+            prop_assert_eq!(full_in_ns(new_state, start + full, q.rate_micro()), Some(0));
+            prop_assert!(full == 0 || full_in_ns(new_state, start + full - 1, q.rate_micro()) != Some(0));
         }
     }
 }
