@@ -72,20 +72,9 @@ impl Http {
             log::warn!("cannot switch to the request's context (status {status})");
             return;
         }
-        let verdict = {
-            let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
-                let _ = abi::continue_request();
-                return;
-            };
-            let now = || abi::current_time_ns().ok();
-            plugin.limiter.answer(
-                waiting.pending,
-                answer,
-                &mut HostRequest,
-                now,
-                &HostShared,
-                &mut tally,
-            )
+        let Some(verdict) = decide_answer(&plugin, waiting.pending, answer) else {
+            let _ = abi::continue_request();
+            return;
         };
         if self.carry_out(&plugin, verdict) == CONTINUE {
             if let Err(status) = abi::continue_request() {
@@ -143,22 +132,10 @@ impl Http {
                             "cannot call the rate limit service on cluster {} (status {status})",
                             rls.cluster
                         );
-                        let verdict = {
-                            let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
-                                return CONTINUE;
-                            };
-                            let now = || abi::current_time_ns().ok();
-                            let answer = Answer::NotSent(status);
-                            plugin.limiter.answer(
-                                ask.pending,
-                                answer,
-                                &mut HostRequest,
-                                now,
-                                &HostShared,
-                                &mut tally,
-                            )
-                        };
-                        self.carry_out(plugin, verdict)
+                        match decide_answer(plugin, ask.pending, Answer::NotSent(status)) {
+                            Some(verdict) => self.carry_out(plugin, verdict),
+                            None => CONTINUE,
+                        }
                     }
                 }
             }
@@ -174,6 +151,22 @@ impl Http {
         }
         self.response_headers = pass.response_headers;
     }
+}
+
+/// The limiter's final verdict on what the rate limit service answered (or on a call that
+/// could not be sent). `None` only when this thread's tally is already in use: a
+/// re-entrant callback, which lets the request through.
+fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Verdict> {
+    let mut tally = plugin.tally.try_borrow_mut().ok()?;
+    let now = || abi::current_time_ns().ok();
+    Some(plugin.limiter.answer(
+        pending,
+        answer,
+        &mut HostRequest,
+        now,
+        &HostShared,
+        &mut tally,
+    ))
 }
 
 /// Sends a reply from the proxy. After a local reply the request must stay paused.
