@@ -26,6 +26,7 @@
 pub mod bucket;
 pub mod config;
 pub mod descriptor;
+pub mod grpc;
 pub mod limiter;
 pub mod local;
 pub mod metrics;

@@ -113,6 +113,15 @@ impl Limiter {
         &self.table
     }
 
+    /// Whether any rule keeps buckets in shared data (a global-only configuration needs
+    /// no bucket table at all).
+    pub fn has_local_rules(&self) -> bool {
+        self.config
+            .rules
+            .iter()
+            .any(|r| matches!(r.limit, Limit::Local(_)))
+    }
+
     /// Decides one request, or says what to ask the rate limit service. `now_ns` is
     /// called at most once, and only if a rule applies.
     pub fn check(

@@ -11,10 +11,8 @@ use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::response::{Headers, Standing};
 use prost::Message;
 
-/// The gRPC service name.
-pub const SERVICE: &str = "envoy.service.ratelimit.v3.RateLimitService";
-/// The gRPC method name.
-pub const METHOD: &str = "ShouldRateLimit";
+/// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
+pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 /// gRPC status DEADLINE_EXCEEDED.
 const GRPC_DEADLINE_EXCEEDED: u32 = 4;
@@ -150,6 +148,8 @@ pub enum Answer {
     },
     /// A response message.
     Response(Vec<u8>),
+    /// The call succeeded but its body is not one gRPC message.
+    Undecodable,
 }
 
 /// Why the service's answer cannot decide the request.
@@ -195,6 +195,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         Answer::NotSent(_) => return Err(Failure::NotSent),
         // The gRPC status is always checked before any body is read.
         Answer::Status { code, message } => return Err(failure(*code, message)),
+        Answer::Undecodable => return Err(Failure::BadResponse),
         Answer::Response(bytes) => bytes,
     };
     let response = RateLimitResponse::decode(bytes.as_slice()).map_err(|_| Failure::BadResponse)?;
@@ -243,7 +244,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
 
 /// Why a call failed, from its gRPC status and message.
 fn failure(code: u32, message: &str) -> Failure {
-    // Quirk: Envoy's async client reports its own timeout as UNAVAILABLE (sometimes
+    // Quirk: Envoy reports its own timeout as an HTTP 504 (UNAVAILABLE to gRPC, sometimes
     // CANCELLED), never as DEADLINE_EXCEEDED; only the message, "upstream request timeout",
     // tells it from a refused connection or no healthy host (UNAVAILABLE as well).
     if code == GRPC_DEADLINE_EXCEEDED || message.contains("timeout") {

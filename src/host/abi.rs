@@ -14,10 +14,12 @@ pub type Status = u32;
 const OK: u32 = 0;
 const NOT_FOUND: u32 = 1;
 
-const BUFFER_GRPC_RECEIVE: u32 = 5;
+const BUFFER_HTTP_CALL_RESPONSE_BODY: u32 = 4;
 const BUFFER_PLUGIN_CONFIGURATION: u32 = 7;
 const MAP_REQUEST_HEADERS: u32 = 0;
 const MAP_RESPONSE_HEADERS: u32 = 2;
+const MAP_HTTP_CALL_RESPONSE_HEADERS: u32 = 6;
+const MAP_HTTP_CALL_RESPONSE_TRAILERS: u32 = 7;
 const STREAM_REQUEST: u32 = 0;
 
 #[link(wasm_import_module = "env")]
@@ -78,22 +80,18 @@ extern "C" {
     ) -> u32;
     fn proxy_continue_stream(stream_type: u32) -> u32;
     fn proxy_set_effective_context(context_id: u32) -> u32;
-    fn proxy_grpc_call(
+    fn proxy_http_call(
         upstream_data: *const u8,
         upstream_size: usize,
-        service_data: *const u8,
-        service_size: usize,
-        method_data: *const u8,
-        method_size: usize,
-        metadata_data: *const u8,
-        metadata_size: usize,
-        message_data: *const u8,
-        message_size: usize,
+        headers_data: *const u8,
+        headers_size: usize,
+        body_data: *const u8,
+        body_size: usize,
+        trailers_data: *const u8,
+        trailers_size: usize,
         timeout_ms: u32,
         return_token: *mut u32,
     ) -> u32;
-    fn proxy_grpc_cancel(token: u32) -> u32;
-    fn proxy_get_status(code: *mut u32, data: *mut *mut u8, size: *mut usize) -> u32;
     fn proxy_define_metric(
         metric_type: u32,
         name_data: *const u8,
@@ -163,12 +161,14 @@ fn buffer(buffer_type: u32) -> Result<Vec<u8>, Status> {
     }
 }
 
-/// The message of a gRPC call's response (`size` bytes, as `proxy_on_grpc_receive` said).
-pub fn grpc_response(size: usize) -> Result<Vec<u8>, Status> {
+/// The body of an HTTP call's response (`size` bytes, as `proxy_on_http_call_response`
+/// said). Readable only inside that callback, before switching context.
+pub fn http_call_body(size: usize) -> Result<Vec<u8>, Status> {
     let (mut data, mut len) = (null_mut(), 0usize);
     // SAFETY: the host writes a pointer and a size through valid pointers.
-    let status =
-        unsafe { proxy_get_buffer_bytes(BUFFER_GRPC_RECEIVE, 0, size, &mut data, &mut len) };
+    let status = unsafe {
+        proxy_get_buffer_bytes(BUFFER_HTTP_CALL_RESPONSE_BODY, 0, size, &mut data, &mut len)
+    };
     match status {
         // SAFETY: on OK the host allocated `len` bytes for us (or left null).
         OK => Ok(unsafe { take_buffer(data, len) }),
@@ -179,16 +179,24 @@ pub fn grpc_response(size: usize) -> Result<Vec<u8>, Status> {
 
 /// A request header's value (`None` when absent).
 pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
+    header_value(MAP_REQUEST_HEADERS, name)
+}
+
+/// A header of an HTTP call's response (inside `proxy_on_http_call_response`).
+pub fn http_call_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
+    header_value(MAP_HTTP_CALL_RESPONSE_HEADERS, name)
+}
+
+/// A trailer of an HTTP call's response (inside `proxy_on_http_call_response`).
+pub fn http_call_trailer(name: &str) -> Result<Option<Vec<u8>>, Status> {
+    header_value(MAP_HTTP_CALL_RESPONSE_TRAILERS, name)
+}
+
+fn header_value(map_type: u32, name: &str) -> Result<Option<Vec<u8>>, Status> {
     let (mut data, mut size) = (null_mut(), 0usize);
     // SAFETY: key is a valid slice; the host writes a pointer and a size.
     let status = unsafe {
-        proxy_get_header_map_value(
-            MAP_REQUEST_HEADERS,
-            name.as_ptr(),
-            name.len(),
-            &mut data,
-            &mut size,
-        )
+        proxy_get_header_map_value(map_type, name.as_ptr(), name.len(), &mut data, &mut size)
     };
     match status {
         // SAFETY: on OK the host allocated `size` bytes for us (or left null).
@@ -269,58 +277,40 @@ pub fn continue_request() -> Result<(), Status> {
     check(unsafe { proxy_continue_stream(STREAM_REQUEST) })
 }
 
-/// Makes `context_id` the context later calls act on: callbacks for a gRPC call arrive
+/// Makes `context_id` the context later calls act on: callbacks for an HTTP call arrive
 /// on the root context, but the request to resume or answer is an HTTP context.
 pub fn set_effective_context(context_id: u32) -> Result<(), Status> {
     // SAFETY: plain value call.
     check(unsafe { proxy_set_effective_context(context_id) })
 }
 
-/// Starts a unary gRPC call to `cluster`; returns its token. The answer arrives in
-/// `proxy_on_grpc_receive` or `proxy_on_grpc_close`.
-pub fn grpc_call(
+/// Starts an HTTP call to `cluster` with `headers` (already [`encode_pairs`]-encoded) and
+/// `body`; returns its token. The answer arrives in `proxy_on_http_call_response`.
+pub fn http_call(
     cluster: &str,
-    service: &str,
-    method: &str,
-    message: &[u8],
+    headers: &[u8],
+    body: &[u8],
     timeout_ms: u32,
 ) -> Result<u32, Status> {
-    let metadata = encode_pairs(&[]);
+    // No trailers: an encoded empty list is a zero count.
+    let trailers = [0u8; 4];
     let mut token = 0u32;
     // SAFETY: all slices are valid for the duration of the call; the host writes the token.
     check(unsafe {
-        proxy_grpc_call(
+        proxy_http_call(
             cluster.as_ptr(),
             cluster.len(),
-            service.as_ptr(),
-            service.len(),
-            method.as_ptr(),
-            method.len(),
-            metadata.as_ptr(),
-            metadata.len(),
-            message.as_ptr(),
-            message.len(),
+            headers.as_ptr(),
+            headers.len(),
+            body.as_ptr(),
+            body.len(),
+            trailers.as_ptr(),
+            trailers.len(),
             timeout_ms,
             &mut token,
         )
     })?;
     Ok(token)
-}
-
-/// The status message of the gRPC call being closed (in `proxy_on_grpc_close`).
-pub fn grpc_status_message() -> Result<String, Status> {
-    let (mut code, mut data, mut size) = (0u32, null_mut(), 0usize);
-    // SAFETY: the host writes a code, a pointer and a size through valid pointers.
-    check(unsafe { proxy_get_status(&mut code, &mut data, &mut size) })?;
-    // SAFETY: on OK the host allocated `size` bytes for us (or left null).
-    let bytes = unsafe { take_buffer(data, size) };
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// Cancels a gRPC call whose answer nobody waits for any more.
-pub fn grpc_cancel(token: u32) -> Result<(), Status> {
-    // SAFETY: plain value call.
-    check(unsafe { proxy_grpc_cancel(token) })
 }
 
 /// Sends a reply from the proxy. `grpc_status` ≥ 0 makes it a gRPC trailers-only
@@ -368,7 +358,7 @@ pub fn increment_metric(id: u32, delta: i64) -> Result<(), Status> {
 
 /// The ABI's encoding of a list of pairs: a count, every (key, value) length, then every
 /// key and value each followed by a NUL byte. All integers little-endian u32.
-fn encode_pairs(pairs: &[(&str, &str)]) -> Vec<u8> {
+pub fn encode_pairs(pairs: &[(&str, &str)]) -> Vec<u8> {
     let text: usize = pairs.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
     let mut out = Vec::with_capacity(4 + 8 * pairs.len() + text);
     out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());

@@ -10,7 +10,7 @@
 use super::abi;
 use super::http::Http;
 use super::root::Root;
-use crate::rls::Answer;
+use crate::grpc::{self, Part};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -145,38 +145,26 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _en
     })
 }
 
-/// The answer to a rate limit call. It arrives on the root context that owns the call;
-/// the HTTP context waiting for it is found by token.
+/// The answer to a rate limit call. It arrives on the root context that made the call
+/// (response parts are readable only here, before switching context); the HTTP context
+/// waiting for it is found by token.
 #[no_mangle]
-pub extern "C" fn proxy_on_grpc_receive(_root_id: u32, token: u32, response_size: usize) {
-    let answer = match abi::grpc_response(response_size) {
-        Ok(message) => Answer::Response(message),
-        // Unreadable: counted as a failed call (gRPC INTERNAL).
-        Err(status) => Answer::Status {
-            code: 13,
-            message: format!("cannot read the response (status {status})"),
-        },
-    };
-    deliver(token, answer);
-}
-
-/// A rate limit call ended without a response: a gRPC error, a timeout, a reset.
-#[no_mangle]
-pub extern "C" fn proxy_on_grpc_close(_root_id: u32, token: u32, status_code: u32) {
-    let message = abi::grpc_status_message().unwrap_or_default();
-    deliver(
-        token,
-        Answer::Status {
-            code: status_code,
-            message,
-        },
-    );
-}
-
-fn deliver(token: u32, answer: Answer) {
+pub extern "C" fn proxy_on_http_call_response(
+    _root_id: u32,
+    token: u32,
+    headers: usize,
+    body_size: usize,
+    trailers: usize,
+) {
     let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
+        // The request is gone (its context deleted): nobody to answer.
         return;
     };
+    let answer = grpc::read_answer(headers, trailers, |part| match part {
+        Part::Header(name) => abi::http_call_header(name).ok().flatten(),
+        Part::Trailer(name) => abi::http_call_trailer(name).ok().flatten(),
+        Part::Body => abi::http_call_body(body_size).ok(),
+    });
     with_http(context_id, |http| {
         http.on_rls_answer(context_id, token, answer)
     });
@@ -196,11 +184,12 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
             return;
         };
         match c.http.remove(&context_id) {
-            Some(mut http) => {
+            // A call still in flight finds nobody when it answers. (ABI 0.2.1 cannot
+            // cancel an HTTP call; it ends at its timeout at the latest.)
+            Some(http) => {
                 if let Some(token) = http.waiting_on() {
                     c.calls.remove(&token);
                 }
-                http.on_delete();
             }
             None => {
                 c.roots.remove(&context_id);

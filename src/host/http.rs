@@ -5,9 +5,10 @@ use super::dispatch::{CONTINUE, PAUSE};
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
+use crate::grpc;
 use crate::limiter::{Pass, Pending, Verdict};
 use crate::response::{Headers, Reply};
-use crate::rls::{self, Answer};
+use crate::rls::Answer;
 use std::rc::Rc;
 
 /// A call to the rate limit service this request waits for.
@@ -93,13 +94,6 @@ impl Http {
         CONTINUE
     }
 
-    /// The request is gone: a call still in flight has nobody to answer.
-    pub fn on_delete(&mut self) {
-        if let Some(waiting) = self.waiting.take() {
-            let _ = abi::grpc_cancel(waiting.token);
-        }
-    }
-
     /// Carries out a verdict; returns CONTINUE when the request goes on now.
     fn carry_out(&mut self, plugin: &Plugin, verdict: Verdict) -> u32 {
         match verdict {
@@ -112,11 +106,10 @@ impl Http {
                 let Some(rls) = plugin.limiter.rls() else {
                     return CONTINUE;
                 };
-                let sent = abi::grpc_call(
+                let sent = abi::http_call(
                     &rls.cluster,
-                    rls::SERVICE,
-                    rls::METHOD,
-                    &ask.message,
+                    &plugin.rls_headers,
+                    &grpc::frame(&ask.message),
                     rls.timeout_ms,
                 );
                 match sent {

@@ -8,8 +8,10 @@
 use super::abi;
 use super::shared::HostShared;
 use crate::config::Config;
+use crate::grpc;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
+use crate::rls;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -24,6 +26,8 @@ pub struct Plugin {
     pub tally: RefCell<Tally>,
     /// Envoy metric ids, indexed like the tally.
     metric_ids: Vec<u32>,
+    /// The rate limit call's request headers, encoded once (empty without `rls`).
+    pub rls_headers: Vec<u8>,
 }
 
 /// The root context of one plugin in this VM.
@@ -65,12 +69,17 @@ fn configure() -> Result<Plugin, String> {
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
-    let created = limiter.table().prepare(&HostShared).map_err(|e| {
-        format!(
-            "cannot create the bucket table in shared data (status {})",
-            e.status
-        )
-    })?;
+    // A global-only configuration takes no buckets: no table, no shared data.
+    let created = if limiter.has_local_rules() {
+        limiter.table().prepare(&HostShared).map_err(|e| {
+            format!(
+                "cannot create the bucket table in shared data (status {})",
+                e.status
+            )
+        })?
+    } else {
+        0
+    };
     let metric_ids = metrics::definitions(&limiter.config().rules)
         .iter()
         .map(|(kind, name)| {
@@ -84,17 +93,33 @@ fn configure() -> Result<Plugin, String> {
         .collect::<Result<Vec<u32>, String>>()?;
     abi::set_tick_period_ms(FLUSH_PERIOD_MS)
         .map_err(|status| format!("cannot set the tick period (status {status})"))?;
-    log::info!(
-        "{} rules, {} bucket slots ({} created)",
-        limiter.config().rules.len(),
-        limiter.table().size(),
-        created
-    );
+    if limiter.has_local_rules() {
+        log::info!(
+            "{} rules, {} bucket slots ({} created)",
+            limiter.config().rules.len(),
+            limiter.table().size(),
+            created
+        );
+    } else {
+        log::info!(
+            "{} rules, all global: no bucket table",
+            limiter.config().rules.len()
+        );
+    }
     let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
+    let rls_headers = limiter.rls().map_or_else(Vec::new, |rls| {
+        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        abi::encode_pairs(&pairs)
+    });
     Ok(Plugin {
         limiter,
         tally,
         metric_ids,
+        rls_headers,
     })
 }
 

@@ -16,7 +16,10 @@ fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let tally = Tally::new(config.rules.len());
     let limiter = Limiter::new(config);
     let store = MemoryShared::default();
-    limiter.table().prepare(&store).unwrap();
+    // As the host does: a global-only configuration gets no bucket table.
+    if limiter.has_local_rules() {
+        limiter.table().prepare(&store).unwrap();
+    }
     (limiter, store, tally)
 }
 
@@ -267,6 +270,18 @@ fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
         }
         .encode_to_vec(),
     )
+}
+
+#[test]
+fn only_local_rules_need_the_bucket_table() {
+    assert!(limiter(LAYERED).0.has_local_rules());
+    let global_only = r#"{"rls": {"cluster": "c", "domain": "d"},
+        "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#;
+    let (l, store, mut tally) = limiter(global_only);
+    assert!(!l.has_local_rules());
+    // It works without one: the call is asked for, nothing touches shared data.
+    ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    assert_eq!((store.keys(), store.writes()), (0, 0));
 }
 
 #[test]

@@ -265,4 +265,8 @@ fn failures_are_told_apart() {
         interpret(&Answer::Response(vec![0xff, 0xff, 0xff]), &[false]),
         Err(Failure::BadResponse)
     );
+    assert_eq!(
+        interpret(&Answer::Undecodable, &[false]),
+        Err(Failure::BadResponse)
+    );
 }

@@ -140,15 +140,20 @@ descriptors:
       requests_per_unit: 4000000000
 ";
 
-fn global_cases() -> Vec<Case> {
-    let floodgate = floodgate_filter(&json!({
+/// floodgate's configuration for the global cases: one descriptor, fail closed.
+fn global_plugin() -> Value {
+    json!({
         "rls": {"cluster": "ratelimit", "domain": "bench", "timeout_ms": 1000, "failure_mode": "deny"},
         "rules": [{
             "name": "bench",
             "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
             "global": {}
         }]
-    }));
+    })
+}
+
+fn global_cases() -> Vec<Case> {
+    let floodgate = floodgate_filter(&global_plugin());
     let native = json!({
         "name": "envoy.filters.http.ratelimit",
         "typed_config": {
@@ -175,19 +180,24 @@ fn global_cases() -> Vec<Case> {
 }
 
 /// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
-/// with the "allowed" configuration. For trying an optimisation side by side.
+/// with the "allowed" configuration and the global one. For trying an optimisation side
+/// by side.
 fn variants() -> Vec<Case> {
     let list = std::env::var("BENCH_VARIANTS").unwrap_or_default();
     list.split(',')
         .filter(|p| !p.is_empty())
-        .map(|path| {
-            let plugin = json!({"rules": [{
+        .flat_map(|path| {
+            let local = json!({"rules": [{
                 "name": "bench",
                 "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
                 "local": {"capacity": 4_000_000_000u64, "refill_per_second": 1_000_000_000}
             }]});
-            let filter = configs::wasm_filter("floodgate", path, &plugin.to_string());
-            case(&format!("variant {path}"), vec![filter], false)
+            let local = configs::wasm_filter("floodgate", path, &local.to_string());
+            let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
+            [
+                case(&format!("variant {path}"), vec![local], false),
+                case(&format!("variant {path} global"), vec![global], false),
+            ]
         })
         .collect()
 }
