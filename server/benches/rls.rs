@@ -19,7 +19,8 @@
 //! machine the three compete for the same cores, so these say what a change saves.
 //!
 //! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3); `BENCH_STORE`
-//! (`memory`, `redis`, or both by default).
+//! (`memory`, `redis`, or both by default); `BENCH_STREAMS` (comma-separated stream counts,
+//! default `1,16,64`; one row alone is handy under `perf`).
 
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
@@ -57,12 +58,18 @@ descriptors:
 ";
 
 fn main() -> Result<(), BoxError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     if std::env::args().any(|a| a == "--floor") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
         return runtime.block_on(floor());
     }
+    // The load generator runs on one thread: on a small machine every cycle it spends is
+    // taken from the servers it measures, and one thread is its cheapest shape (no work
+    // stealing or cross-thread wake-ups; concurrent calls leave in fewer writes).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(compare())
 }
 
@@ -181,17 +188,25 @@ async fn compare() -> Result<(), BoxError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    let streams = match std::env::var("BENCH_STREAMS") {
+        Ok(s) => s
+            .split(',')
+            .map(|n| n.trim().parse::<usize>().ok().filter(|&n| n > 0))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| format!("BENCH_STREAMS={s:?}: expected counts like 1,16,64"))?,
+        Err(_) => vec![1, 16, 64],
+    };
     let which = std::env::var("BENCH_STORE").unwrap_or_default();
     if which != "redis" {
-        compare_memory(secs).await?;
+        compare_memory(secs, &streams).await?;
     }
     if which != "memory" {
-        compare_redis(secs).await?;
+        compare_redis(secs, &streams).await?;
     }
     Ok(())
 }
 
-async fn compare_memory(secs: u64) -> Result<(), BoxError> {
+async fn compare_memory(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("bench.yaml");
     std::fs::write(&config, CONFIG)?;
@@ -206,7 +221,7 @@ async fn compare_memory(secs: u64) -> Result<(), BoxError> {
     println!("| keys | streams | floor decisions/s | floodgate decisions/s | ratio | floor p50 / p99 µs | floodgate p50 / p99 µs |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for many in [false, true] {
-        for streams in [1usize, 16, 64] {
+        for &streams in stream_counts {
             let f = load(floor_addr, streams, many, secs, &[]).await?;
             let s = load(server_addr, streams, many, secs, &[]).await?;
             println!(
@@ -235,11 +250,14 @@ fn server_command(config: &std::path::Path, extra: &[&str]) -> Command {
         "127.0.0.1:0",
     ]);
     cmd.args(extra);
+    if let Ok(extra) = std::env::var("BENCH_SERVER_ARGS") {
+        cmd.args(extra.split_whitespace());
+    }
     cmd.env("RUST_LOG", "warn");
     cmd
 }
 
-async fn compare_redis(secs: u64) -> Result<(), BoxError> {
+async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("bench.yaml");
     std::fs::write(&config, REDIS_CONFIG)?;
@@ -292,7 +310,7 @@ async fn compare_redis(secs: u64) -> Result<(), BoxError> {
     println!();
     println!("| streams | redis-benchmark EVALSHA/s | floodgate decisions/s | ratio | redis-benchmark p50 / p99 µs | floodgate p50 / p99 µs | CPU µs per decision: floodgate-server / bench client | Redis CPU µs per EVALSHA: redis-benchmark / floodgate |");
     println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
-    for streams in [1usize, 16, 64] {
+    for &streams in stream_counts {
         let ceiling = redis_benchmark(port, streams, secs, &evalsha, redis.0.id())?;
         let s = load(server_addr, streams, false, secs, &watched).await?;
         println!(
