@@ -20,7 +20,8 @@
 //!
 //! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3); `BENCH_STORE`
 //! (`memory`, `redis`, or both by default); `BENCH_STREAMS` (comma-separated stream counts,
-//! default `1,16,64`; one row alone is handy under `perf`).
+//! default `1,16,64`; one row alone is handy under `perf`); `BENCH_SERVER_ARGS` (extra
+//! floodgate-server flags, whitespace-separated, e.g. `--worker-threads 1`).
 
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
