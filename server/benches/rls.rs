@@ -13,8 +13,15 @@
 //! and arguments) over as many connections. Redis is single-threaded, so the ceiling is
 //! what Redis itself can do with this script here.
 //!
+//! The Redis rows also say where the CPU goes: CPU time per decision of floodgate-server, of
+//! this bench's own gRPC client, and of Redis (per `EVALSHA`, in both columns), read from
+//! `/proc/PID/stat` over the measured seconds (Linux only; `-` elsewhere). On a small
+//! machine the three compete for the same cores, so these say what a change saves.
+//!
 //! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3); `BENCH_STORE`
-//! (`memory`, `redis`, or both by default).
+//! (`memory`, `redis`, or both by default); `BENCH_STREAMS` (comma-separated stream counts,
+//! default `1,16,64`; one row alone is handy under `perf`); `BENCH_SERVER_ARGS` (extra
+//! floodgate-server flags, whitespace-separated, e.g. `--worker-threads 1`).
 
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
@@ -52,12 +59,18 @@ descriptors:
 ";
 
 fn main() -> Result<(), BoxError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
     if std::env::args().any(|a| a == "--floor") {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
         return runtime.block_on(floor());
     }
+    // The load generator runs on one thread: on a small machine every cycle it spends is
+    // taken from the servers it measures, and one thread is its cheapest shape (no work
+    // stealing or cross-thread wake-ups; concurrent calls leave in fewer writes).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(compare())
 }
 
@@ -128,6 +141,47 @@ struct Outcome {
     per_sec: f64,
     p50_us: f64,
     p99_us: f64,
+    /// Calls counted in the measured window.
+    calls: u64,
+    /// CPU seconds each watched process used in the measured window (`None`: unknown).
+    cpu: Vec<Option<f64>>,
+}
+
+/// CPU seconds (user + system, all threads) `pid` has used so far, from `/proc/PID/stat`.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; fields after its `)` are plain.
+    let after = stat.get(stat.rfind(')')? + 1..)?;
+    let mut fields = after.split_whitespace().skip(11); // field 14 is utime, 15 stime
+    let utime: f64 = fields.next()?.parse().ok()?;
+    let stime: f64 = fields.next()?.parse().ok()?;
+    // In clock ticks of USER_HZ, which Linux fixes at 100 on every architecture it
+    // exposes this file on.
+    Some((utime + stime) / 100.0)
+}
+
+/// The CPU seconds each of `pids` has used so far.
+fn cpu_now(pids: &[u32]) -> Vec<Option<f64>> {
+    pids.iter().map(|&p| cpu_seconds(p)).collect()
+}
+
+/// Per-process CPU used between `before` and `after`.
+fn cpu_since(before: &[Option<f64>], after: &[Option<f64>]) -> Vec<Option<f64>> {
+    before
+        .iter()
+        .zip(after)
+        .map(|(b, a)| Some(a.as_ref()? - b.as_ref()?))
+        .collect()
+}
+
+impl Outcome {
+    /// Microseconds of CPU the `i`th watched process spent per call, or `-`.
+    fn cpu_us(&self, i: usize) -> String {
+        match self.cpu.get(i).copied().flatten() {
+            Some(s) if self.calls > 0 => format!("{:.1}", s * 1e6 / self.calls as f64),
+            _ => "-".to_owned(),
+        }
+    }
 }
 
 async fn compare() -> Result<(), BoxError> {
@@ -135,17 +189,25 @@ async fn compare() -> Result<(), BoxError> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(3);
+    let streams = match std::env::var("BENCH_STREAMS") {
+        Ok(s) => s
+            .split(',')
+            .map(|n| n.trim().parse::<usize>().ok().filter(|&n| n > 0))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| format!("BENCH_STREAMS={s:?}: expected counts like 1,16,64"))?,
+        Err(_) => vec![1, 16, 64],
+    };
     let which = std::env::var("BENCH_STORE").unwrap_or_default();
     if which != "redis" {
-        compare_memory(secs).await?;
+        compare_memory(secs, &streams).await?;
     }
     if which != "memory" {
-        compare_redis(secs).await?;
+        compare_redis(secs, &streams).await?;
     }
     Ok(())
 }
 
-async fn compare_memory(secs: u64) -> Result<(), BoxError> {
+async fn compare_memory(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("bench.yaml");
     std::fs::write(&config, CONFIG)?;
@@ -160,9 +222,9 @@ async fn compare_memory(secs: u64) -> Result<(), BoxError> {
     println!("| keys | streams | floor decisions/s | floodgate decisions/s | ratio | floor p50 / p99 µs | floodgate p50 / p99 µs |");
     println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
     for many in [false, true] {
-        for streams in [1usize, 16, 64] {
-            let f = load(floor_addr, streams, many, secs).await?;
-            let s = load(server_addr, streams, many, secs).await?;
+        for &streams in stream_counts {
+            let f = load(floor_addr, streams, many, secs, &[]).await?;
+            let s = load(server_addr, streams, many, secs, &[]).await?;
             println!(
                 "| {} | {streams} | {:.0} | {:.0} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} |",
                 if many { "100k" } else { "one" },
@@ -189,11 +251,14 @@ fn server_command(config: &std::path::Path, extra: &[&str]) -> Command {
         "127.0.0.1:0",
     ]);
     cmd.args(extra);
+    if let Ok(extra) = std::env::var("BENCH_SERVER_ARGS") {
+        cmd.args(extra.split_whitespace());
+    }
     cmd.env("RUST_LOG", "warn");
     cmd
 }
 
-async fn compare_redis(secs: u64) -> Result<(), BoxError> {
+async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError> {
     let dir = tempfile::tempdir()?;
     let config = dir.path().join("bench.yaml");
     std::fs::write(&config, REDIS_CONFIG)?;
@@ -201,7 +266,7 @@ async fn compare_redis(secs: u64) -> Result<(), BoxError> {
         let l = std::net::TcpListener::bind("127.0.0.1:0")?;
         l.local_addr()?.port()
     };
-    let _redis = Proc(
+    let redis = Proc(
         Command::new("redis-server")
             .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no"])
@@ -213,7 +278,9 @@ async fn compare_redis(secs: u64) -> Result<(), BoxError> {
     );
     let url = format!("redis://127.0.0.1:{port}");
     let mut conn = wait_for_redis(&url)?;
-    let (_server, server_addr) = start(server_command(&config, &["--redis-url", &url]))?;
+    let (server, server_addr) = start(server_command(&config, &["--redis-url", &url]))?;
+    // Watched in the floodgate rows: the server, this bench (its gRPC client), Redis.
+    let watched = [server.0.id(), std::process::id(), redis.0.id()];
 
     // The EVALSHA floodgate-server sends for one descriptor of this bench.
     let check = Check {
@@ -242,20 +309,24 @@ async fn compare_redis(secs: u64) -> Result<(), BoxError> {
 
     println!("floodgate-server with --redis-url (token bucket, one key) vs the ceiling: redis-benchmark running the same EVALSHA, {secs} s per row");
     println!();
-    println!("| streams | redis-benchmark EVALSHA/s | floodgate decisions/s | ratio | redis-benchmark p50 / p99 µs | floodgate p50 / p99 µs |");
-    println!("| ---: | ---: | ---: | ---: | ---: | ---: |");
-    for streams in [1usize, 16, 64] {
-        let ceiling = redis_benchmark(port, streams, secs, &evalsha)?;
-        let s = load(server_addr, streams, false, secs).await?;
+    println!("| streams | redis-benchmark EVALSHA/s | floodgate decisions/s | ratio | redis-benchmark p50 / p99 µs | floodgate p50 / p99 µs | CPU µs per decision: floodgate-server / bench client | Redis CPU µs per EVALSHA: redis-benchmark / floodgate |");
+    println!("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for &streams in stream_counts {
+        let ceiling = redis_benchmark(port, streams, secs, &evalsha, redis.0.id())?;
+        let s = load(server_addr, streams, false, secs, &watched).await?;
         println!(
-            "| {streams} | {:.0} | {:.0} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} |",
+            "| {streams} | {:.0} | {:.0} | {:.2} | {:.0} / {:.0} | {:.0} / {:.0} | {} / {} | {} / {} |",
             ceiling.per_sec,
             s.per_sec,
             s.per_sec / ceiling.per_sec,
             ceiling.p50_us,
             ceiling.p99_us,
             s.p50_us,
-            s.p99_us
+            s.p99_us,
+            s.cpu_us(0),
+            s.cpu_us(1),
+            ceiling.cpu_us(0),
+            s.cpu_us(2),
         );
     }
     Ok(())
@@ -279,14 +350,17 @@ fn wait_for_redis(url: &str) -> Result<redis::Connection, BoxError> {
 }
 
 /// `redis-benchmark -c streams` running `command` for about `secs` seconds (the count
-/// comes from a short calibration run); its CSV gives requests/s and p50/p99.
+/// comes from a short calibration run); its CSV gives requests/s and p50/p99. Watches the
+/// CPU of `redis_pid` over the measured run.
 fn redis_benchmark(
     port: u16,
     streams: usize,
     secs: u64,
     command: &[String],
+    redis_pid: u32,
 ) -> Result<Outcome, BoxError> {
     let run = |n: u64| -> Result<Outcome, BoxError> {
+        let before = cpu_now(&[redis_pid]);
         let out = Command::new("redis-benchmark")
             .args(["-h", "127.0.0.1", "-p", &port.to_string()])
             .args(["-c", &streams.to_string(), "-n", &n.to_string(), "--csv"])
@@ -311,18 +385,22 @@ fn redis_benchmark(
             per_sec: row[0],
             p50_us: row[3] * 1000.0,
             p99_us: row[5] * 1000.0,
+            calls: n,
+            cpu: cpu_since(&before, &cpu_now(&[redis_pid])),
         })
     };
     let calibration = run(2_000)?;
     run(((calibration.per_sec * secs as f64) as u64).max(2_000))
 }
 
-/// Runs `streams` concurrent callers against `addr` for `secs` (after a 1 s warm-up).
+/// Runs `streams` concurrent callers against `addr` for `secs` (after a 1 s warm-up),
+/// watching the CPU of `pids` over the measured seconds.
 async fn load(
     addr: SocketAddr,
     streams: usize,
     many: bool,
     secs: u64,
+    pids: &[u32],
 ) -> Result<Outcome, BoxError> {
     let connections = streams.div_ceil(16);
     let mut channels = Vec::with_capacity(connections);
@@ -377,8 +455,10 @@ async fn load(
     tokio::time::sleep(Duration::from_secs(1)).await;
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
+    let cpu_before = cpu_now(pids);
     tokio::time::sleep(Duration::from_secs(secs)).await;
     measuring.store(false, Ordering::Relaxed);
+    let cpu = cpu_since(&cpu_before, &cpu_now(pids));
     let elapsed = started.elapsed().as_secs_f64();
     stop.store(true, Ordering::Relaxed);
     let mut all = Vec::new();
@@ -395,5 +475,7 @@ async fn load(
         per_sec: all.len() as f64 / elapsed,
         p50_us: pct(0.50),
         p99_us: pct(0.99),
+        calls: all.len() as u64,
+        cpu,
     })
 }

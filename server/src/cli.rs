@@ -62,6 +62,13 @@ pub struct Args {
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_interval_ms: u64,
+
+    /// Threads serving requests. 0: one per available core. 1: a single-threaded runtime,
+    /// the cheapest per decision (no work stealing, no cross-thread wake-ups, and concurrent
+    /// calls batched into fewer socket writes), for a server that one core can carry or
+    /// that shares its cores with Redis.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub worker_threads: usize,
 }
 
 impl Args {

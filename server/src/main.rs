@@ -31,10 +31,7 @@ fn main() -> ExitCode {
             }
         };
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime(args.worker_threads) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("floodgate-server: cannot start the runtime: {e}");
@@ -49,4 +46,20 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// The runtime `--worker-threads` asks for: 1 is a current-thread runtime (tasks woken by
+/// other tasks queue behind the ready ones, so concurrent answers and Redis commands leave
+/// in fewer writes); 0 is one worker per core.
+fn runtime(threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if threads > 1 {
+            b.worker_threads(threads);
+        }
+        b
+    };
+    builder.enable_all().build()
 }

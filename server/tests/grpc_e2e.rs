@@ -102,13 +102,16 @@ async fn an_empty_domain_is_a_grpc_error() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_clients_on_one_key_get_exactly_the_limit() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Server::start(&write_config(dir.path(), CONFIG), &[]);
-    let mut clients = Vec::new();
-    for _ in 0..16 {
-        clients.push(server.client().await);
+    // The default runtime (a worker per core) and the single-threaded one.
+    for extra in [&[][..], &["--worker-threads", "1"]] {
+        let server = Server::start(&write_config(dir.path(), CONFIG), extra);
+        let mut clients = Vec::new();
+        for _ in 0..16 {
+            clients.push(server.client().await);
+        }
+        let request = envoy_request("edge", vec![descriptor(&[("tenant", "t")])]);
+        assert_eq!(admitted(clients, request, 10).await, 5, "{extra:?}");
     }
-    let request = envoy_request("edge", vec![descriptor(&[("tenant", "t")])]);
-    assert_eq!(admitted(clients, request, 10).await, 5);
 }
 
 #[tokio::test]

@@ -40,9 +40,10 @@ async fn two_servers_sharing_one_redis_admit_exactly_the_limit() {
     let redis = RedisServer::start();
     let (_dir, path) = config();
     let url = redis.url();
+    // One on the default runtime (a worker per core), one single-threaded: both exact.
     let servers = [
         Server::start(&path, &["--redis-url", &url]),
-        Server::start(&path, &["--redis-url", &url]),
+        Server::start(&path, &["--redis-url", &url, "--worker-threads", "1"]),
     ];
     for key in ["fw", "tb", "swl", "swc"] {
         let mut clients = Vec::new();
