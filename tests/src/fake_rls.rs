@@ -1,6 +1,6 @@
 //! Stand-ins for a rate limit service where the real one cannot show the behaviour under
-//! test: one that answers exactly what a test scripts (headers, raw body), and one that
-//! accepts connections and never answers.
+//! test: one that answers exactly what a test scripts (headers, raw body, or a gRPC error
+//! status), and one that accepts connections and never answers.
 
 use floodgate_server::proto::rls::rate_limit_service_server::{
     RateLimitService, RateLimitServiceServer,
@@ -28,7 +28,8 @@ struct Seen {
 }
 
 struct Service {
-    answer: RateLimitResponse,
+    /// The response, or the gRPC error (code, message) every call fails with.
+    answer: Result<RateLimitResponse, (tonic::Code, String)>,
     seen: Arc<Seen>,
 }
 
@@ -44,13 +45,25 @@ impl RateLimitService for Service {
             .lock()
             .expect("lock")
             .push(request.into_inner());
-        Ok(tonic::Response::new(self.answer.clone()))
+        match &self.answer {
+            Ok(answer) => Ok(tonic::Response::new(answer.clone())),
+            Err((code, message)) => Err(tonic::Status::new(*code, message.clone())),
+        }
     }
 }
 
 impl Scripted {
     /// Serves `answer` to every call on a free loopback port.
     pub async fn start(answer: RateLimitResponse) -> Scripted {
+        Scripted::serve(Ok(answer)).await
+    }
+
+    /// Fails every call with gRPC status `code` and `message` (a trailers-only answer).
+    pub async fn failing(code: tonic::Code, message: &str) -> Scripted {
+        Scripted::serve(Err((code, message.to_owned()))).await
+    }
+
+    async fn serve(answer: Result<RateLimitResponse, (tonic::Code, String)>) -> Scripted {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("address");
         let seen = Arc::new(Seen::default());

@@ -243,6 +243,39 @@ async fn a_stopped_limiter_takes_the_failure_mode_and_is_counted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_grpc_error_status_takes_the_failure_mode_and_is_counted() {
+    // The status arrives in a trailers-only answer: read from its headers, never mistaken
+    // for an answer to decode.
+    let rls = Scripted::failing(tonic::Code::Internal, "store broken").await;
+    let upstream = Upstream::start().await;
+    let closed = envoy(&global(1_000, "deny"), &upstream, rls.addr()).await;
+    let open = envoy(&global(1_000, "allow"), &upstream, rls.addr()).await;
+    let denied = get(
+        &client(),
+        &closed.url("ingress", "/"),
+        &[("x-tenant-id", "a")],
+    )
+    .await;
+    assert_eq!(denied.status, 503);
+    closed
+        .expect_stat("wasmcustom.floodgate.rls.error.status", 1)
+        .await;
+    let allowed = get(
+        &client(),
+        &open.url("ingress", "/"),
+        &[("x-tenant-id", "a")],
+    )
+    .await;
+    assert_eq!(allowed.status, 200);
+    open.expect_stat("wasmcustom.floodgate.rls.error.status", 1)
+        .await;
+    open.expect_stat("wasmcustom.floodgate.failure_mode_allowed", 1)
+        .await;
+    assert_eq!(rls.calls(), 2);
+    assert_eq!(upstream.count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_missing_cluster_takes_the_failure_mode() {
     let upstream = Upstream::start().await;
     let mut plugin = global(1_000, "deny");
