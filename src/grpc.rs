@@ -24,7 +24,7 @@ const UNAVAILABLE: u32 = 14;
 ///
 /// `:authority` is the cluster name, as Envoy's own gRPC client sends it; `te: trailers`
 /// is what gRPC servers require to accept the request.
-pub fn request_headers(path: &str, cluster: &str, timeout_ms: u32) -> Vec<(String, String)> {
+pub fn request_headers(path: &str, cluster: &str, timeout_ms: u32) -> [(&'static str, String); 6] {
     [
         (":method", "POST".to_owned()),
         (":path", path.to_owned()),
@@ -33,9 +33,6 @@ pub fn request_headers(path: &str, cluster: &str, timeout_ms: u32) -> Vec<(Strin
         ("te", "trailers".to_owned()),
         ("grpc-timeout", format!("{timeout_ms}m")),
     ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
 }
 
 /// A message framed for the request body: an uncompressed flag byte, the length as a
@@ -92,15 +89,18 @@ pub fn read_answer(
             message: "reset before a response".to_owned(),
         };
     }
-    let in_trailers = trailers > 0;
-    let status = if in_trailers {
+    let in_trailers = if trailers > 0 {
         read(Part::Trailer("grpc-status"))
     } else {
         None
     };
-    let (status, from_trailers) = match status {
-        Some(s) => (Some(s), true),
-        None => (read(Part::Header("grpc-status")), false),
+    // grpc-message travels beside grpc-status.
+    let (status, message) = match in_trailers {
+        Some(s) => (Some(s), Part::Trailer("grpc-message")),
+        None => (
+            read(Part::Header("grpc-status")),
+            Part::Header("grpc-message"),
+        ),
     };
     let Some(status) = status else {
         let http = read(Part::Header(":status"));
@@ -115,18 +115,10 @@ pub fn read_answer(
             Some(message) => Answer::Response(message),
             None => Answer::Undecodable,
         },
-        code => {
-            let name = "grpc-message";
-            let message = if from_trailers {
-                read(Part::Trailer(name))
-            } else {
-                read(Part::Header(name))
-            };
-            Answer::Status {
-                code: code.unwrap_or(UNKNOWN),
-                message: String::from_utf8_lossy(&message.unwrap_or_default()).into_owned(),
-            }
-        }
+        code => Answer::Status {
+            code: code.unwrap_or(UNKNOWN),
+            message: String::from_utf8_lossy(&read(message).unwrap_or_default()).into_owned(),
+        },
     }
 }
 

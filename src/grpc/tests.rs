@@ -59,7 +59,7 @@ fn request_headers_name_path_authority_and_deadline() {
     let get = |name: &str| {
         headers
             .iter()
-            .find(|(k, _)| k == name)
+            .find(|(k, _)| *k == name)
             .map(|(_, v)| v.as_str())
     };
     assert_eq!(get(":method"), Some("POST"));

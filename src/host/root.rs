@@ -70,7 +70,8 @@ fn configure() -> Result<Plugin, String> {
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
     // A global-only configuration takes no buckets: no table, no shared data.
-    let created = if limiter.has_local_rules() {
+    let local = limiter.has_local_rules();
+    let created = if local {
         limiter.table().prepare(&HostShared).map_err(|e| {
             format!(
                 "cannot create the bucket table in shared data (status {})",
@@ -93,7 +94,7 @@ fn configure() -> Result<Plugin, String> {
         .collect::<Result<Vec<u32>, String>>()?;
     abi::set_tick_period_ms(FLUSH_PERIOD_MS)
         .map_err(|status| format!("cannot set the tick period (status {status})"))?;
-    if limiter.has_local_rules() {
+    if local {
         log::info!(
             "{} rules, {} bucket slots ({} created)",
             limiter.config().rules.len(),
@@ -109,11 +110,7 @@ fn configure() -> Result<Plugin, String> {
     let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
     let rls_headers = limiter.rls().map_or_else(Vec::new, |rls| {
         let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        abi::encode_pairs(&pairs)
+        abi::encode_pairs(&headers.each_ref().map(|(k, v)| (*k, v.as_str())))
     });
     Ok(Plugin {
         limiter,
