@@ -54,12 +54,17 @@ fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
     })
 }
 
-fn floodgate(capacity: u64, refill: u64) -> Value {
-    floodgate_filter(&json!({"rules": [{
+/// floodgate's configuration for the local cases: one bucket per tenant.
+fn local_plugin(capacity: u64, refill: u64) -> Value {
+    json!({"rules": [{
         "name": "bench",
         "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
         "local": {"capacity": capacity, "refill_per_second": refill}
-    }]}))
+    }]})
+}
+
+fn floodgate(capacity: u64, refill: u64) -> Value {
+    floodgate_filter(&local_plugin(capacity, refill))
 }
 
 fn noop() -> Value {
@@ -187,12 +192,8 @@ fn variants() -> Vec<Case> {
     list.split(',')
         .filter(|p| !p.is_empty())
         .flat_map(|path| {
-            let local = json!({"rules": [{
-                "name": "bench",
-                "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-                "local": {"capacity": 4_000_000_000u64, "refill_per_second": 1_000_000_000}
-            }]});
-            let local = configs::wasm_filter("floodgate", path, &local.to_string());
+            let local = local_plugin(4_000_000_000, 1_000_000_000).to_string();
+            let local = configs::wasm_filter("floodgate", path, &local);
             let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
             [
                 case(&format!("variant {path}"), vec![local], false),
