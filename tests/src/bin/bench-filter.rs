@@ -67,14 +67,19 @@ fn floodgate(capacity: u64, refill: u64) -> Value {
     floodgate_filter(&local_plugin(capacity, refill))
 }
 
-fn noop() -> Value {
-    let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_noop_filter.wasm");
+/// A bench-only module from `bench/`, built by `make bench`.
+fn bench_module(name: &str, file: &str) -> Value {
+    let wasm = repo_root().join("target/wasm32-wasip1/release").join(file);
     assert!(
         wasm.exists(),
-        "{} missing: run `make noop-wasm`",
+        "{} missing: run `make bench-wasm`",
         wasm.display()
     );
-    configs::wasm_filter("noop", &wasm.display().to_string(), "")
+    configs::wasm_filter(name, &wasm.display().to_string(), "")
+}
+
+fn noop() -> Value {
+    bench_module("noop", "floodgate_noop_filter.wasm")
 }
 
 const NOOP: &str = "no-op wasm (reads 1 header)";
@@ -83,6 +88,7 @@ const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
 const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
 const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
 const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
+const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
 
 fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
     Case {
@@ -181,6 +187,12 @@ fn global_cases() -> Vec<Case> {
             ..case(NATIVE_GLOBAL, vec![native], false)
         },
         case(FLOODGATE_GLOBAL, vec![floodgate], false),
+        // The least any wasm filter can do for the same call (bench/call-floor).
+        case(
+            CALL_FLOOR,
+            vec![bench_module("call-floor", "floodgate_call_floor.wasm")],
+            false,
+        ),
     ]
 }
 
@@ -365,7 +377,17 @@ async fn main() {
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
     for round in 1..=rounds {
         eprintln!("round {round}/{rounds}");
-        for (i, url) in urls.iter().enumerate() {
+        // Each round starts one configuration later and every other round runs backwards,
+        // so no configuration keeps its place or its neighbour (the machine's state after
+        // one run colours the next).
+        let mut order: Vec<usize> = (0..urls.len())
+            .map(|k| (k + round as usize - 1) % urls.len())
+            .collect();
+        if round % 2 == 0 {
+            order.reverse();
+        }
+        for i in order {
+            let url = &urls[i];
             let before = envoy
                 .thread_cpu_ticks("wrk:worker_0")
                 .expect("worker thread");
@@ -494,5 +516,24 @@ async fn main() {
             (ours.p50_ms - none.p50_ms) * 1000.0,
             (native.p50_ms - none.p50_ms) * 1000.0,
         );
+    }
+    // Paired per round: each wasm filter against the native filter it ran beside.
+    if let Some(native) = index(NATIVE_GLOBAL) {
+        for (label, ours) in [
+            ("floodgate global", index(FLOODGATE_GLOBAL)),
+            ("wasm call floor", index(CALL_FLOOR)),
+        ] {
+            let Some(ours) = ours else { continue };
+            let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[native][r].cpu_us);
+            let alone = per_round(&|r| {
+                (samples[ours][r].alone_p50_ms - samples[native][r].alone_p50_ms) * 1000.0
+            });
+            let busy =
+                per_round(&|r| (samples[ours][r].p50_ms - samples[native][r].p50_ms) * 1000.0);
+            println!(
+                "{label} minus native ratelimit (median of per-round differences): worker CPU \
+                 {cpu:+.1} µs/request, p50 alone {alone:+.0} µs, p50 at -c{connections} {busy:+.0} µs"
+            );
+        }
     }
 }
