@@ -519,11 +519,11 @@ async fn main() {
     }
     // Paired per round: each wasm filter against the native filter it ran beside.
     if let Some(native) = index(NATIVE_GLOBAL) {
-        for (label, ours) in [
-            ("floodgate global", index(FLOODGATE_GLOBAL)),
-            ("wasm call floor", index(CALL_FLOOR)),
-        ] {
-            let Some(ours) = ours else { continue };
+        let wasm_global = cases.iter().enumerate().filter(|(_, c)| {
+            c.name == FLOODGATE_GLOBAL || c.name == CALL_FLOOR || c.name.ends_with(" global")
+        });
+        for (ours, case) in wasm_global {
+            let label = &case.name;
             let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[native][r].cpu_us);
             let alone = per_round(&|r| {
                 (samples[ours][r].alone_p50_ms - samples[native][r].alone_p50_ms) * 1000.0
