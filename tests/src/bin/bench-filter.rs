@@ -7,9 +7,13 @@
 //! per second, wrk's p50/p99 and the worker thread's CPU per request from /proc (V8
 //! compiles on other threads, so the worker thread is what requests cost).
 //!
-//! Global mode is measured the same way: floodgate's global mode and Envoy's native
-//! `envoy.filters.http.ratelimit` filter, both asking the same floodgate-server (pinned
-//! to CPU 1 with wrk and the upstream) about every request, with a limit never reached.
+//! Global mode is measured the same way: floodgate's global mode, Envoy's native
+//! `envoy.filters.http.ratelimit` filter and the wasm call floor (`bench/call-floor`: the
+//! least any wasm filter must do for the same call), all asking the same floodgate-server
+//! (pinned to CPU 1 with wrk and the upstream) about every request, with a limit never
+//! reached. Each wasm global case is also reported as the median of its per-round
+//! differences from the native filter, which machine noise disturbs less than medians
+//! taken apart.
 //!
 //! Environment: `BENCH_ROUNDS` (default 5), `BENCH_SECONDS` (default 5),
 //! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
