@@ -57,8 +57,9 @@ pub struct Pending {
     /// The global rules asked about, in descriptor order.
     rules: Vec<usize>,
     /// The fallback buckets of those that have one (rule, bucket), for when the service
-    /// cannot answer.
-    fallbacks: PerBucket<(usize, Take)>,
+    /// cannot answer. A `Vec`, empty and unallocated without fallbacks, so that they cost
+    /// nothing to configurations without any.
+    fallbacks: Vec<(usize, Take)>,
     /// Local tokens to give back if the request is rejected.
     held: PerBucket<Held>,
     /// Where the local rules stand, for headers.
@@ -170,7 +171,7 @@ impl Limiter {
             .collect();
         let mut pending = Pending {
             rules: Vec::new(),
-            fallbacks: PerBucket::new(),
+            fallbacks: Vec::new(),
             held: PerBucket::new(),
             local: PerBucket::new(),
             shadow_denied: false,

@@ -9,11 +9,14 @@ use crate::response::{DETAILS, FAILURE_DETAILS};
 use crate::rls::Answer;
 use crate::shared::memory::MemoryShared;
 use crate::testing::{h, FakeRequest};
+use proptest::prelude::*;
 use prost::Message;
 
-/// One global rule on `x-tenant` with a fallback of 5 tokens refilled at 1 per second.
+/// One global rule on `x-tenant` with a fallback of 5 tokens refilled at 1 per second
+/// (a small table: the property test builds one per case).
 const GUARDED: &str = r#"{
   "rls": {"cluster": "ratelimit", "domain": "edge", "failure_mode": "deny"},
+  "max_buckets": 64,
   "rules": [
     {"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
      "global": {"fallback": {"capacity": 5, "refill_per_second": 1}}, "cost": {"header": "x-cost"}}
@@ -76,6 +79,13 @@ fn a_failed_call_is_decided_by_the_fallback_bucket_and_counted() {
     assert_eq!(admitted, 5);
     assert_eq!(verdicts[5], rejected_by_fallback());
     assert_eq!(verdicts[19], rejected_by_fallback());
+    let mut grpc = tenant("a");
+    grpc.headers
+        .insert("content-type".into(), "application/grpc".into());
+    match through(&l, &store, &mut tally, &mut grpc, unavailable()) {
+        Verdict::Reject(Reply::Grpc { status, .. }) => assert_eq!(status, 8),
+        other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
+    }
     // Another tenant has its own fallback bucket.
     assert!(matches!(
         through(&l, &store, &mut tally, &mut tenant("b"), unavailable()),
@@ -85,13 +95,13 @@ fn a_failed_call_is_decided_by_the_fallback_bucket_and_counted() {
         counts(&l, &mut tally),
         vec![
             ("floodgate.allowed".into(), 6),
-            ("floodgate.denied".into(), 15),
-            ("floodgate.rls.error.unavailable".into(), 21),
+            ("floodgate.denied".into(), 16),
+            ("floodgate.rls.error.unavailable".into(), 22),
             ("floodgate.fallback.allowed".into(), 6),
-            ("floodgate.fallback.denied".into(), 15),
+            ("floodgate.fallback.denied".into(), 16),
             ("floodgate.buckets".into(), 2),
             ("floodgate.rule.tenant-global.allowed".into(), 6),
-            ("floodgate.rule.tenant-global.denied".into(), 15),
+            ("floodgate.rule.tenant-global.denied".into(), 16),
         ]
     );
 }
@@ -390,4 +400,26 @@ fn allowed_responses_show_the_fallback_when_asked() {
             ("x-ratelimit-reset", "1"),
         ])
     );
+}
+
+proptest! {
+    /// Whatever mix of failed calls and answers arrives at one instant, the fallback
+    /// admits exactly its capacity of the failed ones (answers never take from it, and
+    /// nothing from one call carries over to the next), while every OK answer admits.
+    #[test]
+    fn answers_never_touch_the_fallback(calls in prop::collection::vec(any::<bool>(), 0..40)) {
+        let (l, store, mut tally) = limiter(GUARDED);
+        let mut admitted_failed = 0;
+        for &failed in &calls {
+            let answer = if failed { unavailable() } else { rls_answer(Code::Ok, &[Code::Ok]) };
+            let verdict = through(&l, &store, &mut tally, &mut tenant("a"), answer);
+            match (failed, verdict) {
+                (true, Verdict::Continue(_)) => admitted_failed += 1,
+                (true, v) => prop_assert_eq!(v, rejected_by_fallback()),
+                (false, v) => prop_assert!(matches!(v, Verdict::Continue(_)), "{:?}", v),
+            }
+        }
+        let failed = calls.iter().filter(|&&f| f).count();
+        prop_assert_eq!(admitted_failed, failed.min(5));
+    }
 }
