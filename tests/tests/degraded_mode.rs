@@ -5,8 +5,10 @@
 //! `rls.failure_mode`.
 
 use floodgate_integration::client::{get, statuses};
+use floodgate_integration::fake_rls::{Scripted, Silent};
 use floodgate_integration::{burst, client, configs, wait, Envoy, Reply, Server, Upstream};
 use serde_json::{json, Value};
+use std::net::SocketAddr;
 use std::time::Duration;
 
 /// The server's limit: 3 per minute per tenant.
@@ -18,6 +20,25 @@ descriptors:
       unit: minute
       requests_per_unit: 3
 ";
+
+/// How a burst of 20 fared against a fallback of 5: exactly 5 admitted, the rest 429
+/// with the fallback's headers, and only the admitted reached the upstream.
+fn assert_fallback_decided(replies: &[Reply], upstream: &Upstream, tenant: &str) {
+    let counts = statuses(replies);
+    assert_eq!(counts.get(&200), Some(&5), "{counts:?}");
+    assert_eq!(counts.get(&429), Some(&15), "{counts:?}");
+    for r in replies.iter().filter(|r| r.status == 429) {
+        // From the fallback bucket: a token every 20 s.
+        assert!((1..=20).contains(&retry_after(r)), "{r:?}");
+        assert_eq!(r.header("x-ratelimit-limit"), Some("5"));
+        assert_eq!(r.header("x-ratelimit-remaining"), Some("0"));
+    }
+    assert_eq!(
+        upstream.count_for(tenant),
+        5,
+        "only the admitted reached it"
+    );
+}
 
 /// One token every 20 s: the burst of a test never sees a refill.
 const FALLBACK_RATE: f64 = 0.05;
@@ -39,12 +60,8 @@ fn plugin(failure_mode: &str) -> Value {
     })
 }
 
-async fn envoy(plugin: &Value, upstream: &Upstream, server: &Server) -> Envoy {
-    Envoy::start(
-        &configs::floodgate_global(plugin, upstream.addr(), server.grpc()),
-        2,
-    )
-    .await
+async fn envoy(plugin: &Value, upstream: &Upstream, rls: SocketAddr) -> Envoy {
+    Envoy::start(&configs::floodgate_global(plugin, upstream.addr(), rls), 2).await
 }
 
 /// The seconds of a rejection's `retry-after`.
@@ -60,7 +77,7 @@ fn retry_after(reply: &Reply) -> u64 {
 async fn a_stopped_limiter_leaves_the_fallback_to_decide() {
     let mut server = Server::start(THREE_PER_MINUTE, &[]);
     let upstream = Upstream::start().await;
-    let envoy = envoy(&plugin("deny"), &upstream, &server).await;
+    let envoy = envoy(&plugin("deny"), &upstream, server.grpc()).await;
     server.stop();
 
     let replies = burst(
@@ -70,20 +87,7 @@ async fn a_stopped_limiter_leaves_the_fallback_to_decide() {
         20,
     )
     .await;
-    let counts = statuses(&replies);
-    assert_eq!(counts.get(&200), Some(&5), "{counts:?}");
-    assert_eq!(counts.get(&429), Some(&15), "{counts:?}");
-    for r in replies.iter().filter(|r| r.status == 429) {
-        // From the fallback bucket: a token every 20 s.
-        assert!((1..=20).contains(&retry_after(r)), "{r:?}");
-        assert_eq!(r.header("x-ratelimit-limit"), Some("5"));
-        assert_eq!(r.header("x-ratelimit-remaining"), Some("0"));
-    }
-    assert_eq!(
-        upstream.count_for("acme"),
-        5,
-        "only the admitted reached it"
-    );
+    assert_fallback_decided(&replies, &upstream, "acme");
     envoy
         .expect_stat("wasmcustom.floodgate.rls.error.unavailable", 20)
         .await;
@@ -106,7 +110,7 @@ async fn a_stopped_limiter_leaves_the_fallback_to_decide() {
 async fn a_restarted_limiter_takes_the_rule_back() {
     let mut server = Server::start(THREE_PER_MINUTE, &[]);
     let upstream = Upstream::start().await;
-    let envoy = envoy(&plugin("deny"), &upstream, &server).await;
+    let envoy = envoy(&plugin("deny"), &upstream, server.grpc()).await;
     let c = client();
     let url = envoy.url("ingress", "/guarded/x");
     server.stop();
@@ -161,8 +165,8 @@ async fn a_restarted_limiter_takes_the_rule_back() {
 async fn a_rule_without_a_fallback_keeps_the_failure_mode() {
     let mut server = Server::start(THREE_PER_MINUTE, &[]);
     let upstream = Upstream::start().await;
-    let closed = envoy(&plugin("deny"), &upstream, &server).await;
-    let open = envoy(&plugin("allow"), &upstream, &server).await;
+    let closed = envoy(&plugin("deny"), &upstream, server.grpc()).await;
+    let open = envoy(&plugin("allow"), &upstream, server.grpc()).await;
     server.stop();
     let c = client();
 
@@ -210,4 +214,32 @@ async fn a_rule_without_a_fallback_keeps_the_failure_mode() {
             Some(0)
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_hung_or_failing_limiter_leaves_the_fallback_to_decide() {
+    let upstream = Upstream::start().await;
+    let c = client();
+
+    // No answer within rls.timeout_ms.
+    let silent = Silent::start().await;
+    let mut hung_plugin = plugin("deny");
+    hung_plugin["rls"]["timeout_ms"] = json!(200);
+    let hung = envoy(&hung_plugin, &upstream, silent.addr()).await;
+    let url = hung.url("ingress", "/guarded/x");
+    let replies = burst(&c, &url, &[("x-tenant-id", "hung")], 20).await;
+    assert_fallback_decided(&replies, &upstream, "hung");
+    hung.expect_stat("wasmcustom.floodgate.rls.error.timeout", 20)
+        .await;
+
+    // An error status.
+    let failing = Scripted::failing(tonic::Code::Internal, "store broken").await;
+    let broken = envoy(&plugin("deny"), &upstream, failing.addr()).await;
+    let url = broken.url("ingress", "/guarded/x");
+    let replies = burst(&c, &url, &[("x-tenant-id", "broken")], 20).await;
+    assert_fallback_decided(&replies, &upstream, "broken");
+    broken
+        .expect_stat("wasmcustom.floodgate.rls.error.status", 20)
+        .await;
+    assert_eq!(failing.calls(), 20, "every request still asked the service");
 }
