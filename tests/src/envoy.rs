@@ -145,7 +145,20 @@ impl Envoy {
         Some(listeners)
     }
 
-    async fn admin_get(&self, path: &str) -> Option<String> {
+    /// Finds the listeners' addresses again, e.g. after a listener update (see
+    /// [`crate::lds`]); `false` while a listener has no port yet.
+    pub(crate) async fn refresh_listeners(&mut self) -> bool {
+        match self.probe_ready().await {
+            Some(listeners) => {
+                self.listeners = listeners;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The body of an admin `GET path`, `None` if the admin does not answer.
+    pub async fn admin_get(&self, path: &str) -> Option<String> {
         let url = format!("http://{}{path}", self.admin);
         let response = self.http.get(url).send().await.ok()?;
         response.text().await.ok()
