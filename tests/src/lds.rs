@@ -81,16 +81,27 @@ impl DynamicEnvoy {
     /// (panics with Envoy's reason if it refuses them). Listener addresses are found
     /// again: a listener that keeps its address keeps its port.
     pub async fn update_listeners(&mut self, listeners: Vec<Value>) {
+        if let Err(reason) = self.try_update_listeners(listeners).await {
+            panic!(
+                "Envoy refused listener version {}: {reason}\n{}",
+                self.version,
+                self.log()
+            );
+        }
+    }
+
+    /// Like [`DynamicEnvoy::update_listeners`], returning Envoy's reason if it refuses
+    /// the listeners (it then keeps serving the ones it had).
+    pub async fn try_update_listeners(&mut self, listeners: Vec<Value>) -> Result<(), String> {
         self.version += 1;
         let version = self.version;
-        let lds = self.lds_path();
         let names: Vec<String> = listeners
             .iter()
             .filter_map(|l| l["name"].as_str().map(str::to_string))
             .collect();
         let staged = self.dir.path().join("lds.json.next");
         write_resources(&staged, version, &listeners);
-        std::fs::rename(&staged, &lds).expect("rename the LDS file");
+        std::fs::rename(&staged, self.lds_path()).expect("rename the LDS file");
         let (envoy, names) = (&self.envoy, &names);
         wait::until("the listener update", UPDATE_TIMEOUT, || async move {
             let dump = envoy
@@ -102,13 +113,7 @@ impl DynamicEnvoy {
                 Applied::NotYet => None,
             }
         })
-        .await
-        .unwrap_or_else(|reason| {
-            panic!(
-                "Envoy refused listener version {version}: {reason}\n{}",
-                self.log()
-            )
-        });
+        .await?;
         let deadline = std::time::Instant::now() + UPDATE_TIMEOUT;
         while !self.envoy.refresh_listeners().await {
             assert!(
@@ -117,6 +122,13 @@ impl DynamicEnvoy {
             );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        Ok(())
+    }
+
+    /// Like [`DynamicEnvoy::update_plugin`], returning Envoy's reason if it refuses it.
+    pub async fn try_update_plugin(&mut self, plugin: &Value) -> Result<(), String> {
+        let listener = ingress(plugin, &self.upstream_cluster);
+        self.try_update_listeners(vec![listener]).await
     }
 
     /// The version of the listeners last applied (1 at start).
@@ -172,29 +184,33 @@ fn applied(dump: &str, version: u64, names: &[String]) -> Applied {
     let Ok(dump) = serde_json::from_str::<Value>(dump) else {
         return Applied::NotYet;
     };
-    let version = version.to_string();
     // With `?resource=dynamic_listeners`, each entry of `configs` is one listener.
     let listeners: Vec<&Value> = dump["configs"].as_array().into_iter().flatten().collect();
     for name in names {
         let Some(listener) = listeners.iter().find(|l| l["name"] == json!(name)) else {
             return Applied::NotYet;
         };
+        // Envoy 1.40's dump keeps the old `version_info` after an in-place update and has
+        // none in `error_state`, so versions are recognised by our stamp in the chains.
         let error = &listener["error_state"];
-        if error["failed_configuration"]["version_info"] == json!(version) {
+        if stamped(&error["failed_configuration"], version) {
             return Applied::Refused(error["details"].to_string());
         }
-        // An in-place update (only filter chains changed) keeps the listener's old
-        // `version_info` in Envoy 1.40's dump, so look for our stamp in the chains.
-        let stamp = format!("v{version}-");
-        let chains = listener["active_state"]["listener"]["filter_chains"].as_array();
-        let current = chains.is_some_and(|chains| {
-            chains
-                .iter()
-                .all(|c| c["name"].as_str().is_some_and(|n| n.starts_with(&stamp)))
-        });
-        if !current || !listener["warming_state"].is_null() {
+        if !stamped(&listener["active_state"]["listener"], version)
+            || !listener["warming_state"].is_null()
+        {
             return Applied::NotYet;
         }
     }
     Applied::Yes
+}
+
+/// Whether every filter chain of `listener` carries the stamp of `version`.
+fn stamped(listener: &Value, version: u64) -> bool {
+    let stamp = format!("v{version}-");
+    listener["filter_chains"].as_array().is_some_and(|chains| {
+        chains
+            .iter()
+            .all(|c| c["name"].as_str().is_some_and(|n| n.starts_with(&stamp)))
+    })
 }

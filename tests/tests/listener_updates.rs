@@ -192,3 +192,34 @@ async fn changing_max_buckets_keeps_envoy_memory_bounded() {
     );
     assert_eq!(vm_failures(&envoy), Vec::<String>::new());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_refused_update_keeps_the_running_configuration_and_its_buckets() {
+    let upstream = Upstream::start().await;
+    let mut envoy = DynamicEnvoy::floodgate_local(&per_tenant(2, 1000), upstream.addr(), 2).await;
+    let url = envoy.url("ingress", "/");
+    assert_eq!(statuses_of(&url, "kept", 3).await, [200, 200, 429]);
+    let refused = envoy.try_update_plugin(&per_tenant(0, 1000)).await;
+    let reason = refused.expect_err("a zero capacity is refused");
+    assert!(reason.contains("floodgate"), "{reason}");
+    assert!(
+        envoy
+            .log()
+            .contains("invalid configuration: rules[0].local.capacity: must be at least 1"),
+        "the filter names the field"
+    );
+    assert_eq!(
+        statuses_of(&url, "kept", 1).await,
+        [429],
+        "still the old buckets"
+    );
+    assert_eq!(
+        statuses_of(&url, "other", 3).await,
+        [200, 200, 429],
+        "and the old limits"
+    );
+    assert_eq!(
+        envoy.stat("listener_manager.lds.update_rejected").await,
+        Some(1)
+    );
+}
