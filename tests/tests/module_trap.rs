@@ -1,0 +1,153 @@
+//! A module that traps, in a real Envoy 1.40: what each failure setting does to the
+//! request that crashed the VM and to the requests after it (README, "When the module
+//! crashes"). The module is the test-only build that panics on a magic header
+//! (`make wasm-trap`); one worker, so that every request meets the crashed VM.
+
+use floodgate_integration::client::get;
+use floodgate_integration::{client, configs, paths, wait, Envoy, Upstream};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The header that makes the test build trap (`src/host/trap.rs`).
+const TRAP: (&str, &str) = ("x-floodgate-test-trap", "1");
+
+fn plugin() -> Value {
+    json!({"rules": [{
+        "name": "per-tenant",
+        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+        "local": {"capacity": 2, "refill_per_second": 0}
+    }]})
+}
+
+/// Envoy with the trapping build, `field: value` as its only failure setting (none for
+/// an empty `field`).
+async fn start(field: &str, value: Value) -> (Envoy, Upstream) {
+    let upstream = Upstream::start().await;
+    let mut filter = configs::wasm_filter(
+        "floodgate",
+        &paths::trap_wasm().display().to_string(),
+        &plugin().to_string(),
+    );
+    let config = filter["typed_config"]["config"]
+        .as_object_mut()
+        .expect("plugin config");
+    config.remove("fail_open");
+    config.remove("failure_policy");
+    if !field.is_empty() {
+        config.insert(field.to_string(), value);
+    }
+    let yaml = configs::bootstrap(
+        vec![configs::listener("ingress", vec![filter], "upstream")],
+        vec![configs::cluster("upstream", upstream.addr(), false)],
+    );
+    (Envoy::start(&yaml, 1).await, upstream)
+}
+
+/// Statuses of `n` requests of `tenant`, one after another.
+async fn statuses(envoy: &Envoy, headers: &[(&str, &str)], n: usize) -> Vec<u16> {
+    let (c, url) = (client(), envoy.url("ingress", "/"));
+    let mut out = Vec::new();
+    for _ in 0..n {
+        out.push(get(&c, &url, headers).await.status);
+    }
+    out
+}
+
+/// Takes one token of tenant `a`, then sends the trapping request: returns its status.
+async fn crash(envoy: &Envoy) -> u16 {
+    assert_eq!(statuses(envoy, &[("x-tenant-id", "a")], 1).await, [200]);
+    let status = statuses(envoy, &[("x-tenant-id", "a"), TRAP], 1).await[0];
+    assert!(
+        envoy.log().contains(
+            "Function: proxy_on_request_headers failed: Uncaught RuntimeError: unreachable"
+        ),
+        "the VM trapped:\n{}",
+        envoy.log()
+    );
+    status
+}
+
+/// The recommended setting: the VM is reloaded, limiting resumes with the buckets it had.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fail_reload_serves_and_limits_again_with_the_same_buckets() {
+    let (envoy, upstream) = start("failure_policy", json!("FAIL_RELOAD")).await;
+    assert_eq!(crash(&envoy).await, 503);
+    // Until the reload (after a 1 s backoff, on the next request) Envoy answers 503.
+    let c = client();
+    let url = envoy.url("ingress", "/");
+    wait::until("the VM to be reloaded", Duration::from_secs(20), || async {
+        (get(&c, &url, &[]).await.status == 200).then_some(())
+    })
+    .await;
+    assert_eq!(
+        envoy.stat("wasm.floodgate.vm_reload_success").await,
+        Some(1)
+    );
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "a")], 2).await,
+        [200, 429],
+        "shared data outlives the VM: tenant a still has the one token it had left"
+    );
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "b")], 3).await,
+        [200, 200, 429]
+    );
+    assert_eq!(
+        upstream.count_for("a"),
+        2,
+        "the trapping request never went upstream"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fail_closed_answers_503_from_then_on() {
+    let (envoy, upstream) = start("failure_policy", json!("FAIL_CLOSED")).await;
+    assert_eq!(crash(&envoy).await, 503);
+    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 3).await, [503; 3]);
+    assert_eq!(statuses(&envoy, &[], 2).await, [503; 2]);
+    assert_eq!(envoy.stat("wasm.floodgate.vm_reload").await, Some(0));
+    assert_eq!(upstream.count(), 1);
+}
+
+/// Neither `failure_policy` nor `fail_open`: FAIL_CLOSED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_setting_answers_503_from_then_on() {
+    let (envoy, upstream) = start("", Value::Null).await;
+    assert_eq!(crash(&envoy).await, 503);
+    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 3).await, [503; 3]);
+    assert_eq!(upstream.count(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fail_open_stops_limiting_from_then_on() {
+    let (envoy, upstream) = start("failure_policy", json!("FAIL_OPEN")).await;
+    assert_eq!(
+        crash(&envoy).await,
+        503,
+        "the crashing request itself fails"
+    );
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "b")], 4).await,
+        [200; 4],
+        "no limit any more"
+    );
+    assert_eq!(upstream.count(), 5);
+}
+
+/// The deprecated boolean: `true` is FAIL_OPEN except that the crashing request goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deprecated_fail_open_true_lets_the_crashing_request_through_then_stops_limiting() {
+    let (envoy, upstream) = start("fail_open", json!(true)).await;
+    assert_eq!(crash(&envoy).await, 200);
+    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 4).await, [200; 4]);
+    assert_eq!(upstream.count(), 6);
+}
+
+/// The deprecated boolean: `false` is FAIL_CLOSED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deprecated_fail_open_false_answers_503_from_then_on() {
+    let (envoy, upstream) = start("fail_open", json!(false)).await;
+    assert_eq!(crash(&envoy).await, 503);
+    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 3).await, [503; 3]);
+    assert_eq!(upstream.count(), 1);
+}
