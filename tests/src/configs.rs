@@ -30,7 +30,8 @@ pub fn wasm_filter(name: &str, file: &str, configuration: &str) -> Value {
                     "runtime": "envoy.wasm.runtime.v8",
                     "code": {"local": {"filename": file}}
                 },
-                "fail_open": false,
+                // As the README recommends ("When the module crashes").
+                "failure_policy": "FAIL_RELOAD",
                 "configuration": {
                     "@type": "type.googleapis.com/google.protobuf.StringValue",
                     "value": configuration
