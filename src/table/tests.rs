@@ -247,3 +247,26 @@ fn another_size_never_takes_a_bucket_for_its_own() {
     let found = new.find(&store, 35, later).unwrap();
     assert_eq!((found.index, found.origin), (3, Origin::Idle));
 }
+
+proptest::proptest! {
+    /// Whatever sizes come, and whatever traffic between them, the shared data holds the
+    /// keys of the largest table and the record: nothing more.
+    #[test]
+    fn keys_stay_bounded_by_the_largest_size(
+        sizes in proptest::collection::vec(1u32..400, 1..12),
+        buckets in proptest::collection::vec(proptest::num::u128::ANY, 0..20),
+    ) {
+        let store = MemoryShared::default();
+        for &size in &sizes {
+            let t = table(size);
+            t.prepare(&store).unwrap();
+            for &fp in &buckets {
+                let found = t.find(&store, fp, 0).unwrap();
+                let slot = Slot { fingerprint: fp, tat: Tat(1), rate_micro: 0 };
+                let _ = t.write_found(&store, &found, &slot);
+            }
+        }
+        let largest = *sizes.iter().max().unwrap() as usize;
+        proptest::prop_assert_eq!(store.keys(), largest + 1);
+    }
+}
