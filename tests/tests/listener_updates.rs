@@ -47,7 +47,16 @@ fn vm_failures(envoy: &Envoy) -> Vec<String> {
 struct Load {
     stop: Arc<AtomicBool>,
     sent: Arc<AtomicU64>,
-    lanes: Vec<tokio::task::JoinHandle<(HashMap<u16, u64>, Vec<String>)>>,
+    lanes: Vec<tokio::task::JoinHandle<Outcome>>,
+}
+
+/// What the load's requests came to.
+#[derive(Default)]
+struct Outcome {
+    /// Replies by status.
+    statuses: HashMap<u16, u64>,
+    /// Requests that got no reply at all.
+    errors: Vec<String>,
 }
 
 const MAX_PER_LANE: u64 = 50_000;
@@ -61,7 +70,7 @@ impl Load {
                 let (stop, sent, url) = (stop.clone(), sent.clone(), url.to_string());
                 tokio::spawn(async move {
                     let c = client();
-                    let (mut statuses, mut errors) = (HashMap::new(), Vec::new());
+                    let mut outcome = Outcome::default();
                     for n in 0..MAX_PER_LANE {
                         if stop.load(Ordering::Relaxed) {
                             break;
@@ -71,13 +80,13 @@ impl Load {
                             Ok(r) => {
                                 let status = r.status().as_u16();
                                 let _ = r.bytes().await;
-                                *statuses.entry(status).or_insert(0) += 1;
+                                *outcome.statuses.entry(status).or_insert(0) += 1;
                             }
-                            Err(e) => errors.push(format!("{e:?}")),
+                            Err(e) => outcome.errors.push(format!("{e:?}")),
                         }
                         sent.fetch_add(1, Ordering::Relaxed);
                     }
-                    (statuses, errors)
+                    outcome
                 })
             })
             .collect();
@@ -94,17 +103,17 @@ impl Load {
         .await;
     }
 
-    async fn stop(self) -> (HashMap<u16, u64>, Vec<String>) {
+    async fn stop(self) -> Outcome {
         self.stop.store(true, Ordering::Relaxed);
-        let (mut statuses, mut errors) = (HashMap::new(), Vec::new());
+        let mut total = Outcome::default();
         for lane in self.lanes {
-            let (s, e) = lane.await.expect("load lane");
-            for (status, n) in s {
-                *statuses.entry(status).or_insert(0) += n;
+            let outcome = lane.await.expect("load lane");
+            for (status, n) in outcome.statuses {
+                *total.statuses.entry(status).or_insert(0) += n;
             }
-            errors.extend(e);
+            total.errors.extend(outcome.errors);
         }
-        (statuses, errors)
+        total
     }
 }
 
@@ -133,7 +142,7 @@ async fn a_listener_update_under_load_keeps_or_restarts_buckets_as_documented() 
         "a changed capacity starts the bucket afresh"
     );
     load.until_more(200).await;
-    let (statuses, errors) = load.stop().await;
+    let Outcome { statuses, errors } = load.stop().await;
 
     assert_eq!(
         envoy.listener("ingress"),
