@@ -19,9 +19,13 @@ fn plugin() -> Value {
     }]})
 }
 
-/// Envoy with the trapping build, `field: value` as its only failure setting (none for
-/// an empty `field`).
+/// Envoy (one worker) with the trapping build, `field: value` as its only failure setting
+/// (none for an empty `field`).
 async fn start(field: &str, value: Value) -> (Envoy, Upstream) {
+    start_with_workers(field, value, 1).await
+}
+
+async fn start_with_workers(field: &str, value: Value, workers: u32) -> (Envoy, Upstream) {
     let upstream = Upstream::start().await;
     let mut filter = configs::wasm_filter(
         "floodgate",
@@ -40,7 +44,7 @@ async fn start(field: &str, value: Value) -> (Envoy, Upstream) {
         vec![configs::listener("ingress", vec![filter], "upstream")],
         vec![configs::cluster("upstream", upstream.addr(), false)],
     );
-    (Envoy::start(&yaml, 1).await, upstream)
+    (Envoy::start(&yaml, workers).await, upstream)
 }
 
 /// Statuses of `n` requests of `tenant`, one after another.
@@ -150,4 +154,20 @@ async fn deprecated_fail_open_false_answers_503_from_then_on() {
     assert_eq!(crash(&envoy).await, 503);
     assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 3).await, [503; 3]);
     assert_eq!(upstream.count(), 1);
+}
+
+/// Each worker has its own VM: a trap takes out only the one it happened on. New
+/// connections are spread over the workers by the kernel, so of 40 of them after a trap
+/// under FAIL_CLOSED, some meet the dead VM (503) and some the live one (200).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_trap_takes_out_only_its_own_workers_vm() {
+    let (envoy, _upstream) = start_with_workers("failure_policy", json!("FAIL_CLOSED"), 2).await;
+    assert_eq!(crash(&envoy).await, 503);
+    let url = envoy.url("ingress", "/");
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..40 {
+        // A new client per request: a new connection, to whichever worker.
+        seen.insert(get(&client(), &url, &[]).await.status);
+    }
+    assert_eq!(seen.into_iter().collect::<Vec<_>>(), [200, 503]);
 }
