@@ -4,7 +4,7 @@
 //! (`make wasm-trap`); one worker, so that every request meets the crashed VM.
 
 use floodgate_integration::client::get;
-use floodgate_integration::{client, configs, paths, wait, Envoy, Upstream};
+use floodgate_integration::{client, configs, paths, wait, DynamicEnvoy, Envoy, Upstream};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -19,14 +19,9 @@ fn plugin() -> Value {
     }]})
 }
 
-/// Envoy (one worker) with the trapping build, `field: value` as its only failure setting
-/// (none for an empty `field`).
-async fn start(field: &str, value: Value) -> (Envoy, Upstream) {
-    start_with_workers(field, value, 1).await
-}
-
-async fn start_with_workers(field: &str, value: Value, workers: u32) -> (Envoy, Upstream) {
-    let upstream = Upstream::start().await;
+/// The plugin's filter entry with the trapping build and `field: value` as its only
+/// failure setting (none for an empty `field`).
+fn trapping_filter(field: &str, value: Value) -> Value {
     let mut filter = configs::wasm_filter(
         "floodgate",
         &paths::trap_wasm().display().to_string(),
@@ -40,6 +35,18 @@ async fn start_with_workers(field: &str, value: Value, workers: u32) -> (Envoy, 
     if !field.is_empty() {
         config.insert(field.to_string(), value);
     }
+    filter
+}
+
+/// Envoy (one worker) with the trapping build, `field: value` as its only failure setting
+/// (none for an empty `field`).
+async fn start(field: &str, value: Value) -> (Envoy, Upstream) {
+    start_with_workers(field, value, 1).await
+}
+
+async fn start_with_workers(field: &str, value: Value, workers: u32) -> (Envoy, Upstream) {
+    let upstream = Upstream::start().await;
+    let filter = trapping_filter(field, value);
     let yaml = configs::bootstrap(
         vec![configs::listener("ingress", vec![filter], "upstream")],
         vec![configs::cluster("upstream", upstream.addr(), false)],
@@ -120,6 +127,32 @@ async fn no_setting_answers_503_from_then_on() {
     assert_eq!(crash(&envoy).await, 503);
     assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 3).await, [503; 3]);
     assert_eq!(upstream.count(), 1);
+}
+
+/// Envoy does not reload a FAIL_CLOSED VM by itself, but a listener update (even with
+/// the same configuration) builds a new one, which finds the buckets in shared data.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_fail_closed_a_listener_update_brings_a_new_vm_with_the_same_buckets() {
+    let upstream = Upstream::start().await;
+    let listener = || {
+        let filter = trapping_filter("failure_policy", json!("FAIL_CLOSED"));
+        configs::listener("ingress", vec![filter], "upstream")
+    };
+    let cluster = configs::cluster("upstream", upstream.addr(), false);
+    let mut envoy = DynamicEnvoy::start(vec![listener()], vec![cluster], 1).await;
+    assert_eq!(crash(&envoy).await, 503);
+    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 2).await, [503; 2]);
+    envoy.update_listeners(vec![listener()]).await;
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "a")], 2).await,
+        [200, 429],
+        "tenant a still has the one token it had left"
+    );
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "b")], 3).await,
+        [200, 200, 429]
+    );
+    assert_eq!(envoy.stat("wasm.floodgate.vm_reload").await, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
