@@ -129,19 +129,22 @@ async fn no_setting_answers_503_from_then_on() {
     assert_eq!(upstream.count(), 1);
 }
 
-/// Envoy does not reload a FAIL_CLOSED VM by itself, but a listener update (even with
-/// the same configuration) builds a new one, which finds the buckets in shared data.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn after_fail_closed_a_listener_update_brings_a_new_vm_with_the_same_buckets() {
+/// Envoy does not reload a FAIL_CLOSED or FAIL_OPEN VM by itself, but a listener update
+/// (even with the same configuration) builds a new one, which finds the buckets in shared
+/// data. `meanwhile` is what tenant `b` gets between the crash and the update.
+async fn a_listener_update_brings_a_new_vm_with_the_same_buckets(policy: &str, meanwhile: u16) {
     let upstream = Upstream::start().await;
     let listener = || {
-        let filter = trapping_filter("failure_policy", json!("FAIL_CLOSED"));
+        let filter = trapping_filter("failure_policy", json!(policy));
         configs::listener("ingress", vec![filter], "upstream")
     };
     let cluster = configs::cluster("upstream", upstream.addr(), false);
     let mut envoy = DynamicEnvoy::start(vec![listener()], vec![cluster], 1).await;
     assert_eq!(crash(&envoy).await, 503);
-    assert_eq!(statuses(&envoy, &[("x-tenant-id", "b")], 2).await, [503; 2]);
+    assert_eq!(
+        statuses(&envoy, &[("x-tenant-id", "b")], 3).await,
+        [meanwhile; 3]
+    );
     envoy.update_listeners(vec![listener()]).await;
     assert_eq!(
         statuses(&envoy, &[("x-tenant-id", "a")], 2).await,
@@ -150,9 +153,20 @@ async fn after_fail_closed_a_listener_update_brings_a_new_vm_with_the_same_bucke
     );
     assert_eq!(
         statuses(&envoy, &[("x-tenant-id", "b")], 3).await,
-        [200, 200, 429]
+        [200, 200, 429],
+        "limited again (unlimited requests took no tokens)"
     );
     assert_eq!(envoy.stat("wasm.floodgate.vm_reload").await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_fail_closed_a_listener_update_brings_a_new_vm_with_the_same_buckets() {
+    a_listener_update_brings_a_new_vm_with_the_same_buckets("FAIL_CLOSED", 503).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_fail_open_a_listener_update_brings_a_new_vm_with_the_same_buckets() {
+    a_listener_update_brings_a_new_vm_with_the_same_buckets("FAIL_OPEN", 200).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
