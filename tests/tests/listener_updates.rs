@@ -142,6 +142,13 @@ async fn a_listener_update_under_load_keeps_or_restarts_buckets_as_documented() 
         "a changed capacity starts the bucket afresh"
     );
     load.until_more(200).await;
+    envoy.update_plugin(&per_tenant(4, 50_000)).await;
+    assert_eq!(
+        statuses_of(&url, "kept", 5).await,
+        [200, 200, 200, 200, 429],
+        "a changed max_buckets starts every bucket afresh"
+    );
+    load.until_more(200).await;
     let Outcome { statuses, errors } = load.stop().await;
 
     assert_eq!(
