@@ -12,9 +12,10 @@
 //! locally. Metrics go to a [`Tally`] the host flushes later.
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
-use crate::descriptor::{self, Applied, RequestView};
+use crate::descriptor::{self, Applied, Lookup, Refusal, RequestView};
 use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
+use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::rls::{self, Answer, Failure};
 use crate::shared::SharedData;
@@ -131,16 +132,15 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
-        let applied = descriptor::applicable(&self.config.rules, request);
-        if applied.is_empty() {
-            return Verdict::Continue(Pass::default());
-        }
+        let max_value = self.config.max_descriptor_value_bytes;
+        let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
+            Ok(applied) if applied.is_empty() => return Verdict::Continue(Pass::default()),
+            Ok(applied) => applied,
+            Err(refusal) => return refuse(&refusal, request, tally),
+        };
         let costs = match self.costs(&applied, request) {
             Ok(costs) => costs,
-            Err(header) => {
-                tally.add(Global::InvalidCost, 1);
-                return Verdict::Reject(response::invalid_cost(header, grpc(request)));
-            }
+            Err(refusal) => return refuse(&refusal, request, tally),
         };
         // Local rules: take from the shared buckets.
         let takes: PerBucket<(usize, Take)> = applied
@@ -182,7 +182,7 @@ impl Limiter {
                         &local.standings,
                         None,
                         Vec::new(),
-                        grpc(request),
+                        client_protocol(request),
                     );
                     return Verdict::Reject(reply);
                 }
@@ -219,7 +219,12 @@ impl Limiter {
                     .entries
                     .iter()
                     .map(|e| e.key.as_str())
-                    .zip(a.values.iter().map(String::as_str))
+                    // UTF-8 already checked for global rules by `descriptor::applicable`.
+                    .zip(
+                        a.values
+                            .iter()
+                            .map(|v| std::str::from_utf8(v).unwrap_or("")),
+                    )
                     .collect(),
                 cost: *cost,
             })
@@ -283,6 +288,7 @@ impl Limiter {
             };
             tally.rule(rule, counter);
         }
+        tally.add(Global::RlsDroppedHeaders, decided.dropped_headers);
         if decided.over_limit {
             tally.add(Global::RlsOverLimit, 1);
             count_request(Global::Denied, shadow_denied, tally);
@@ -293,7 +299,7 @@ impl Limiter {
                 &decided.standings,
                 body,
                 decided.response_headers,
-                grpc(request),
+                client_protocol(request),
             );
             return Verdict::Reject(reply);
         }
@@ -306,13 +312,13 @@ impl Limiter {
         Verdict::Continue(pass)
     }
 
-    /// Each applied rule's cost: 1, or its cost header's value. `Err(header)` when a cost
-    /// header is present but not a whole number from 1 to `u32::MAX`.
-    fn costs<'a>(
-        &'a self,
+    /// Each applied rule's cost: 1, or its cost header's value. Refused when a cost
+    /// header is not a whole number from 1 to `u32::MAX`, or is sent more than once.
+    fn costs(
+        &self,
         applied: &[Applied],
         request: &mut impl RequestView,
-    ) -> Result<PerBucket<u32>, &'a str> {
+    ) -> Result<PerBucket<u32>, Refusal> {
         applied
             .iter()
             .map(|a| {
@@ -320,8 +326,16 @@ impl Limiter {
                     return Ok(1);
                 };
                 match request.header(header) {
-                    None => Ok(1),
-                    Some(value) => parse_cost(&value).ok_or(header.as_str()),
+                    Lookup::Absent => Ok(1),
+                    Lookup::One(value) => std::str::from_utf8(&value)
+                        .ok()
+                        .and_then(parse_cost)
+                        .ok_or_else(|| Refusal::InvalidCost {
+                            header: header.clone(),
+                        }),
+                    Lookup::Repeated => Err(Refusal::RepeatedHeader {
+                        header: header.clone(),
+                    }),
                 }
             })
             .collect()
@@ -403,7 +417,10 @@ impl Limiter {
             }
             FailureMode::Deny => {
                 tally.add(Global::FailureModeDenied, 1);
-                Some(response::failure(self.config.failure_status, grpc(request)))
+                Some(response::failure(
+                    self.config.failure_status,
+                    client_protocol(request),
+                ))
             }
         }
     }
@@ -418,9 +435,22 @@ fn count_request(outcome: Global, shadow_denied: bool, tally: &mut Tally) {
     }
 }
 
-/// Whether the request is gRPC (one header look-up, only when replying).
-fn grpc(request: &mut impl RequestView) -> bool {
-    response::is_grpc(request.header("content-type").as_deref())
+/// The protocol a reply must speak (one header look-up, only when replying).
+fn client_protocol(request: &mut impl RequestView) -> Protocol {
+    protocol::classify(request.content_type().as_deref())
+}
+
+/// Refuses a request the limits cannot be applied to, counted once by cause.
+fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) -> Verdict {
+    tally.add(
+        match refusal {
+            Refusal::InvalidCost { .. } => Global::InvalidCost,
+            Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
+            Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
+        },
+        1,
+    );
+    Verdict::Reject(response::refusal(refusal, client_protocol(request)))
 }
 
 /// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
@@ -444,5 +474,7 @@ fn rls_error(failure: Failure) -> Global {
     }
 }
 
+#[cfg(test)]
+mod refusal_tests;
 #[cfg(test)]
 mod tests;

@@ -64,11 +64,18 @@ pub enum Global {
     RlsErrorBadResponse,
     /// Gauge: slots of the bucket table in use (at most `max_buckets`).
     Buckets,
+    /// Requests refused because a cost or descriptor header was sent more than once.
+    DuplicateHeader,
+    /// Requests refused because a descriptor value was too long (or, for a global rule,
+    /// not UTF-8).
+    InvalidDescriptor,
+    /// Headers from the rate limit service dropped as unsafe to add.
+    RlsDroppedHeaders,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 20] = [
+    pub const ALL: [Global; 23] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -89,6 +96,9 @@ impl Global {
         Global::RlsErrorUnknownCode,
         Global::RlsErrorBadResponse,
         Global::Buckets,
+        Global::DuplicateHeader,
+        Global::InvalidDescriptor,
+        Global::RlsDroppedHeaders,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -114,6 +124,9 @@ impl Global {
             Global::RlsErrorUnknownCode => "floodgate.rls.error.unknown_code",
             Global::RlsErrorBadResponse => "floodgate.rls.error.bad_response",
             Global::Buckets => "floodgate.buckets",
+            Global::DuplicateHeader => "floodgate.duplicate_header",
+            Global::InvalidDescriptor => "floodgate.invalid_descriptor",
+            Global::RlsDroppedHeaders => "floodgate.rls.dropped_headers",
         }
     }
 
@@ -218,7 +231,7 @@ mod tests {
         assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
         assert_eq!(defs[19], (Kind::Gauge, "floodgate.buckets".to_string()));
         assert_eq!(
-            defs[20..]
+            defs[Global::ALL.len()..]
                 .iter()
                 .map(|(_, n)| n.as_str())
                 .collect::<Vec<_>>(),
@@ -239,7 +252,10 @@ mod tests {
         t.add(Global::Denied, 1);
         t.add(Global::Denied, 2);
         t.rule(1, PerRule::ShadowDenied);
-        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (25, 1)]);
+        assert_eq!(
+            t.drain().collect::<Vec<_>>(),
+            vec![(1, 3), (Global::ALL.len() + 5, 1)]
+        );
         assert_eq!(t.drain().count(), 0);
     }
 }
