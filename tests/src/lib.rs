@@ -17,6 +17,7 @@ pub mod fake_rls;
 pub mod istio;
 pub mod oci;
 pub mod paths;
+pub mod raw_http;
 pub mod registry;
 pub mod server;
 pub mod upstream;
