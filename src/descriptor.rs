@@ -1,12 +1,15 @@
-//! From a request to the descriptors of the rules that apply to it.
+//! From a request to the descriptors and costs of the rules that apply to it, refusing
+//! input that would let a client dodge a limit.
 //!
 //! The request is read through [`RequestView`], so this module never calls the host:
-//! the host layer implements the trait with header and property look-ups (each one a
-//! host call, made only when a rule needs that value), and tests implement it with a map.
+//! the host layer implements the trait with host calls made only when a rule needs a
+//! value (ordinary headers come all at once, pseudo-headers one by one), and tests
+//! implement it with a list.
 
 use crate::bucket::Quota;
 use crate::config::{Entry, Limit, Match, Rule, Source};
 pub use crate::header_map::Lookup;
+use crate::local::PerBucket;
 use siphasher::sip128::{Hasher128, SipHasher13};
 use smallvec::SmallVec;
 use std::hash::Hasher;
@@ -116,6 +119,44 @@ pub fn applicable(
         applied.push(Applied { rule: i, values });
     }
     Ok(applied)
+}
+
+/// Each applied rule's cost: 1, or its cost header's value. Refused when a cost header
+/// is not a whole number from 1 to `u32::MAX`, or is sent more than once.
+pub fn costs(
+    rules: &[Rule],
+    applied: &[Applied],
+    request: &mut impl RequestView,
+) -> Result<PerBucket<u32>, Refusal> {
+    applied
+        .iter()
+        .map(|a| {
+            let Some(header) = &rules[a.rule].cost_header else {
+                return Ok(1);
+            };
+            match request.header(header) {
+                Lookup::Absent => Ok(1),
+                Lookup::One(value) => std::str::from_utf8(&value)
+                    .ok()
+                    .and_then(parse_cost)
+                    .ok_or_else(|| Refusal::InvalidCost {
+                        header: header.clone(),
+                    }),
+                Lookup::Repeated => Err(Refusal::RepeatedHeader {
+                    header: header.clone(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
+pub fn parse_cost(value: &str) -> Option<u32> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok().filter(|&n| n >= 1)
 }
 
 /// The path and method, fetched at most once per request: most rules match on them.

@@ -12,7 +12,7 @@
 //! locally. Metrics go to a [`Tally`] the host flushes later.
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
-use crate::descriptor::{self, Applied, Lookup, Refusal, RequestView};
+use crate::descriptor::{self, Applied, Refusal, RequestView};
 use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
 use crate::protocol::{self, Protocol};
@@ -138,7 +138,7 @@ impl Limiter {
             Ok(applied) => applied,
             Err(refusal) => return refuse(&refusal, request, tally),
         };
-        let costs = match self.costs(&applied, request) {
+        let costs = match descriptor::costs(&self.config.rules, &applied, request) {
             Ok(costs) => costs,
             Err(refusal) => return refuse(&refusal, request, tally),
         };
@@ -312,35 +312,6 @@ impl Limiter {
         Verdict::Continue(pass)
     }
 
-    /// Each applied rule's cost: 1, or its cost header's value. Refused when a cost
-    /// header is not a whole number from 1 to `u32::MAX`, or is sent more than once.
-    fn costs(
-        &self,
-        applied: &[Applied],
-        request: &mut impl RequestView,
-    ) -> Result<PerBucket<u32>, Refusal> {
-        applied
-            .iter()
-            .map(|a| {
-                let Some(header) = &self.config.rules[a.rule].cost_header else {
-                    return Ok(1);
-                };
-                match request.header(header) {
-                    Lookup::Absent => Ok(1),
-                    Lookup::One(value) => std::str::from_utf8(&value)
-                        .ok()
-                        .and_then(parse_cost)
-                        .ok_or_else(|| Refusal::InvalidCost {
-                            header: header.clone(),
-                        }),
-                    Lookup::Repeated => Err(Refusal::RepeatedHeader {
-                        header: header.clone(),
-                    }),
-                }
-            })
-            .collect()
-    }
-
     /// Takes the local rules' tokens and counts each rule's decision.
     fn take_local(
         &self,
@@ -451,15 +422,6 @@ fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) 
         1,
     );
     Verdict::Reject(response::refusal(refusal, client_protocol(request)))
-}
-
-/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
-pub fn parse_cost(value: &str) -> Option<u32> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse().ok().filter(|&n| n >= 1)
 }
 
 /// The metric counting a rate limit service failure.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::descriptor::parse_cost;
 use crate::metrics::definitions;
 use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
