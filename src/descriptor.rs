@@ -109,7 +109,7 @@ pub fn applicable(
                     max: max_value_bytes,
                 });
             }
-            if rule.limit == Limit::Global && std::str::from_utf8(&v).is_err() {
+            if matches!(rule.limit, Limit::Global { .. }) && std::str::from_utf8(&v).is_err() {
                 return Err(Refusal::NotUtf8 {
                     key: entry.key.clone(),
                 });
@@ -251,7 +251,19 @@ pub fn strip_port(address: &str) -> &str {
 /// SipHash with fixed keys keeps it identical in every worker's VM; 128 bits make an
 /// accidental collision negligible at any table size.
 pub fn fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, 0x6275_636b_6574_7631);
+    keyed_fingerprint(0x6275_636b_6574_7631, rule, quota, values)
+}
+
+/// The identity of a global rule's fallback bucket. Hashed with its own key ("fallbk01"),
+/// so it can never be a local bucket's even where their rule, quota and values coincide
+/// (they cannot today: rule names are unique), and a fallback bucket never shares a slot
+/// identity with a local one.
+pub fn fallback_fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    keyed_fingerprint(0x6661_6c6c_626b_3031, rule, quota, values)
+}
+
+fn keyed_fingerprint(key: u64, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, key);
     write_field(&mut h, rule.as_bytes());
     h.write_u32(quota.capacity());
     h.write_u64(quota.rate_micro());

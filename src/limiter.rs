@@ -9,7 +9,8 @@
 //! Order: local rules first (cheap; a local rejection means no call to the service),
 //! then one `ShouldRateLimit` call for all global rules. A request rejected by the
 //! service gives back the local tokens it took, so a rejected request consumes nothing
-//! locally. Metrics go to a [`Tally`] the host flushes later.
+//! locally. Metrics go to a [`Tally`] the host flushes later. The answer's half, and what
+//! happens when the service cannot answer (degraded mode), is in [`answer`](Limiter::answer).
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::descriptor::{self, Applied, Refusal, RequestView};
@@ -17,7 +18,7 @@ use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
 use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
-use crate::rls::{self, Answer, Failure};
+use crate::rls;
 use crate::shared::SharedData;
 use crate::table::Table;
 
@@ -56,6 +57,10 @@ pub struct Ask {
 pub struct Pending {
     /// The global rules asked about, in descriptor order.
     rules: Vec<usize>,
+    /// The fallback buckets of those that have one (rule, bucket), for when the service
+    /// cannot answer. A `Vec`, empty and unallocated without fallbacks, so that they cost
+    /// nothing to configurations without any.
+    fallbacks: Vec<(usize, Take)>,
     /// Local tokens to give back if the request is rejected.
     held: PerBucket<Held>,
     /// Where the local rules stand, for headers.
@@ -114,13 +119,15 @@ impl Limiter {
         &self.table
     }
 
-    /// Whether any rule keeps buckets in shared data (a global-only configuration needs
-    /// no bucket table at all).
-    pub fn has_local_rules(&self) -> bool {
-        self.config
-            .rules
-            .iter()
-            .any(|r| matches!(r.limit, Limit::Local(_)))
+    /// Whether any rule keeps buckets in shared data: a local rule, or a global rule with
+    /// a fallback. A global-only configuration without fallbacks needs no bucket table.
+    pub fn needs_table(&self) -> bool {
+        self.config.rules.iter().any(|r| {
+            matches!(
+                r.limit,
+                Limit::Local(_) | Limit::Global { fallback: Some(_) }
+            )
+        })
     }
 
     /// Decides one request, or says what to ask the rate limit service. `now_ns` is
@@ -158,12 +165,13 @@ impl Limiter {
                             cost,
                         },
                     )),
-                    Limit::Global => None,
+                    Limit::Global { .. } => None,
                 }
             })
             .collect();
         let mut pending = Pending {
             rules: Vec::new(),
+            fallbacks: Vec::new(),
             held: PerBucket::new(),
             local: PerBucket::new(),
             shadow_denied: false,
@@ -187,14 +195,7 @@ impl Limiter {
                     return Verdict::Reject(reply);
                 }
                 Err(failure) => {
-                    tally.add(
-                        match failure {
-                            LocalFailure::Clock => Global::ErrorClock,
-                            LocalFailure::SharedData => Global::ErrorSharedData,
-                            LocalFailure::Contention => Global::ErrorContention,
-                        },
-                        1,
-                    );
+                    tally.add(failure.metric(), 1);
                     let mode = self.config.failure_mode;
                     if let Some(reply) = self.failure_mode(mode, request, tally) {
                         return Verdict::Reject(reply);
@@ -207,7 +208,7 @@ impl Limiter {
         let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs)
-            .filter(|(a, _)| self.config.rules[a.rule].limit == Limit::Global)
+            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
             .collect();
         let Some(rls) = self.rls().filter(|_| !global.is_empty()) else {
             return Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally));
@@ -230,86 +231,32 @@ impl Limiter {
             })
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
+        pending.fallbacks = global
+            .iter()
+            .filter_map(|&(a, cost)| {
+                let rule = &self.config.rules[a.rule];
+                let Limit::Global {
+                    fallback: Some(quota),
+                } = rule.limit
+                else {
+                    return None;
+                };
+                let fingerprint = descriptor::fallback_fingerprint(&rule.name, quota, &a.values);
+                Some((
+                    a.rule,
+                    Take {
+                        fingerprint,
+                        quota,
+                        shadow: rule.shadow,
+                        cost,
+                    },
+                ))
+            })
+            .collect();
         Verdict::Ask(Box::new(Ask {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
         }))
-    }
-
-    /// The final verdict for a request that waited for the rate limit service. The
-    /// request is read (its `content-type`) only to reject it, and `now_ns` is called
-    /// only to give local tokens back.
-    pub fn answer(
-        &self,
-        pending: Pending,
-        answer: Answer,
-        request: &mut impl RequestView,
-        now_ns: impl FnOnce() -> Option<u64>,
-        store: &impl SharedData,
-        tally: &mut Tally,
-    ) -> Verdict {
-        let Some(rls) = self.rls() else {
-            return Verdict::Continue(Pass::default());
-        };
-        let give_back = |held: &[Held]| {
-            if let (false, Some(now)) = (held.is_empty(), now_ns()) {
-                local::give_back(&self.table, store, held, now);
-            }
-        };
-        let shadows: Vec<bool> = pending
-            .rules
-            .iter()
-            .map(|&r| self.config.rules[r].shadow)
-            .collect();
-        let decided = match rls::interpret(&answer, &shadows) {
-            Ok(decided) => decided,
-            Err(failure) => {
-                tally.add(rls_error(failure), 1);
-                return match self.failure_mode(rls.failure_mode, request, tally) {
-                    Some(reply) => {
-                        give_back(&pending.held);
-                        Verdict::Reject(reply)
-                    }
-                    None => {
-                        Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally))
-                    }
-                };
-            }
-        };
-        let mut shadow_denied = pending.shadow_denied;
-        for ((&rule, &over), &shadow) in pending.rules.iter().zip(&decided.over).zip(&shadows) {
-            let counter = match (over, shadow) {
-                (false, _) => PerRule::Allowed,
-                (true, true) => {
-                    shadow_denied = true;
-                    PerRule::ShadowDenied
-                }
-                (true, false) => PerRule::Denied,
-            };
-            tally.rule(rule, counter);
-        }
-        tally.add(Global::RlsDroppedHeaders, decided.dropped_headers);
-        if decided.over_limit {
-            tally.add(Global::RlsOverLimit, 1);
-            count_request(Global::Denied, shadow_denied, tally);
-            give_back(&pending.held);
-            let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
-            let reply = response::rejection(
-                &self.config.response,
-                &decided.standings,
-                body,
-                decided.response_headers,
-                client_protocol(request),
-            );
-            return Verdict::Reject(reply);
-        }
-        tally.add(Global::RlsOk, 1);
-        let mut standings = pending.local;
-        standings.extend(decided.standings);
-        let mut pass = self.pass(&standings, shadow_denied, tally);
-        pass.request_headers = decided.request_headers;
-        pass.response_headers.extend(decided.response_headers);
-        Verdict::Continue(pass)
     }
 
     /// Takes the local rules' tokens and counts each rule's decision.
@@ -424,18 +371,21 @@ fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) 
     Verdict::Reject(response::refusal(refusal, client_protocol(request)))
 }
 
-/// The metric counting a rate limit service failure.
-fn rls_error(failure: Failure) -> Global {
-    match failure {
-        Failure::NotSent => Global::RlsErrorNotSent,
-        Failure::Timeout => Global::RlsErrorTimeout,
-        Failure::Unavailable => Global::RlsErrorUnavailable,
-        Failure::Status => Global::RlsErrorStatus,
-        Failure::UnknownCode => Global::RlsErrorUnknownCode,
-        Failure::BadResponse => Global::RlsErrorBadResponse,
+impl LocalFailure {
+    /// The metric counting it.
+    fn metric(self) -> Global {
+        match self {
+            LocalFailure::Clock => Global::ErrorClock,
+            LocalFailure::SharedData => Global::ErrorSharedData,
+            LocalFailure::Contention => Global::ErrorContention,
+        }
     }
 }
 
+mod answer;
+
+#[cfg(test)]
+mod fallback_tests;
 #[cfg(test)]
 mod refusal_tests;
 #[cfg(test)]

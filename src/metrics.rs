@@ -62,6 +62,11 @@ pub enum Global {
     RlsErrorUnknownCode,
     /// Answers that could not be decoded.
     RlsErrorBadResponse,
+    /// Requests the service could not decide that their global rules' fallback buckets
+    /// let through.
+    FallbackAllowed,
+    /// Requests the service could not decide that a fallback bucket rejected.
+    FallbackDenied,
     /// Gauge: slots of the bucket table in use (at most `max_buckets`).
     Buckets,
     /// Requests refused because a cost or descriptor header was sent more than once.
@@ -75,7 +80,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 23] = [
+    pub const ALL: [Global; 25] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -95,6 +100,8 @@ impl Global {
         Global::RlsErrorStatus,
         Global::RlsErrorUnknownCode,
         Global::RlsErrorBadResponse,
+        Global::FallbackAllowed,
+        Global::FallbackDenied,
         Global::Buckets,
         Global::DuplicateHeader,
         Global::InvalidDescriptor,
@@ -123,6 +130,8 @@ impl Global {
             Global::RlsErrorStatus => "floodgate.rls.error.status",
             Global::RlsErrorUnknownCode => "floodgate.rls.error.unknown_code",
             Global::RlsErrorBadResponse => "floodgate.rls.error.bad_response",
+            Global::FallbackAllowed => "floodgate.fallback.allowed",
+            Global::FallbackDenied => "floodgate.fallback.denied",
             Global::Buckets => "floodgate.buckets",
             Global::DuplicateHeader => "floodgate.duplicate_header",
             Global::InvalidDescriptor => "floodgate.invalid_descriptor",
@@ -229,7 +238,7 @@ mod tests {
         let defs = definitions(&rules);
         assert_eq!(defs.len(), Global::ALL.len() + 3);
         assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
-        assert_eq!(defs[19], (Kind::Gauge, "floodgate.buckets".to_string()));
+        assert_eq!(defs[21], (Kind::Gauge, "floodgate.buckets".to_string()));
         assert_eq!(
             defs[Global::ALL.len()..]
                 .iter()

@@ -80,7 +80,11 @@ pub enum Limit {
     /// A token bucket in this Envoy's shared data.
     Local(Quota),
     /// The rate limit service's answer for the rule's descriptor.
-    Global,
+    Global {
+        /// The token bucket (in this Envoy's shared data) that decides the rule while
+        /// the service cannot answer; `None`: `rls.failure_mode` decides.
+        fallback: Option<Quota>,
+    },
 }
 
 /// One rate-limit rule: which requests, which descriptor, which limit.

@@ -37,7 +37,9 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         }
         rules.push(rule);
     }
-    let first_global = rules.iter().position(|r| r.limit == Limit::Global);
+    let first_global = rules
+        .iter()
+        .position(|r| matches!(r.limit, Limit::Global { .. }));
     let rls = match (wire.rls, first_global) {
         (Some(r), Some(_)) => Some(rls(r)?),
         (None, None) => None,
@@ -127,7 +129,12 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
         .collect::<Result<Vec<_>, _>>()?;
     let limit = match (r.local, r.global) {
         (Some(local), None) => Limit::Local(quota(&format!("{at}.local"), local)?),
-        (None, Some(_)) => Limit::Global,
+        (None, Some(global)) => Limit::Global {
+            fallback: match global.fallback {
+                None => None,
+                Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
+            },
+        },
         _ => {
             return Err(ConfigError::new(
                 at,

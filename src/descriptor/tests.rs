@@ -112,6 +112,7 @@ fn fingerprints_separate_rules_values_and_limits() {
     assert_eq!(base, fingerprint("all", q, &v(&["acme"])));
     assert_ne!(base, fingerprint("all", q, &v(&["acme2"])));
     assert_ne!(base, fingerprint("api", q, &v(&["acme"])));
+    assert_ne!(base, fallback_fingerprint("all", q, &v(&["acme"])));
     assert_ne!(
         fingerprint("all", q, &v(&["ab", "c"])),
         fingerprint("all", q, &v(&["a", "bc"]))

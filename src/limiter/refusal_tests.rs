@@ -5,6 +5,7 @@ use crate::metrics::definitions;
 use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::rls::Answer;
 use crate::shared::memory::MemoryShared;
 use crate::testing::FakeRequest;
 use prost::Message;
@@ -19,7 +20,7 @@ fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let tally = Tally::new(config.rules.len());
     let limiter = Limiter::new(config);
     let store = MemoryShared::default();
-    if limiter.has_local_rules() {
+    if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
     (limiter, store, tally)

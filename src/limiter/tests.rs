@@ -5,32 +5,33 @@ use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use crate::response::{DETAILS, FAILURE_DETAILS};
+use crate::rls::Answer;
 use crate::shared::memory::{Broken, MemoryShared};
 use crate::testing::{h, FakeRequest};
 use prost::Message;
 use std::borrow::Cow;
 
-const NOW: u64 = 1_700_000_000_000_000_000;
+pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 
-fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
+pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
     let tally = Tally::new(config.rules.len());
     let limiter = Limiter::new(config);
     let store = MemoryShared::default();
     // As the host does: a global-only configuration gets no bucket table.
-    if limiter.has_local_rules() {
+    if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
     (limiter, store, tally)
 }
 
 /// The tally as metric name → value, for readable assertions.
-fn counts(limiter: &Limiter, tally: &mut Tally) -> Vec<(String, i64)> {
+pub(super) fn counts(limiter: &Limiter, tally: &mut Tally) -> Vec<(String, i64)> {
     let defs = definitions(&limiter.config().rules);
     tally.drain().map(|(i, d)| (defs[i].1.clone(), d)).collect()
 }
 
-fn tenant(t: &str) -> FakeRequest {
+pub(super) fn tenant(t: &str) -> FakeRequest {
     FakeRequest::new(&[(":path", "/api/x"), (":method", "GET"), ("x-tenant", t)])
 }
 
@@ -232,14 +233,14 @@ const LAYERED: &str = r#"{
   ]
 }"#;
 
-fn ask(verdict: Verdict) -> Ask {
+pub(super) fn ask(verdict: Verdict) -> Ask {
     match verdict {
         Verdict::Ask(ask) => *ask,
         other => panic!("expected a call to the rate limit service, got {other:?}"),
     }
 }
 
-fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
+pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
     let statuses = codes
         .iter()
         .map(|&code| DescriptorStatus {
@@ -274,11 +275,11 @@ fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 #[test]
 fn only_local_rules_need_the_bucket_table() {
-    assert!(limiter(LAYERED).0.has_local_rules());
+    assert!(limiter(LAYERED).0.needs_table());
     let global_only = r#"{"rls": {"cluster": "c", "domain": "d"},
         "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#;
     let (l, store, mut tally) = limiter(global_only);
-    assert!(!l.has_local_rules());
+    assert!(!l.needs_table());
     // It works without one: the call is asked for, nothing touches shared data.
     ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
     assert_eq!((store.keys(), store.writes()), (0, 0));
