@@ -13,9 +13,10 @@
 //! happens when the service cannot answer (degraded mode), is in [`answer`](Limiter::answer).
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
-use crate::descriptor::{self, Applied, RequestView};
+use crate::descriptor::{self, Applied, Refusal, RequestView};
 use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
+use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::rls;
 use crate::shared::SharedData;
@@ -138,16 +139,15 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
-        let applied = descriptor::applicable(&self.config.rules, request);
-        if applied.is_empty() {
-            return Verdict::Continue(Pass::default());
-        }
-        let costs = match self.costs(&applied, request) {
+        let max_value = self.config.max_descriptor_value_bytes;
+        let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
+            Ok(applied) if applied.is_empty() => return Verdict::Continue(Pass::default()),
+            Ok(applied) => applied,
+            Err(refusal) => return refuse(&refusal, request, tally),
+        };
+        let costs = match descriptor::costs(&self.config.rules, &applied, request) {
             Ok(costs) => costs,
-            Err(header) => {
-                tally.add(Global::InvalidCost, 1);
-                return Verdict::Reject(response::invalid_cost(header, grpc(request)));
-            }
+            Err(refusal) => return refuse(&refusal, request, tally),
         };
         // Local rules: take from the shared buckets.
         let takes: PerBucket<(usize, Take)> = applied
@@ -190,7 +190,7 @@ impl Limiter {
                         &local.standings,
                         None,
                         Vec::new(),
-                        grpc(request),
+                        client_protocol(request),
                     );
                     return Verdict::Reject(reply);
                 }
@@ -220,7 +220,12 @@ impl Limiter {
                     .entries
                     .iter()
                     .map(|e| e.key.as_str())
-                    .zip(a.values.iter().map(String::as_str))
+                    // UTF-8 already checked for global rules by `descriptor::applicable`.
+                    .zip(
+                        a.values
+                            .iter()
+                            .map(|v| std::str::from_utf8(v).unwrap_or("")),
+                    )
                     .collect(),
                 cost: *cost,
             })
@@ -252,27 +257,6 @@ impl Limiter {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
         }))
-    }
-
-    /// Each applied rule's cost: 1, or its cost header's value. `Err(header)` when a cost
-    /// header is present but not a whole number from 1 to `u32::MAX`.
-    fn costs<'a>(
-        &'a self,
-        applied: &[Applied],
-        request: &mut impl RequestView,
-    ) -> Result<PerBucket<u32>, &'a str> {
-        applied
-            .iter()
-            .map(|a| {
-                let Some(header) = &self.config.rules[a.rule].cost_header else {
-                    return Ok(1);
-                };
-                match request.header(header) {
-                    None => Ok(1),
-                    Some(value) => parse_cost(&value).ok_or(header.as_str()),
-                }
-            })
-            .collect()
     }
 
     /// Takes the local rules' tokens and counts each rule's decision.
@@ -351,7 +335,10 @@ impl Limiter {
             }
             FailureMode::Deny => {
                 tally.add(Global::FailureModeDenied, 1);
-                Some(response::failure(self.config.failure_status, grpc(request)))
+                Some(response::failure(
+                    self.config.failure_status,
+                    client_protocol(request),
+                ))
             }
         }
     }
@@ -366,18 +353,22 @@ fn count_request(outcome: Global, shadow_denied: bool, tally: &mut Tally) {
     }
 }
 
-/// Whether the request is gRPC (one header look-up, only when replying).
-fn grpc(request: &mut impl RequestView) -> bool {
-    response::is_grpc(request.header("content-type").as_deref())
+/// The protocol a reply must speak (one header look-up, only when replying).
+fn client_protocol(request: &mut impl RequestView) -> Protocol {
+    protocol::classify(request.content_type().as_deref())
 }
 
-/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
-pub fn parse_cost(value: &str) -> Option<u32> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse().ok().filter(|&n| n >= 1)
+/// Refuses a request the limits cannot be applied to, counted once by cause.
+fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) -> Verdict {
+    tally.add(
+        match refusal {
+            Refusal::InvalidCost { .. } => Global::InvalidCost,
+            Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
+            Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
+        },
+        1,
+    );
+    Verdict::Reject(response::refusal(refusal, client_protocol(request)))
 }
 
 impl LocalFailure {
@@ -395,5 +386,7 @@ mod answer;
 
 #[cfg(test)]
 mod fallback_tests;
+#[cfg(test)]
+mod refusal_tests;
 #[cfg(test)]
 mod tests;

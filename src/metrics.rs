@@ -69,11 +69,18 @@ pub enum Global {
     FallbackDenied,
     /// Gauge: slots of the bucket table in use (at most `max_buckets`).
     Buckets,
+    /// Requests refused because a cost or descriptor header was sent more than once.
+    DuplicateHeader,
+    /// Requests refused because a descriptor value was too long (or, for a global rule,
+    /// not UTF-8).
+    InvalidDescriptor,
+    /// Headers from the rate limit service dropped as unsafe to add.
+    RlsDroppedHeaders,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 22] = [
+    pub const ALL: [Global; 25] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -96,6 +103,9 @@ impl Global {
         Global::FallbackAllowed,
         Global::FallbackDenied,
         Global::Buckets,
+        Global::DuplicateHeader,
+        Global::InvalidDescriptor,
+        Global::RlsDroppedHeaders,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -123,6 +133,9 @@ impl Global {
             Global::FallbackAllowed => "floodgate.fallback.allowed",
             Global::FallbackDenied => "floodgate.fallback.denied",
             Global::Buckets => "floodgate.buckets",
+            Global::DuplicateHeader => "floodgate.duplicate_header",
+            Global::InvalidDescriptor => "floodgate.invalid_descriptor",
+            Global::RlsDroppedHeaders => "floodgate.rls.dropped_headers",
         }
     }
 
@@ -227,7 +240,7 @@ mod tests {
         assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
         assert_eq!(defs[21], (Kind::Gauge, "floodgate.buckets".to_string()));
         assert_eq!(
-            defs[22..]
+            defs[Global::ALL.len()..]
                 .iter()
                 .map(|(_, n)| n.as_str())
                 .collect::<Vec<_>>(),
@@ -248,7 +261,10 @@ mod tests {
         t.add(Global::Denied, 1);
         t.add(Global::Denied, 2);
         t.rule(1, PerRule::ShadowDenied);
-        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (27, 1)]);
+        assert_eq!(
+            t.drain().collect::<Vec<_>>(),
+            vec![(1, 3), (Global::ALL.len() + 5, 1)]
+        );
         assert_eq!(t.drain().count(), 0);
     }
 }

@@ -16,6 +16,8 @@ pub struct Config {
     #[serde(default)]
     pub max_buckets: Option<u64>,
     #[serde(default)]
+    pub max_descriptor_value_bytes: Option<u64>,
+    #[serde(default)]
     pub failure_mode: Option<FailureMode>,
     #[serde(default)]
     pub failure_status: Option<u64>,

@@ -20,7 +20,7 @@
 //! Nothing about the failure is remembered: the next request calls the service again,
 //! and a rule goes back to the service's answer as soon as there is one.
 
-use super::{count_request, grpc, Limiter, Pending, Verdict};
+use super::{client_protocol, count_request, Limiter, Pending, Verdict};
 use crate::config::FailureMode;
 use crate::descriptor::RequestView;
 use crate::local::{self, Held};
@@ -72,6 +72,7 @@ impl Limiter {
             };
             tally.rule(rule, counter);
         }
+        tally.add(Global::RlsDroppedHeaders, decided.dropped_headers);
         if decided.over_limit {
             tally.add(Global::RlsOverLimit, 1);
             count_request(Global::Denied, shadow_denied, tally);
@@ -84,7 +85,7 @@ impl Limiter {
                 &decided.standings,
                 body,
                 decided.response_headers,
-                grpc(request),
+                client_protocol(request),
             );
             return Verdict::Reject(reply);
         }
@@ -149,7 +150,7 @@ impl Limiter {
                 &fallback.standings,
                 None,
                 Vec::new(),
-                grpc(request),
+                client_protocol(request),
             );
             return Verdict::Reject(reply);
         }

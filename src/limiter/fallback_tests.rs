@@ -80,8 +80,7 @@ fn a_failed_call_is_decided_by_the_fallback_bucket_and_counted() {
     assert_eq!(verdicts[5], rejected_by_fallback());
     assert_eq!(verdicts[19], rejected_by_fallback());
     let mut grpc = tenant("a");
-    grpc.headers
-        .insert("content-type".into(), "application/grpc".into());
+    grpc = grpc.with("content-type", b"application/grpc");
     match through(&l, &store, &mut tally, &mut grpc, unavailable()) {
         Verdict::Reject(Reply::Grpc { status, .. }) => assert_eq!(status, 8),
         other => panic!("expected RESOURCE_EXHAUSTED, got {other:?}"),
@@ -136,7 +135,7 @@ fn every_kind_of_failure_takes_the_fallback() {
     for (answer, cause) in failures {
         let (l, store, mut tally) = limiter(GUARDED);
         let mut costly = tenant("a");
-        costly.headers.insert("x-cost".into(), "5".into());
+        costly = costly.with("x-cost", b"5");
         let first = through(&l, &store, &mut tally, &mut costly, answer.clone());
         assert!(matches!(first, Verdict::Continue(_)), "{cause}: {first:?}");
         // The request's cost came out of the fallback: nothing is left.
@@ -275,7 +274,7 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
     let fallback = descriptor::fallback_fingerprint(
         "guarded",
         bucket::Quota::new(2, 0).unwrap(),
-        &["a".to_string()],
+        &[b"a".to_vec()],
     );
     let found = l.table().find(&store, fallback, NOW).unwrap();
     assert_eq!(found.origin, crate::table::Origin::Empty);
@@ -346,14 +345,11 @@ fn fallback_buckets_are_apart_from_local_ones() {
         ),
         Verdict::Continue(_)
     ));
-    let fallback = descriptor::fallback_fingerprint(
-        "g",
-        bucket::Quota::new(1, 0).unwrap(),
-        &["a".to_string()],
-    );
+    let fallback =
+        descriptor::fallback_fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()]);
     assert_ne!(
         fallback,
-        descriptor::fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &["a".to_string()])
+        descriptor::fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()])
     );
 }
 
@@ -370,7 +366,10 @@ fn a_fallback_that_cannot_be_used_takes_the_local_failure_mode() {
         &store,
         &mut tally,
     );
-    assert_eq!(verdict, Verdict::Reject(response::failure(500, false)));
+    assert_eq!(
+        verdict,
+        Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+    );
     assert_eq!(
         counts(&l, &mut tally),
         vec![

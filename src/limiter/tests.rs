@@ -1,4 +1,5 @@
 use super::*;
+use crate::descriptor::parse_cost;
 use crate::metrics::definitions;
 use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
@@ -95,8 +96,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
 fn grpc_requests_get_resource_exhausted() {
     let (l, store, mut tally) = limiter(ONE_RULE);
     let mut req = tenant("a");
-    req.headers
-        .insert("content-type".into(), "application/grpc".into());
+    req = req.with("content-type", b"application/grpc");
     for _ in 0..2 {
         l.check(&mut req, || Some(NOW), &store, &mut tally);
     }
@@ -195,7 +195,7 @@ fn cost_headers_take_several_tokens_and_malformed_ones_are_refused() {
             "cost":{"header":"x-cost"},"local":{"capacity":10,"refill_per_second":0}}]}"#,
     );
     let mut costly = tenant("a");
-    costly.headers.insert("x-cost".into(), "10".into());
+    costly = costly.with("x-cost", b"10");
     assert_eq!(
         l.check(&mut costly, || Some(NOW), &store, &mut tally),
         pass()
@@ -206,7 +206,7 @@ fn cost_headers_take_several_tokens_and_malformed_ones_are_refused() {
     ));
     for bad in ["0", "-1", "1.5", "ten", "", "4294967296"] {
         let mut req = tenant("b");
-        req.headers.insert("x-cost".into(), bad.into());
+        req = req.with("x-cost", bad.as_bytes());
         match l.check(&mut req, || Some(NOW), &store, &mut tally) {
             Verdict::Reject(Reply::Http { status, .. }) => assert_eq!(status, 400, "{bad:?}"),
             other => panic!("{bad:?} must be refused, got {other:?}"),
@@ -289,7 +289,7 @@ fn only_local_rules_need_the_bucket_table() {
 fn global_rules_are_asked_in_one_call_after_local_rules() {
     let (l, store, mut tally) = limiter(LAYERED);
     let mut req = tenant("acme");
-    req.headers.insert("x-cost".into(), "3".into());
+    req = req.with("x-cost", b"3");
     let call = ask(l.check(&mut req, || Some(NOW), &store, &mut tally));
     let request = RateLimitRequest::decode(call.message.as_slice()).unwrap();
     assert_eq!(request.domain, "edge");
@@ -446,7 +446,10 @@ fn service_failures_take_the_rls_failure_mode() {
             &store,
             &mut tally,
         );
-        assert_eq!(verdict, Verdict::Reject(response::failure(500, false)));
+        assert_eq!(
+            verdict,
+            Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+        );
     }
     let counted = counts(&closed, &mut tally);
     assert!(

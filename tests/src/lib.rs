@@ -18,6 +18,7 @@ pub mod istio;
 pub mod lds;
 pub mod oci;
 pub mod paths;
+pub mod raw_http;
 pub mod registry;
 pub mod server;
 pub mod upstream;
