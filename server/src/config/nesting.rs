@@ -68,11 +68,8 @@ pub fn check(text: &str) -> Result<(), TooDeep> {
             }
             Quote::Double => {
                 match c {
-                    '\\' => {
-                        if chars.next_if(|&n| n != '\n').is_some() {
-                            column += 1;
-                        }
-                    }
+                    // An escape takes the next character with it (not a line break).
+                    '\\' if chars.next_if(|&n| n != '\n').is_some() => column += 1,
                     '"' => quote = Quote::None,
                     _ => {}
                 }
