@@ -30,9 +30,9 @@ const SHARDS: usize = 64;
 
 /// A shard's map is never shrunk below this many entries' room (shrinking a small map
 /// frees nothing worth the reallocation).
-const MIN_SHARD_CAPACITY: usize = 1024;
+const MIN_SHARD_CAPACITY: usize = 128;
 
-/// The default capacity in cells (about 230 MB when full, see the README).
+/// The default capacity in cells (up to about 220 MB when full, see the README).
 pub const DEFAULT_CAPACITY: usize = 1_000_000;
 
 type Shard = HashMap<super::CounterKey, Slot>;

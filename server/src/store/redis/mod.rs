@@ -30,7 +30,7 @@
 //! and memory stays bounded. Three consecutive connectivity failures, or a failed probe,
 //! mark the store down: [`Health`] says so (`/healthz` answers 503, `floodgate_store_up`
 //! is 0), calls answer UNAVAILABLE at once without touching the network, and one warning is
-//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s every
+//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s (a single Redis: `TIME`) every
 //! [`PROBE_EVERY`] (reconnecting as needed); its first success marks the store up again.
 
 pub mod deadline;
@@ -566,7 +566,7 @@ impl Inner {
         );
     }
 
-    /// One probe: connects if needed and `PING`s, within the timeout.
+    /// One probe: connects if needed and `PING`s (`TIME` on a single Redis), within the timeout.
     async fn probe(&self) {
         let t = self.options.timeout;
         let result = tokio::time::timeout(t, self.ping()).await;
@@ -574,7 +574,7 @@ impl Inner {
             Ok(Ok(())) => self.succeeded(),
             Ok(Err(f)) => self.failed(&f, true),
             Err(_) => self.failed(
-                &Failure::Connectivity(format!("no answer to PING within {t:?}")),
+                &Failure::Connectivity(format!("no answer to the probe within {t:?}")),
                 true,
             ),
         }
