@@ -1,5 +1,6 @@
 //! Command-line flags.
 
+use crate::listener::{automatic_max_connections, Limits};
 use crate::store::memory::DEFAULT_CAPACITY;
 use crate::store::redis::{RedisOptions, Target};
 use clap::Parser;
@@ -59,6 +60,21 @@ pub struct Args {
     #[arg(long, value_name = "CALLS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
     pub redis_max_in_flight: u32,
 
+    /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
+    /// open-files limit (ulimit -n) less 100, at most 10,000 (1,000 where it cannot be read).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub max_connections: usize,
+
+    /// How long a new gRPC connection has to send the HTTP/2 preface before it is closed,
+    /// in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub handshake_timeout_ms: u64,
+
+    /// How long a gRPC connection may move no byte, either way, before it is closed, in
+    /// milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub idle_timeout_ms: u64,
+
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_interval_ms: u64,
@@ -72,6 +88,18 @@ pub struct Args {
 }
 
 impl Args {
+    /// The gRPC listener's limits, the automatic connection limit resolved.
+    pub fn connection_limits(&self) -> Limits {
+        Limits {
+            max_connections: match self.max_connections {
+                0 => automatic_max_connections(),
+                n => n,
+            },
+            handshake_timeout: Duration::from_millis(self.handshake_timeout_ms),
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+        }
+    }
+
     /// The Redis store's options, or `None` for the memory store.
     pub fn redis(&self) -> Option<RedisOptions> {
         let target = match (&self.redis_url, self.redis_cluster.is_empty()) {

@@ -26,6 +26,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod http;
+pub mod listener;
 pub mod metrics;
 pub mod proto;
 pub mod reload;

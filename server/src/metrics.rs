@@ -14,7 +14,11 @@
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
 //! | `floodgate_store_cells` | gauge | `store` |
 //! | `floodgate_store_up` | gauge | `store` (1 reachable, 0 down: see [`crate::store::health`]) |
+//! | `floodgate_connections` | gauge | none (gRPC connections open) |
+//! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
+//! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
 
+use crate::listener::ConnectionMetrics;
 use crate::store::health::Health;
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -93,6 +97,8 @@ pub struct Metrics {
     latency_count: AtomicU64,
     store_cells: AtomicU64,
     health: Arc<Health>,
+    /// The gRPC listener's connections (see [`crate::listener`]).
+    pub connections: Arc<ConnectionMetrics>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -126,6 +132,7 @@ impl Metrics {
             latency_count: AtomicU64::new(0),
             store_cells: AtomicU64::new(0),
             health,
+            connections: Arc::default(),
         }
     }
 
@@ -313,6 +320,7 @@ impl Metrics {
             self.store,
             u8::from(self.health.is_up())
         );
+        self.connections.render(&mut out);
         out
     }
 }

@@ -3,6 +3,7 @@
 use crate::cli::Args;
 use crate::config::{self, source, ConfigError};
 use crate::http;
+use crate::listener;
 use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
 use crate::reload;
@@ -105,11 +106,18 @@ async fn serve<S: Store>(
         ));
     }
 
+    let limits = args.connection_limits();
+    tracing::info!(
+        max_connections = limits.max_connections,
+        handshake_timeout = ?limits.handshake_timeout,
+        idle_timeout = ?limits.idle_timeout,
+        "gRPC connection limits"
+    );
     let service = RlsService::new(shared, store, metrics.clone(), args.response_headers);
     let grpc_server = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(
-            tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)),
+            listener::incoming(grpc, limits, metrics.connections.clone()),
             stopped(stop.clone()),
         );
     let http_server =

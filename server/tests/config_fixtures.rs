@@ -93,3 +93,27 @@ fn the_valid_examples_load() {
     let c = config::load(Path::new("tests/fixtures/config/valid")).unwrap();
     assert!(c.domain("web").is_some());
 }
+
+/// Issue 13 item 8: 200 KB of nested `[` used to cost libyaml about a minute of CPU (its
+/// flow levels make parsing quadratic). The linear pre-scan refuses it before the parser.
+#[test]
+fn a_200_kb_flow_nesting_bomb_is_refused_by_the_pre_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bomb.yaml");
+    let n = 100_000;
+    let text = format!(
+        "domain: web\ndescriptors: {}{}\n",
+        "[".repeat(n),
+        "]".repeat(n)
+    );
+    assert!(text.len() > 200_000);
+    fs::write(&file, text).unwrap();
+    let e = config::load(&file).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: invalid YAML: flow collections ([...] or {{...}}) nest deeper than 64 levels at line 2 column 78",
+            file.display()
+        )
+    );
+}

@@ -273,3 +273,54 @@ async fn a_frozen_redis_times_out_and_calls_beyond_the_cap_fail_at_once() {
         "bounded by the timeout: {took:?}"
     );
 }
+
+/// Issue 13 item 9: calls that time out while Redis is frozen used to be applied when it
+/// thawed, so Redis counted more than the OK answers. Each call now carries a deadline in
+/// Redis's clock; the thawed Redis runs the queued scripts past it, and they change nothing.
+#[tokio::test]
+async fn calls_that_timed_out_during_a_freeze_are_not_counted_after_the_thaw() {
+    let server = RedisServer::start();
+    let (s, health) = store(&server, Duration::from_millis(200), 64).await;
+    let limit = Limit {
+        requests_per_unit: NonZeroU32::new(1_000).unwrap(),
+        unit: Unit::Day,
+        algorithm: Algorithm::FixedWindow,
+    };
+    let c = check("frozen", limit);
+    let mut ok = 0;
+    for _ in 0..5 {
+        assert!(s.check(std::slice::from_ref(&c)).await.unwrap()[0].allowed);
+        ok += 1;
+    }
+
+    server.signal("STOP");
+    let calls: Vec<_> = (0..20)
+        .map(|_| {
+            let (s, c) = (s.clone(), c.clone());
+            tokio::spawn(async move { s.check(&[c]).await })
+        })
+        .collect();
+    for call in calls {
+        assert!(matches!(
+            call.await.unwrap(),
+            Err(StoreError::Unavailable(_))
+        ));
+    }
+    server.signal("CONT");
+
+    // Once a probe is answered, Redis has read (and run) everything queued before it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !health.is_up() {
+        assert!(Instant::now() < deadline, "the store never came back");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let d = s.check(std::slice::from_ref(&c)).await.unwrap();
+    ok += 1;
+    assert!(d[0].allowed);
+    assert_eq!(
+        d[0].remaining,
+        1_000 - ok,
+        "Redis counted {} hits for {ok} OK answers",
+        1_000 - d[0].remaining
+    );
+}

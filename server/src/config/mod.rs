@@ -6,9 +6,11 @@
 //! zero limits, no half-specified units, no ambiguous siblings). Every error names the file
 //! and the field path: `rules/api.yaml: descriptors[0].rate_limit.unit: unknown unit ...`.
 //! [`source`] reads a file or a directory (one domain per file); [`matching`] walks a request
-//! descriptor down the tree.
+//! descriptor down the tree. [`nesting`] refuses, in linear time, YAML the parser would
+//! take quadratic time over.
 
 pub mod matching;
+pub mod nesting;
 pub mod source;
 mod validate;
 pub mod wire;

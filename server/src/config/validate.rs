@@ -1,5 +1,6 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
+use super::nesting;
 use super::source::Files;
 use super::wire::{self, AlgorithmName};
 use super::{Config, ConfigError, Domain, KeyNodes, Level, Node, Rule, MAX_DEPTH, MAX_LOG_LIMIT};
@@ -33,6 +34,19 @@ pub(super) fn config(files: &Files) -> Result<Config, ConfigError> {
 /// Parses YAML into the wire types; type and unknown-key errors keep serde's wording with
 /// our `file: path:` in front.
 fn parse_yaml(file: &Path, text: &str) -> Result<wire::File, ConfigError> {
+    // Before the parser, which takes quadratic time over deeply nested flow collections.
+    nesting::check(text).map_err(|at| {
+        ConfigError::new(
+            file,
+            "",
+            format!(
+                "invalid YAML: flow collections ([...] or {{...}}) nest deeper than {} levels at line {} column {}",
+                nesting::MAX_FLOW_DEPTH,
+                at.line,
+                at.column
+            ),
+        )
+    })?;
     let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text)
         .map_err(|e| ConfigError::new(file, "", format!("invalid YAML: {e}")))?;
     if value.is_null() {

@@ -28,7 +28,11 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// Number of shards; a power of two.
 const SHARDS: usize = 64;
 
-/// The default capacity in cells (about 100 MB in the worst case).
+/// A shard's map is never shrunk below this many entries' room (shrinking a small map
+/// frees nothing worth the reallocation).
+const MIN_SHARD_CAPACITY: usize = 128;
+
+/// The default capacity in cells (up to about 220 MB when full, see the README).
 pub const DEFAULT_CAPACITY: usize = 1_000_000;
 
 type Shard = HashMap<super::CounterKey, Slot>;
@@ -110,6 +114,13 @@ impl<C: Clock> MemoryStore<C> {
                 }
                 keep
             });
+            // Give the memory back: a map keeps its largest capacity forever otherwise, so
+            // a flood of one-off values would pin its peak. Shrinking only when it is a
+            // quarter full keeps a steady population from reallocating every sweep.
+            let len = shard.len();
+            if shard.capacity() > 4 * len.max(MIN_SHARD_CAPACITY) {
+                shard.shrink_to(2 * len);
+            }
             drop(shard);
             self.cells.fetch_sub(freed, Ordering::Relaxed);
         }
@@ -125,7 +136,7 @@ impl<C: Clock> MemoryStore<C> {
     }
 
     fn shard_of(&self, c: &Check) -> usize {
-        (self.hasher.hash_one(&c.key) as usize) & (SHARDS - 1)
+        (self.hasher.hash_one(c.key) as usize) & (SHARDS - 1)
     }
 
     /// The synchronous heart of [`Store::check`].
@@ -191,7 +202,7 @@ impl<C: Clock> MemoryStore<C> {
             if !decisions[i].allowed && !shard.contains_key(&c.key) {
                 continue; // a denied shadow item on a fresh counter changes nothing
             }
-            let slot = shard.entry(c.key.clone()).or_insert_with(|| Slot {
+            let slot = shard.entry(c.key).or_insert_with(|| Slot {
                 limit: c.limit,
                 state: State::fresh(&c.limit),
                 idle_at: 0,

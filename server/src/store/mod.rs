@@ -20,6 +20,7 @@ pub mod memory;
 pub mod redis;
 
 use crate::algorithm::{Decision, Limit};
+use sha2::{Digest, Sha256};
 use std::fmt::Write;
 use std::future::Future;
 use std::sync::Arc;
@@ -79,14 +80,23 @@ impl<S: Store> Store for Arc<S> {
     }
 }
 
-/// The identity of a counter: the domain and the request descriptor's entries.
+/// The identity of a counter: a 128-bit fingerprint of the domain and the request
+/// descriptor's entries, never the client's bytes themselves.
 ///
-/// Encoded once into an unambiguous string: each part is prefixed by its byte length, so no
-/// choice of keys or values can make two different descriptors collide
-/// (`6:domain|3:key=5:value|...`). A Redis store wraps it in its own versioned key with a
-/// hash tag; the memory store hashes it as is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct CounterKey(Arc<str>);
+/// Why a fingerprint: a descriptor value is whatever a client sent (a 50 KB header, a
+/// 1 MiB gRPC field), and a counter lives for as long as its limit's window. Holding the
+/// bytes made a cell's size, and so the memory store's and Redis's memory, depend on what
+/// clients send; a fingerprint makes every counter the same size.
+///
+/// It is the first 16 bytes of SHA-256 over an unambiguous encoding: every part is
+/// prefixed by its byte length (8 bytes, little-endian), so no choice of keys or values can
+/// make two different descriptors encode alike, and finding two descriptors with one
+/// fingerprint takes about 2^64 SHA-256 evaluations. It must be the same on every replica
+/// and version (Redis keys are built from it, see `redis::key`), so it is a fixed
+/// cryptographic hash rather than a randomly keyed one; the memory store still hashes it
+/// with a random key for its maps. Golden-tested below.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CounterKey([u8; 16]);
 
 impl CounterKey {
     /// The key of `entries` in `domain`.
@@ -94,17 +104,29 @@ impl CounterKey {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        let mut s = String::with_capacity(64);
-        let _ = write!(s, "{}:{}", domain.len(), domain);
+        let mut h = Sha256::new();
+        let mut part = |bytes: &str| {
+            h.update((bytes.len() as u64).to_le_bytes());
+            h.update(bytes.as_bytes());
+        };
+        part(domain);
         for (k, v) in entries {
-            let _ = write!(s, "|{}:{}={}:{}", k.len(), k, v.len(), v);
+            part(k);
+            part(v);
         }
-        CounterKey(Arc::from(s))
+        let digest = h.finalize();
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        CounterKey(key)
     }
 
-    /// The encoded key.
-    pub fn as_str(&self) -> &str {
-        &self.0
+    /// The fingerprint as 32 lowercase hex digits (for Redis keys and logs).
+    pub fn hex(&self) -> String {
+        let mut s = String::with_capacity(32);
+        for b in self.0 {
+            let _ = write!(s, "{b:02x}");
+        }
+        s
     }
 }
 
@@ -113,9 +135,22 @@ mod tests {
     use super::CounterKey;
 
     #[test]
-    fn key_format_is_pinned() {
+    fn fingerprint_is_pinned() {
+        // Redis keys embed it: a change here orphans every counter in Redis, so it must
+        // come with a bump of the Redis key version.
         let k = CounterKey::new("web", [("tenant", "acme"), ("path", "/a|b")]);
-        assert_eq!(k.as_str(), "3:web|6:tenant=4:acme|4:path=4:/a|b");
+        assert_eq!(k.hex(), "7488dcd026b8897b6efd78a0ba89d93f");
+        assert_eq!(k.hex().len(), 32);
+    }
+
+    #[test]
+    fn the_key_is_the_same_size_whatever_the_value() {
+        let big = "x".repeat(1 << 20);
+        let a = CounterKey::new("web", [("tenant", big.as_str())]);
+        let b = CounterKey::new("web", [("tenant", "y")]);
+        assert_eq!(std::mem::size_of_val(&a), 16);
+        assert_ne!(a, b);
+        assert_eq!(a, CounterKey::new("web", [("tenant", big.as_str())]));
     }
 
     #[test]

@@ -34,9 +34,21 @@ pub struct Server {
 impl Server {
     /// Starts the server on `config` with extra flags and waits for its ready line.
     pub fn start(config: &Path, extra: &[&str]) -> Server {
+        Server::start_command(Command::new(BIN), config, extra)
+    }
+
+    /// As [`Server::start`], with the process's open-files limit (`ulimit -n`) set to
+    /// `fds`: the shell sets it, then becomes the server.
+    pub fn start_with_fd_limit(config: &Path, extra: &[&str], fds: u32) -> Server {
+        let mut sh = Command::new("sh");
+        sh.args(["-c", &format!("ulimit -n {fds} && exec \"$0\" \"$@\""), BIN]);
+        Server::start_command(sh, config, extra)
+    }
+
+    fn start_command(mut command: Command, config: &Path, extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("server.log");
-        let mut child = Command::new(BIN)
+        let mut child = command
             .arg("--config")
             .arg(config)
             .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
@@ -127,6 +139,22 @@ impl Server {
             assert!(Instant::now() < deadline, "did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// The process's resident memory in bytes (Linux: `VmRSS` of `/proc/PID/status`).
+    pub fn rss_bytes(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        kb * 1024
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Whether the process is still running.

@@ -220,3 +220,12 @@ fn a_changed_limit_starts_afresh() {
         [true]
     );
 }
+
+/// A counter's entry is fixed-size: the key is a fingerprint, never the client's bytes
+/// (issue 13, item 1); the README's per-cell figure is built on this size.
+#[test]
+fn a_counters_entry_is_fixed_size() {
+    let entry = std::mem::size_of::<(CounterKey, Slot)>();
+    assert_eq!(std::mem::size_of::<CounterKey>(), 16);
+    assert!(entry <= 96, "{entry} bytes");
+}

@@ -6,19 +6,24 @@
 -- every counter of a request happen as one step: racing replicas are serialised, and the
 -- clock is read once, inside, from Redis (TIME), so replicas' clocks never matter.
 --
--- KEYS[i]   the Redis key of item i (see key.rs: fg:v1:{tag}:alg:rpu:unit:burst:counter).
+-- KEYS[i]   the Redis key of item i (see key.rs: fg:v2:{fingerprint}:alg:rpu:unit:burst).
 --           On Redis Cluster all KEYS of one call must share a hash slot; the caller groups.
 -- ARGV[1]   "commit": decide, then write if the request is admitted (all or nothing).
 --           "peek":   decide only, write nothing (the first phase across Cluster slots).
 -- ARGV[2]   "" in production: now = Redis TIME. A decimal count of microseconds overrides
 --           it (tests compare with the memory store on a fake clock); TTLs then get 60 s of
 --           slack, since Redis expires keys on its own clock.
--- ARGV[3 + 6(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
+-- ARGV[3]   "" or "not after": a decimal count of microseconds in Redis's clock after which
+--           the caller has given up (answered UNAVAILABLE on a timeout). Past it, the script
+--           changes nothing and returns {"late"}, so a call queued behind a frozen or
+--           overloaded Redis never consumes hits that nobody was told were admitted.
+-- ARGV[4 + 6(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
 --           "swl" sliding window log, "swc" sliding window counter), requests_per_unit,
 --           unit in seconds, burst ("0" unless tb), hits (1..2^32; larger is the same
 --           "never fits"), shadow ("1": never blocks the others).
--- Returns   3 values per item, in order: allowed (1/0), remaining (integer), and the ns
---           until reset as a decimal string (it can exceed 2^53).
+-- Returns   {"late"} past ARGV[3]. Otherwise 3 values per item, in order: allowed (1/0),
+--           remaining (integer), and the ns until reset as a decimal string (it can exceed
+--           2^53); then the instant decided at, in microseconds (Redis's clock, or ARGV[2]).
 --
 -- All or nothing: every item is decided first against state as it stands (an item on a
 -- counter already used earlier in the same call sees that earlier item's hits), nothing
@@ -354,10 +359,11 @@ else
   now = tonumber(ARGV[2])
   slack_ms = 60000
 end
+if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
 local states, order, out, blocked = {}, {}, {}, false
 for i, key in ipairs(KEYS) do
-  local a = 3 + (i - 1) * 6
+  local a = 4 + (i - 1) * 6
   local unit_s = tonumber(ARGV[a + 2])
   local it = {
     alg = algorithms[ARGV[a]], rpu = tonumber(ARGV[a + 1]), unit_s = unit_s,
@@ -381,6 +387,8 @@ for i, key in ipairs(KEYS) do
   out[#out + 1] = remaining
   out[#out + 1] = reset
 end
+-- Redis's time, from which the server estimates the offset between the clocks.
+out[#out + 1] = now
 
 if ARGV[1] == 'commit' and not blocked then
   for _, key in ipairs(order) do

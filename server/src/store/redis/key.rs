@@ -1,52 +1,53 @@
 //! The Redis key of a counter, and the Cluster slot it lands on.
 //!
 //! ```text
-//! fg:v1:{<tag>}:<alg>:<requests_per_unit>:<unit>:<burst>:<counter key>
-//! fg:v1:{c073397bf850560d}:tb:100:s:20:3:web|6:tenant=4:acme
+//! fg:v2:{<fingerprint>}:<alg>:<requests_per_unit>:<unit>:<burst>
+//! fg:v2:{de6897ffa21354441125f911bb38c2f1}:tb:100:s:20
 //! ```
 //!
-//! - `fg:v1:` names the owner and the format version: a change to the format or to any
+//! - `fg:v2:` names the owner and the format version: a change to the format or to any
 //!   script's state layout bumps it, so old and new replicas never misread each other's
-//!   state (old keys simply expire).
-//! - `{<tag>}` is the Redis Cluster hash tag: 16 hex digits of a 64-bit FNV-1a hash of the
-//!   counter key. Only the tag decides the slot, so every key of one counter (under any
-//!   limit) lands on one slot, while different counters spread over the cluster. It is a
-//!   hash rather than the counter key itself because a client-supplied `}` would cut a tag
-//!   short.
+//!   state (old keys simply expire). v1 embedded the descriptor's values, so a client
+//!   sending a 1 MiB value made a 1 MiB Redis key; v2 keys are under 70 bytes whatever
+//!   clients send.
+//! - `{<fingerprint>}` is the counter's [`CounterKey`] (32 hex digits of a SHA-256-based
+//!   fingerprint of the domain and the descriptor's entries) and is also the Redis Cluster
+//!   hash tag: only the tag decides the slot, so every key of one counter (under any limit)
+//!   lands on one slot, while different counters spread over the cluster. Hex digits never
+//!   contain `}`, so no client input can cut the tag short.
 //! - `<alg>:<rpu>:<unit>:<burst>` is the limit (`fw`, `tb`, `swl`, `swc`; `s m h d w`; the
 //!   burst is `-` outside the token bucket). A changed limit therefore starts a fresh
 //!   counter, as in the memory store, and two replicas briefly running different
 //!   configurations during a rollout count separately instead of resetting each other.
-//! - The counter key ([`CounterKey`], length-prefixed, unambiguous) comes last, readable.
 //!
-//! Golden tests below pin the format; changing it means bumping the version.
+//! The descriptor itself is no longer readable in the key; an operator finds a client's
+//! counter by computing its fingerprint. Golden tests below pin the format; changing it
+//! means bumping the version.
 
 use crate::algorithm::{Algorithm, Limit, Unit};
 use crate::store::CounterKey;
 use std::fmt::Write;
 
 /// The key format version written into every key.
-pub const VERSION: &str = "v1";
+pub const VERSION: &str = "v2";
 
 /// The Redis key holding `counter` under `limit`.
 pub fn redis_key(counter: &CounterKey, limit: &Limit) -> String {
-    let c = counter.as_str();
-    let mut k = String::with_capacity(c.len() + 48);
+    let mut k = String::with_capacity(64);
     let _ = write!(
         k,
-        "fg:{VERSION}:{{{:016x}}}:{}:{}:{}:",
-        fnv1a64(c.as_bytes()),
+        "fg:{VERSION}:{{{}}}:{}:{}:{}:",
+        counter.hex(),
         algorithm_code(limit.algorithm),
         limit.requests_per_unit,
         unit_code(limit.unit)
     );
     match limit.algorithm {
         Algorithm::TokenBucket { burst } => {
-            let _ = write!(k, "{burst}:");
+            let _ = write!(k, "{burst}");
         }
-        _ => k.push_str("-:"),
+        _ => k.push('-'),
     }
-    k.push_str(c);
     k
 }
 
@@ -68,13 +69,6 @@ fn unit_code(u: Unit) -> &'static str {
         Unit::Day => "d",
         Unit::Week => "w",
     }
-}
-
-/// 64-bit FNV-1a: stable across versions and machines, which the key format needs.
-fn fnv1a64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
 }
 
 /// The Redis Cluster slot of `key`: CRC16 (XMODEM) of its hash tag, modulo 16384, as
@@ -129,18 +123,18 @@ mod tests {
                 &counter,
                 &limit(100, Unit::Second, Algorithm::TokenBucket { burst })
             ),
-            "fg:v1:{c073397bf850560d}:tb:100:s:20:3:web|6:tenant=4:acme"
+            "fg:v2:{de6897ffa21354441125f911bb38c2f1}:tb:100:s:20"
         );
         assert_eq!(
             redis_key(&counter, &limit(5, Unit::Week, Algorithm::FixedWindow)),
-            "fg:v1:{c073397bf850560d}:fw:5:w:-:3:web|6:tenant=4:acme"
+            "fg:v2:{de6897ffa21354441125f911bb38c2f1}:fw:5:w:-"
         );
         assert_eq!(
             redis_key(
                 &counter,
                 &limit(7, Unit::Minute, Algorithm::SlidingWindowLog)
             ),
-            "fg:v1:{c073397bf850560d}:swl:7:m:-:3:web|6:tenant=4:acme"
+            "fg:v2:{de6897ffa21354441125f911bb38c2f1}:swl:7:m:-"
         );
         let braces = CounterKey::new("d", [("k", "}{x}")]);
         assert_eq!(
@@ -148,8 +142,19 @@ mod tests {
                 &braces,
                 &limit(1, Unit::Hour, Algorithm::SlidingWindowCounter)
             ),
-            "fg:v1:{9a2036ed33f20cd8}:swc:1:h:-:1:d|1:k=4:}{x}"
+            "fg:v2:{b621df8584c50b42725f53f9591a7866}:swc:1:h:-"
         );
+    }
+
+    #[test]
+    fn the_key_is_as_long_whatever_the_value() {
+        let burst = NonZeroU32::new(20).unwrap();
+        let l = limit(100, Unit::Second, Algorithm::TokenBucket { burst });
+        let big = "v".repeat(1 << 20);
+        let long = redis_key(&CounterKey::new("web", [("tenant", big.as_str())]), &l);
+        let short = redis_key(&CounterKey::new("web", [("tenant", "a")]), &l);
+        assert_eq!(long.len(), short.len());
+        assert_eq!(long.len(), 52);
     }
 
     #[test]

@@ -30,15 +30,17 @@
 //! and memory stays bounded. Three consecutive connectivity failures, or a failed probe,
 //! mark the store down: [`Health`] says so (`/healthz` answers 503, `floodgate_store_up`
 //! is 0), calls answer UNAVAILABLE at once without touching the network, and one warning is
-//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s every
+//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s (a single Redis: `TIME`) every
 //! [`PROBE_EVERY`] (reconnecting as needed); its first success marks the store up again.
 
+pub mod deadline;
 pub mod key;
 
 use super::health::Health;
 use super::{Check, Store, StoreError};
 use crate::algorithm::{Algorithm, Decision};
 use crate::clock::Clock;
+use deadline::RedisClock;
 use futures_util::future::join_all;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
@@ -109,6 +111,8 @@ struct Inner {
     health: Arc<Health>,
     /// Tests only: a clock whose time is passed to the script instead of Redis's `TIME`.
     clock: OnceLock<Arc<dyn Clock>>,
+    /// Redis's clock as seen from here, for each call's "not after" (single Redis only).
+    redis_clock: RedisClock,
     consecutive_failures: AtomicU32,
     log: Mutex<LogState>,
     failed_since_log: AtomicU64,
@@ -201,6 +205,7 @@ impl RedisStore {
                 options,
                 health,
                 clock: OnceLock::new(),
+                redis_clock: RedisClock::default(),
                 consecutive_failures: AtomicU32::new(0),
                 log: Mutex::new(LogState {
                     last: None,
@@ -244,16 +249,26 @@ impl Store for RedisStore {
     }
 }
 
-/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"; `now_us` empty for Redis's clock),
-/// with KEYS and ARGV as `check.lua` documents them. The bench runs this same command in
-/// `redis-benchmark`.
-pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, now_us: &str) -> redis::Cmd {
+/// When a call runs: the instant the script decides at, and the instant past which it must
+/// do nothing. Each is a decimal count of microseconds in Redis's clock, or empty: Redis's
+/// `TIME`, and no deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTimes {
+    /// Empty in production (the script reads `TIME`); tests pass a fake clock's time.
+    pub now_us: String,
+    /// The caller's deadline in Redis's clock (see [`deadline`]); empty for none.
+    pub not_after_us: String,
+}
+
+/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"), with KEYS and ARGV as
+/// `check.lua` documents them. The bench runs this same command in `redis-benchmark`.
+pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(sha).arg(batch.len());
     for c in batch {
         cmd.arg(key::redis_key(&c.key, &c.limit));
     }
-    cmd.arg(mode).arg(now_us);
+    cmd.arg(mode).arg(&times.now_us).arg(&times.not_after_us);
     for c in batch {
         let burst = match c.limit.algorithm {
             Algorithm::TokenBucket { burst } => burst.get(),
@@ -270,15 +285,30 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, now_us: &str) -> redi
     cmd
 }
 
-/// The script's reply: three values per item.
-fn parse_reply(reply: &[Value], items: usize) -> Result<Vec<Decision>, Failure> {
+/// What the script answers, past its deadline, instead of decisions: it changed nothing.
+const LATE: &[u8] = b"late";
+
+/// The script's reply: three values per item then Redis's time in µs (the decisions and
+/// that time), or [`LATE`].
+fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Failure> {
+    if let [Value::BulkString(b)] = reply {
+        if b == LATE {
+            // Redis got to the call after its caller gave up: as a timeout.
+            return Err(Failure::Connectivity(
+                "Redis ran the call after its deadline and changed nothing".into(),
+            ));
+        }
+    }
+    let Some((Value::Int(redis_now), reply)) = reply.split_last() else {
+        return Err(Failure::Reply("script answered no time".into()));
+    };
     if reply.len() != 3 * items {
         return Err(Failure::Reply(format!(
             "script answered {} values for {items} items",
-            reply.len()
+            reply.len() + 1
         )));
     }
-    reply
+    let decisions = reply
         .chunks_exact(3)
         .map(|v| {
             let allowed = match &v[0] {
@@ -302,7 +332,8 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<Vec<Decision>, Failure> 
                 reset_in_ns,
             })
         })
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((decisions, *redis_now))
 }
 
 fn bad_value(what: &str, v: &Value) -> Failure {
@@ -338,13 +369,15 @@ impl Inner {
         let Ok(_permit) = self.in_flight.try_acquire() else {
             return Err(StoreError::Overloaded(self.options.max_in_flight));
         };
-        let outcome = match tokio::time::timeout(self.options.timeout, self.decide(batch)).await {
-            Ok(r) => r,
-            Err(_) => Err(Failure::Connectivity(format!(
-                "no answer within {:?}",
-                self.options.timeout
-            ))),
-        };
+        let times = self.call_times();
+        let outcome =
+            match tokio::time::timeout(self.options.timeout, self.decide(batch, &times)).await {
+                Ok(r) => r,
+                Err(_) => Err(Failure::Connectivity(format!(
+                    "no answer within {:?}",
+                    self.options.timeout
+                ))),
+            };
         match outcome {
             Ok(d) => {
                 self.succeeded();
@@ -357,20 +390,34 @@ impl Inner {
         }
     }
 
-    fn now_arg(&self) -> String {
-        self.clock
-            .get()
-            .map(|c| (c.now_ns() / 1_000).to_string())
-            .unwrap_or_default()
+    /// The times a call starting now passes to the script. A fake clock (tests) has no
+    /// deadline; neither has Redis Cluster, whose nodes' clocks each differ from the one
+    /// the probe reads (the README states its bound instead).
+    fn call_times(&self) -> CallTimes {
+        if let Some(c) = self.clock.get() {
+            return CallTimes {
+                now_us: (c.now_ns() / 1_000).to_string(),
+                not_after_us: String::new(),
+            };
+        }
+        let not_after = match self.conn {
+            Conn::Single(_) => self
+                .redis_clock
+                .not_after(self.redis_clock.local_us(), self.options.timeout),
+            Conn::Cluster { .. } => None,
+        };
+        CallTimes {
+            now_us: String::new(),
+            not_after_us: not_after.map(|t| t.to_string()).unwrap_or_default(),
+        }
     }
 
-    async fn decide(&self, batch: &[Check]) -> Result<Vec<Decision>, Failure> {
-        let now = self.now_arg();
+    async fn decide(&self, batch: &[Check], now: &CallTimes) -> Result<Vec<Decision>, Failure> {
         match &self.conn {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
-                self.call(&mut conn, &items, "commit", &now).await
+                self.call(&mut conn, &items, "commit", now).await
             }
             Conn::Cluster { conn, .. } => {
                 let conn = conn
@@ -378,7 +425,7 @@ impl Inner {
                     .unwrap_or_else(PoisonError::into_inner)
                     .clone()
                     .ok_or_else(|| Failure::Connectivity("not connected to the cluster".into()))?;
-                self.decide_cluster(conn, batch, &now).await
+                self.decide_cluster(conn, batch, now).await
             }
         }
     }
@@ -388,7 +435,7 @@ impl Inner {
         &self,
         conn: ClusterConnection,
         batch: &[Check],
-        now: &str,
+        now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
         for (i, c) in batch.iter().enumerate() {
@@ -413,7 +460,7 @@ impl Inner {
         batch: &[Check],
         groups: &BTreeMap<u16, Vec<usize>>,
         mode: &str,
-        now: &str,
+        now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let calls = groups.values().map(|idx| {
             let mut conn = conn.clone();
@@ -441,7 +488,7 @@ impl Inner {
         conn: &mut C,
         items: &[&Check],
         mode: &str,
-        now: &str,
+        now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let cmd = script_cmd(self.script.get_hash(), items, mode, now);
         let reply: Vec<Value> = match cmd.query_async(conn).await {
@@ -451,7 +498,13 @@ impl Inner {
             }
             other => other?,
         };
-        parse_reply(&reply, items.len())
+        let (decisions, redis_now) = parse_reply(&reply, items.len())?;
+        if self.clock.get().is_none() {
+            // Every answer is also a reading of Redis's clock (see `deadline`).
+            self.redis_clock
+                .observe(redis_now, self.redis_clock.local_us());
+        }
+        Ok(decisions)
     }
 
     fn succeeded(&self) {
@@ -513,7 +566,7 @@ impl Inner {
         );
     }
 
-    /// One probe: connects if needed and `PING`s, within the timeout.
+    /// One probe: connects if needed and `PING`s (`TIME` on a single Redis), within the timeout.
     async fn probe(&self) {
         let t = self.options.timeout;
         let result = tokio::time::timeout(t, self.ping()).await;
@@ -521,7 +574,7 @@ impl Inner {
             Ok(Ok(())) => self.succeeded(),
             Ok(Err(f)) => self.failed(&f, true),
             Err(_) => self.failed(
-                &Failure::Connectivity(format!("no answer to PING within {t:?}")),
+                &Failure::Connectivity(format!("no answer to the probe within {t:?}")),
                 true,
             ),
         }
@@ -530,8 +583,12 @@ impl Inner {
     async fn ping(&self) -> Result<(), Failure> {
         match &self.conn {
             Conn::Single(manager) => {
+                // TIME rather than PING: it also tells the store Redis's clock.
                 let mut conn = manager.clone();
-                redis::cmd("PING").query_async::<()>(&mut conn).await?;
+                let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await?;
+                let received = self.redis_clock.local_us();
+                let redis_us = secs.saturating_mul(1_000_000).saturating_add(micros);
+                self.redis_clock.observe(redis_us, received);
             }
             Conn::Cluster { client, conn } => {
                 let current = conn.lock().unwrap_or_else(PoisonError::into_inner).clone();
@@ -560,107 +617,4 @@ async fn probe_forever(inner: Weak<Inner>) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_command_follows_the_script_contract() {
-        use crate::algorithm::{Limit, Unit};
-        use crate::store::CounterKey;
-        use std::num::NonZeroU32;
-        let c = |hits, shadow, algorithm| Check {
-            key: CounterKey::new("web", [("k", "v")]),
-            limit: Limit {
-                requests_per_unit: NonZeroU32::new(10).unwrap(),
-                unit: Unit::Minute,
-                algorithm,
-            },
-            hits,
-            shadow,
-        };
-        let burst = NonZeroU32::new(4).unwrap();
-        let tb = c(0, false, Algorithm::TokenBucket { burst });
-        let log = c(u64::MAX, true, Algorithm::SlidingWindowLog);
-        let cmd = script_cmd("sha", &[&tb, &log], "peek", "");
-        let args: Vec<String> = cmd
-            .args_iter()
-            .map(|a| match a {
-                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
-                _ => "<cursor>".to_owned(),
-            })
-            .collect();
-        assert_eq!(
-            args,
-            [
-                "EVALSHA",
-                "sha",
-                "2",
-                "fg:v1:{e8c91160bc2bbc04}:tb:10:m:4:3:web|1:k=1:v",
-                "fg:v1:{e8c91160bc2bbc04}:swl:10:m:-:3:web|1:k=1:v",
-                "peek",
-                "",
-                "tb",
-                "10",
-                "60",
-                "4",
-                "1",
-                "0",
-                "swl",
-                "10",
-                "60",
-                "0",
-                "4294967296",
-                "1"
-            ]
-        );
-    }
-
-    #[test]
-    fn replies_are_parsed_and_big_resets_saturate() {
-        let reply = [
-            Value::Int(1),
-            Value::Int(7),
-            Value::BulkString(b"1500".to_vec()),
-            Value::Int(0),
-            Value::Int(5_000_000_000),
-            Value::BulkString(b"340282366920938463463374607431768211456".to_vec()),
-        ];
-        let d = parse_reply(&reply, 2).ok().unwrap();
-        assert_eq!(
-            d,
-            [
-                Decision {
-                    allowed: true,
-                    remaining: 7,
-                    reset_in_ns: 1500
-                },
-                Decision {
-                    allowed: false,
-                    remaining: u32::MAX,
-                    reset_in_ns: u64::MAX
-                }
-            ]
-        );
-    }
-
-    #[test]
-    fn malformed_replies_are_errors_not_panics() {
-        for reply in [
-            vec![Value::Int(1)],
-            vec![
-                Value::Int(2),
-                Value::Int(0),
-                Value::BulkString(b"1".to_vec()),
-            ],
-            vec![Value::Int(1), Value::Nil, Value::BulkString(b"1".to_vec())],
-            vec![
-                Value::Int(1),
-                Value::Int(0),
-                Value::BulkString(b"-1".to_vec()),
-            ],
-            vec![Value::Int(1), Value::Int(0), Value::BulkString(Vec::new())],
-        ] {
-            assert!(parse_reply(&reply, 1).is_err(), "{reply:?}");
-        }
-    }
-}
+mod tests;

@@ -1,0 +1,125 @@
+//! The script's command and reply formats.
+
+use super::*;
+
+#[test]
+fn the_command_follows_the_script_contract() {
+    use crate::algorithm::{Limit, Unit};
+    use crate::store::CounterKey;
+    use std::num::NonZeroU32;
+    let c = |hits, shadow, algorithm| Check {
+        key: CounterKey::new("web", [("k", "v")]),
+        limit: Limit {
+            requests_per_unit: NonZeroU32::new(10).unwrap(),
+            unit: Unit::Minute,
+            algorithm,
+        },
+        hits,
+        shadow,
+    };
+    let burst = NonZeroU32::new(4).unwrap();
+    let tb = c(0, false, Algorithm::TokenBucket { burst });
+    let log = c(u64::MAX, true, Algorithm::SlidingWindowLog);
+    let times = CallTimes {
+        now_us: String::new(),
+        not_after_us: "1700000000100000".into(),
+    };
+    let cmd = script_cmd("sha", &[&tb, &log], "peek", &times);
+    let args: Vec<String> = cmd
+        .args_iter()
+        .map(|a| match a {
+            redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+            _ => "<cursor>".to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        args,
+        [
+            "EVALSHA",
+            "sha",
+            "2",
+            "fg:v2:{2de34e4be677f2118eec430806d11eb5}:tb:10:m:4",
+            "fg:v2:{2de34e4be677f2118eec430806d11eb5}:swl:10:m:-",
+            "peek",
+            "",
+            "1700000000100000",
+            "tb",
+            "10",
+            "60",
+            "4",
+            "1",
+            "0",
+            "swl",
+            "10",
+            "60",
+            "0",
+            "4294967296",
+            "1"
+        ]
+    );
+}
+
+#[test]
+fn replies_are_parsed_and_big_resets_saturate() {
+    let reply = [
+        Value::Int(1),
+        Value::Int(7),
+        Value::BulkString(b"1500".to_vec()),
+        Value::Int(0),
+        Value::Int(5_000_000_000),
+        Value::BulkString(b"340282366920938463463374607431768211456".to_vec()),
+        Value::Int(1_700_000_000_000_000),
+    ];
+    let (d, now) = parse_reply(&reply, 2).ok().unwrap();
+    assert_eq!(now, 1_700_000_000_000_000);
+    assert_eq!(
+        d,
+        [
+            Decision {
+                allowed: true,
+                remaining: 7,
+                reset_in_ns: 1500
+            },
+            Decision {
+                allowed: false,
+                remaining: u32::MAX,
+                reset_in_ns: u64::MAX
+            }
+        ]
+    );
+}
+
+#[test]
+fn malformed_replies_are_errors_not_panics() {
+    for reply in [
+        vec![Value::Int(1)],
+        vec![Value::BulkString(b"early".to_vec())],
+        vec![
+            Value::Int(2),
+            Value::Int(0),
+            Value::BulkString(b"1".to_vec()),
+        ],
+        vec![Value::Int(1), Value::Nil, Value::BulkString(b"1".to_vec())],
+        vec![
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(b"-1".to_vec()),
+        ],
+        vec![Value::Int(1), Value::Int(0), Value::BulkString(Vec::new())],
+    ] {
+        let mut reply = reply;
+        if reply.len() == 3 {
+            reply.push(Value::Int(1)); // a time, so that only the items are wrong
+        }
+        assert!(parse_reply(&reply, 1).is_err(), "{reply:?}");
+    }
+}
+
+#[test]
+fn a_late_reply_is_a_connectivity_failure() {
+    let late = [Value::BulkString(LATE.to_vec())];
+    assert!(matches!(
+        parse_reply(&late, 2),
+        Err(Failure::Connectivity(_))
+    ));
+}
