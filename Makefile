@@ -16,6 +16,8 @@ OCI_DIR       := target/oci
 # The image tag is the filter's version (never `latest`: Istio re-pulls `latest` on every change).
 OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# The bench-only wasm modules `make bench` compares floodgate with.
+BENCH_PACKAGES := floodgate-noop-filter floodgate-raw-noop floodgate-call-floor
 
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
@@ -71,7 +73,7 @@ oci: wasm
 	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
 
 bench-wasm: wasm-target
-	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter -p floodgate-call-floor
+	cargo build --release --target $(WASM_TARGET) $(addprefix -p ,$(BENCH_PACKAGES))
 
 server:
 	cargo build --release -p floodgate-server
@@ -96,7 +98,7 @@ bench: setup bench-tools wasm bench-wasm server
 lint: wasm-target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter -p floodgate-call-floor --lib -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate $(addprefix -p ,$(BENCH_PACKAGES)) --lib -- -D warnings
 
 fmt:
 	cargo fmt --all
