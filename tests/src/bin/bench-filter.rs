@@ -222,8 +222,9 @@ fn global_cases() -> Vec<Case> {
 }
 
 /// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
-/// with the "allowed" configuration and the global one. For trying an optimisation side
-/// by side.
+/// with the "allowed" configuration (alone and chained [`STACK`] times, where a small
+/// difference stands out of the noise) and the global one. For trying an optimisation
+/// (a build flag, a `wasm-opt` pass) side by side.
 fn variants() -> Vec<Case> {
     let list = std::env::var("BENCH_VARIANTS").unwrap_or_default();
     list.split(',')
@@ -233,6 +234,14 @@ fn variants() -> Vec<Case> {
             let local = configs::wasm_filter("floodgate", path, &local);
             let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
             [
+                Case {
+                    stack: STACK,
+                    ..case(
+                        &format!("variant {path} x{STACK}"),
+                        stacked(&local, STACK),
+                        false,
+                    )
+                },
                 case(&format!("variant {path}"), vec![local], false),
                 case(&format!("variant {path} global"), vec![global], false),
             ]
