@@ -81,7 +81,8 @@ fn the_release_module_carries_no_name_section() {
     assert!(
         !names.iter().any(|n| n == "name"),
         "floodgate.wasm carries a `name` section (custom sections: {names:?}): about 40 KB \
-         Envoy never reads. `make wasm` strips it (.cargo/config.toml links with --strip-all); a RUSTFLAGS \
-         setting replaces those flags."
+         Envoy never reads. `make wasm` drops it twice: .cargo/config.toml links with \
+         --strip-all, and wasm-opt leaves names out. A RUSTFLAGS setting replaces the \
+         config's flags."
     );
 }
