@@ -19,6 +19,15 @@ OCI_DIR       := target/oci
 # The image tag is the filter's version (never `latest`: Istio re-pulls `latest` on every change).
 OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Every shipped or benched module goes through binaryen's wasm-opt at -O3 (the features
+# current Rust emits must be enabled, or it refuses the module). It drops the `name`
+# section too and shrinks the filter by about 12 %; no slowdown seen side by side
+# (`BENCH_VARIANTS`, README "The module's size").
+WASM_OPT      := wasm-opt -O3 --enable-bulk-memory --enable-sign-ext \
+                 --enable-nontrapping-float-to-int --enable-mutable-globals
+# The bench-only modules, as cargo packages and as the files `make bench` loads.
+BENCH_PACKAGES := floodgate-noop-filter floodgate-raw-noop floodgate-call-floor
+BENCH_WASMS    := $(patsubst %,target/$(WASM_TARGET)/release/%.wasm,$(subst -,_,$(BENCH_PACKAGES)))
 
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
@@ -27,7 +36,7 @@ export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -38,10 +47,14 @@ help:
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 
-setup: wasm-target envoy redis oci-tools promtool
+setup: wasm-target wasm-opt envoy redis oci-tools promtool
 
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+wasm-opt:
+	@command -v wasm-opt >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq binaryen; }
 
 envoy: $(ENVOY_STAMP)
 
@@ -66,8 +79,12 @@ promtool:
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
 
-wasm: wasm-target
+# cargo links its output into place on every build, fresh or not, so wasm-opt always
+# starts from cargo's module; it writes beside it and renames, leaving cargo's own copy
+# (a hard link under deps/) untouched.
+wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate
+	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
 
 # An OCI image layout of the filter (Istio's wasm "compat" format) and a tar of it, built
 # without Docker; prints the image digest (WasmPlugin `sha256`) and the module's sha256.
@@ -77,7 +94,8 @@ oci: wasm
 # The module with the `trap-on-header` test feature (what Envoy does when a module crashes).
 # Built in the same target directory as the shipped module, so the dependencies are built
 # once (a target directory of its own cost a fresh machine 4 minutes), then copied out; the
-# shipped module is linked again after it, because both land on the same output path.
+# shipped module is built again after it (cargo, then wasm-opt), because both land on the
+# same output path.
 # Rebuilt only when the filter's sources change.
 wasm-trap: $(TRAP_WASM)
 
@@ -85,10 +103,11 @@ $(TRAP_WASM): Cargo.toml Cargo.lock build.rs $(shell find src proto -type f) | w
 	cargo build --release --target $(WASM_TARGET) -p floodgate --features trap-on-header
 	mkdir -p $(dir $@)
 	cp $(WASM) $@
-	cargo build --release --target $(WASM_TARGET) -p floodgate
+	$(MAKE) --no-print-directory wasm
 
-bench-wasm: wasm-target
-	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter -p floodgate-call-floor
+bench-wasm: wasm-target wasm-opt
+	cargo build --release --target $(WASM_TARGET) $(addprefix -p ,$(BENCH_PACKAGES))
+	for m in $(BENCH_WASMS); do $(WASM_OPT) $$m -o $$m.opt && mv $$m.opt $$m || exit 1; done
 
 server:
 	cargo build --release -p floodgate-server
@@ -113,7 +132,7 @@ bench: setup bench-tools wasm bench-wasm server
 lint: wasm-target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter -p floodgate-call-floor --lib -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate $(addprefix -p ,$(BENCH_PACKAGES)) --lib -- -D warnings
 	cargo clippy --target $(WASM_TARGET) -p floodgate --features trap-on-header --lib -- -D warnings
 
 fmt:

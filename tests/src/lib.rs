@@ -23,6 +23,7 @@ pub mod registry;
 pub mod server;
 pub mod upstream;
 pub mod wait;
+pub mod wasm_module;
 
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;

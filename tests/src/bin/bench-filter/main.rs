@@ -1,5 +1,9 @@
 //! `make bench`: floodgate's local mode against Envoy without a filter, Envoy's native
-//! `local_ratelimit`, and a no-op wasm filter, side by side in one run.
+//! `local_ratelimit`, and two no-op wasm filters, side by side in one run: the SDK no-op
+//! (`bench/noop-filter`, which exports every callback, as any `proxy-wasm` crate module
+//! does) and the raw-ABI no-op (`bench/raw-noop`, which exports only
+//! `proxy_on_request_headers`, as floodgate exports only what it uses). Both read one
+//! header; floodgate's ratio is printed against each.
 //!
 //! Every configuration is a listener of one Envoy whose single worker is pinned to CPU 0;
 //! wrk and a `direct_response` upstream Envoy share CPU 1. Configurations take turns over several
@@ -19,305 +23,24 @@
 //! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
 //! only those configurations, plus "no filter").
 
-use floodgate_integration::configs::{
-    self, bootstrap, cluster, floodgate_filter, listener_with_route,
+mod cases;
+mod wrk;
+
+use cases::{
+    cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
+    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
+    RAW_NOOP, SERVER_CONFIG, STACK,
 };
-use floodgate_integration::paths::repo_root;
+use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
 use serde_json::{json, Value};
-use std::process::Command;
-
-/// One configuration under test.
-struct Case {
-    name: String,
-    filters: Vec<Value>,
-    /// Route-level `rate_limits` (Envoy's native rate limit filter needs them).
-    rate_limits: Option<Value>,
-    /// Every request is rejected (compare CPU per request with the native reject path).
-    rejects: bool,
-    /// Copies of the filter in the chain (CPU only: see [`stacked_cases`]).
-    stack: usize,
-}
-
-fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
-    json!({
-        "name": "envoy.filters.http.local_ratelimit",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
-            "stat_prefix": "native",
-            "token_bucket": {
-                "max_tokens": max_tokens,
-                "tokens_per_fill": max_tokens,
-                "fill_interval": format!("{fill_seconds}s")
-            },
-            "filter_enabled": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
-                               "runtime_key": "native_enabled"},
-            "filter_enforced": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
-                                "runtime_key": "native_enforced"}
-        }
-    })
-}
-
-/// floodgate's configuration for the local cases: one bucket per tenant.
-fn local_plugin(capacity: u64, refill: u64) -> Value {
-    json!({"rules": [{
-        "name": "bench",
-        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-        "local": {"capacity": capacity, "refill_per_second": refill}
-    }]})
-}
-
-fn floodgate(capacity: u64, refill: u64) -> Value {
-    floodgate_filter(&local_plugin(capacity, refill))
-}
-
-/// A bench-only module from `bench/`, built by `make bench`.
-fn bench_module(name: &str, file: &str) -> Value {
-    let wasm = repo_root().join("target/wasm32-wasip1/release").join(file);
-    assert!(
-        wasm.exists(),
-        "{} missing: run `make bench-wasm`",
-        wasm.display()
-    );
-    configs::wasm_filter(name, &wasm.display().to_string(), "")
-}
-
-fn noop() -> Value {
-    bench_module("noop", "floodgate_noop_filter.wasm")
-}
-
-const NOOP: &str = "no-op wasm (reads 1 header)";
-const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
-const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
-const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
-const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
-const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
-const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodgate-server";
-const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
-
-fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
-    Case {
-        name: name.to_string(),
-        filters,
-        rate_limits: None,
-        rejects,
-        stack: 1,
-    }
-}
-
-/// How many copies of a filter the stacked cases chain.
-const STACK: usize = 8;
-
-/// `filter` chained `n` times; wasm copies get their own plugin name and root id (same
-/// VM), as several plugins on one proxy would.
-fn stacked(filter: &Value, n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            let mut copy = filter.clone();
-            let config = copy.pointer_mut("/typed_config/config");
-            if let Some(config) = config.filter(|c| c.get("root_id").is_some()) {
-                let root = config["root_id"].as_str().unwrap_or("wasm").to_string();
-                config["root_id"] = json!(format!("{root}-{i}"));
-                config["name"] = json!(format!("{root}-{i}"));
-            }
-            copy
-        })
-        .collect()
-}
-
-/// The allowed paths again with each filter chained [`STACK`] times. A filter's own cost
-/// is a few microseconds against about thirty for proxying the request, about the size
-/// of the machine's noise; chaining copies multiplies the signal, not the noise, so the
-/// per-filter ratio is what these measure best.
-fn stacked_cases() -> Vec<Case> {
-    [
-        (
-            "native local_ratelimit",
-            native_local_ratelimit(4_000_000_000, 1),
-        ),
-        (NOOP, noop()),
-        (FLOODGATE_ALLOWED, floodgate(4_000_000_000, 1_000_000_000)),
-    ]
-    .into_iter()
-    .map(|(name, filter)| Case {
-        stack: STACK,
-        ..case(&format!("{name} x{STACK}"), stacked(&filter, STACK), false)
-    })
-    .collect()
-}
-
-/// The limit the global cases ask about: never reached.
-const SERVER_CONFIG: &str = "
-domain: bench
-descriptors:
-  - key: tenant
-    rate_limit:
-      unit: second
-      requests_per_unit: 4000000000
-";
-
-/// floodgate's configuration for the global cases: one descriptor, fail closed.
-fn global_plugin() -> Value {
-    json!({
-        "rls": {"cluster": "ratelimit", "domain": "bench", "timeout_ms": 1000, "failure_mode": "deny"},
-        "rules": [{
-            "name": "bench",
-            "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-            "global": {}
-        }]
-    })
-}
-
-/// The global configuration with a fallback bucket on its rule: what a fallback costs a
-/// request the service answers.
-fn fallback_plugin() -> Value {
-    let mut plugin = global_plugin();
-    plugin["rules"][0]["global"] = json!({"fallback": {"capacity": 100, "refill_per_second": 10}});
-    plugin
-}
-
-fn global_cases() -> Vec<Case> {
-    let floodgate = floodgate_filter(&global_plugin());
-    let fallback = floodgate_filter(&fallback_plugin());
-    let native = json!({
-        "name": "envoy.filters.http.ratelimit",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
-            "domain": "bench",
-            "failure_mode_deny": true,
-            "timeout": "1s",
-            "rate_limit_service": {
-                "grpc_service": {"envoy_grpc": {"cluster_name": "ratelimit"}},
-                "transport_api_version": "V3"
-            }
-        }
-    });
-    let actions = json!([{"actions": [{"request_headers": {
-        "header_name": "x-tenant-id", "descriptor_key": "tenant"
-    }}]}]);
-    vec![
-        Case {
-            rate_limits: Some(actions),
-            ..case(NATIVE_GLOBAL, vec![native], false)
-        },
-        case(FLOODGATE_GLOBAL, vec![floodgate], false),
-        case(FLOODGATE_FALLBACK, vec![fallback], false),
-        // The least any wasm filter can do for the same call (bench/call-floor).
-        case(
-            CALL_FLOOR,
-            vec![bench_module("call-floor", "floodgate_call_floor.wasm")],
-            false,
-        ),
-    ]
-}
-
-/// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
-/// with the "allowed" configuration and the global one. For trying an optimisation side
-/// by side.
-fn variants() -> Vec<Case> {
-    let list = std::env::var("BENCH_VARIANTS").unwrap_or_default();
-    list.split(',')
-        .filter(|p| !p.is_empty())
-        .flat_map(|path| {
-            let local = local_plugin(4_000_000_000, 1_000_000_000).to_string();
-            let local = configs::wasm_filter("floodgate", path, &local);
-            let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
-            [
-                case(&format!("variant {path}"), vec![local], false),
-                case(&format!("variant {path} global"), vec![global], false),
-            ]
-        })
-        .collect()
-}
-
-fn cases() -> Vec<Case> {
-    vec![
-        case("no filter", vec![], false),
-        case(
-            "native local_ratelimit",
-            vec![native_local_ratelimit(4_000_000_000, 1)],
-            false,
-        ),
-        case(NOOP, vec![noop()], false),
-        case(
-            FLOODGATE_ALLOWED,
-            vec![floodgate(4_000_000_000, 1_000_000_000)],
-            false,
-        ),
-        case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
-        case(FLOODGATE_REJECTED, vec![floodgate(1, 0)], true),
-    ]
-}
-
-/// What one wrk run measured.
-#[derive(Default, Clone, Copy)]
-struct Sample {
-    requests: f64,
-    rps: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    cpu_us: f64,
-    /// p50 and p99 with one connection: each request alone, no queueing behind others.
-    alone_p50_ms: f64,
-    alone_p99_ms: f64,
-}
+use wrk::{clock_ticks_per_second, median, parse_wrk, wrk, Sample};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
-}
-
-fn clock_ticks_per_second() -> f64 {
-    let out = Command::new("getconf").arg("CLK_TCK").output().ok();
-    out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-        .unwrap_or(100.0)
-}
-
-fn wrk(url: &str, seconds: u64, connections: u64) -> String {
-    let out = Command::new("taskset")
-        .args(["-c", "1", "wrk", "-t1", "--latency"])
-        .arg(format!("-c{connections}"))
-        .arg(format!("-d{seconds}s"))
-        .args(["-H", "x-tenant-id: bench", url])
-        .output()
-        .expect("run wrk (apt-get install wrk)");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A wrk latency like `1.23ms`, `850.00us` or `1.01s`, in milliseconds.
-fn millis(text: &str) -> f64 {
-    let (number, factor) = if let Some(n) = text.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = text.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (text, 1.0)
-    };
-    number.parse::<f64>().unwrap_or(f64::NAN) * factor
-}
-
-fn parse_wrk(text: &str) -> Sample {
-    let mut s = Sample::default();
-    for line in text.lines().map(str::trim) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        match fields.as_slice() {
-            ["50%", v] => s.p50_ms = millis(v),
-            ["99%", v] => s.p99_ms = millis(v),
-            ["Requests/sec:", v] => s.rps = v.parse().unwrap_or(0.0),
-            [n, "requests", "in", ..] => s.requests = n.parse().unwrap_or(0.0),
-            _ => {}
-        }
-    }
-    s
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 #[tokio::main]
@@ -488,23 +211,27 @@ async fn main() {
     let index = |name: &str| cases.iter().position(|c| c.name == name);
     let per_round = |f: &dyn Fn(usize) -> f64| median((0..rounds as usize).map(f).collect());
     let stacked_name = |name: &str| format!("{name} x{STACK}");
-    for (label, ours, floor) in [
-        ("one filter", index(FLOODGATE_ALLOWED), index(NOOP)),
-        (
-            "chained",
-            index(&stacked_name(FLOODGATE_ALLOWED)),
-            index(&stacked_name(NOOP)),
-        ),
-    ] {
-        if let (Some(ours), Some(floor)) = (ours, floor) {
-            let ratio = per_round(&|r| {
-                let none = samples[0][r].cpu_us;
-                (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
-            });
-            println!(
-                "\nfloodgate allowed path ({label}): {ratio:.2} x the no-op wasm filter's added CPU \
-                 (median of per-round ratios; target <= 1.5)"
-            );
+    // Against each floor: the SDK no-op (the target's reference) and the raw-ABI no-op,
+    // which pays for no callback floodgate does not export either.
+    for (floor_label, floor_name) in [("the SDK no-op", NOOP), ("the raw-ABI no-op", RAW_NOOP)] {
+        for (label, ours, floor) in [
+            ("one filter", index(FLOODGATE_ALLOWED), index(floor_name)),
+            (
+                "chained",
+                index(&stacked_name(FLOODGATE_ALLOWED)),
+                index(&stacked_name(floor_name)),
+            ),
+        ] {
+            if let (Some(ours), Some(floor)) = (ours, floor) {
+                let ratio = per_round(&|r| {
+                    let none = samples[0][r].cpu_us;
+                    (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
+                });
+                println!(
+                    "\nfloodgate allowed path ({label}): {ratio:.2} x {floor_label} wasm filter's \
+                     added CPU (median of per-round ratios; target <= 1.5 against the SDK no-op)"
+                );
+            }
         }
     }
     if let (Some(ours), Some(native)) = (index(FLOODGATE_REJECTED), index(NATIVE_REJECTED)) {

@@ -1,0 +1,257 @@
+//! The configurations `make bench` compares: their filters, names and the plugin and
+//! server configurations they use.
+
+use floodgate_integration::configs::{self, floodgate_filter};
+use floodgate_integration::paths::repo_root;
+use serde_json::{json, Value};
+
+/// One configuration under test.
+pub struct Case {
+    pub name: String,
+    pub filters: Vec<Value>,
+    /// Route-level `rate_limits` (Envoy's native rate limit filter needs them).
+    pub rate_limits: Option<Value>,
+    /// Every request is rejected (compare CPU per request with the native reject path).
+    pub rejects: bool,
+    /// Copies of the filter in the chain (CPU only: see [`stacked_cases`]).
+    pub stack: usize,
+}
+
+fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
+    json!({
+        "name": "envoy.filters.http.local_ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+            "stat_prefix": "native",
+            "token_bucket": {
+                "max_tokens": max_tokens,
+                "tokens_per_fill": max_tokens,
+                "fill_interval": format!("{fill_seconds}s")
+            },
+            "filter_enabled": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+                               "runtime_key": "native_enabled"},
+            "filter_enforced": {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+                                "runtime_key": "native_enforced"}
+        }
+    })
+}
+
+/// floodgate's configuration for the local cases: one bucket per tenant.
+fn local_plugin(capacity: u64, refill: u64) -> Value {
+    json!({"rules": [{
+        "name": "bench",
+        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+        "local": {"capacity": capacity, "refill_per_second": refill}
+    }]})
+}
+
+fn floodgate(capacity: u64, refill: u64) -> Value {
+    floodgate_filter(&local_plugin(capacity, refill))
+}
+
+/// A bench-only module from `bench/`, built by `make bench`.
+fn bench_module(name: &str, file: &str) -> Value {
+    let wasm = repo_root().join("target/wasm32-wasip1/release").join(file);
+    assert!(
+        wasm.exists(),
+        "{} missing: run `make bench-wasm`",
+        wasm.display()
+    );
+    configs::wasm_filter(name, &wasm.display().to_string(), "")
+}
+
+fn noop() -> Value {
+    bench_module("noop", "floodgate_noop_filter.wasm")
+}
+
+fn raw_noop() -> Value {
+    bench_module("raw-noop", "floodgate_raw_noop.wasm")
+}
+
+// The names the report looks configurations up by.
+/// The SDK no-op (`bench/noop-filter`): the floor the local-mode target is set against.
+pub const NOOP: &str = "no-op wasm (reads 1 header)";
+/// The raw-ABI no-op (`bench/raw-noop`): the floor that exports what floodgate does not either.
+pub const RAW_NOOP: &str = "raw-ABI no-op wasm (reads 1 header)";
+/// floodgate local mode with a limit never reached.
+pub const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
+/// Envoy's own local rate limit, rejecting every request.
+pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
+/// floodgate local mode, rejecting every request.
+pub const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
+/// Envoy's own rate limit filter asking floodgate-server: what the wasm global cases pair with.
+pub const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
+/// floodgate global mode asking floodgate-server.
+pub const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
+/// floodgate global mode with a fallback bucket on its rule.
+pub const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodgate-server";
+/// The least a wasm filter can do for the same call (`bench/call-floor`).
+pub const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
+
+fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
+    Case {
+        name: name.to_string(),
+        filters,
+        rate_limits: None,
+        rejects,
+        stack: 1,
+    }
+}
+
+/// How many copies of a filter the stacked cases chain.
+pub const STACK: usize = 8;
+
+/// `filter` chained `n` times; wasm copies get their own plugin name and root id (same
+/// VM), as several plugins on one proxy would.
+fn stacked(filter: &Value, n: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let mut copy = filter.clone();
+            let config = copy.pointer_mut("/typed_config/config");
+            if let Some(config) = config.filter(|c| c.get("root_id").is_some()) {
+                let root = config["root_id"].as_str().unwrap_or("wasm").to_string();
+                config["root_id"] = json!(format!("{root}-{i}"));
+                config["name"] = json!(format!("{root}-{i}"));
+            }
+            copy
+        })
+        .collect()
+}
+
+/// The allowed paths again with each filter chained [`STACK`] times. A filter's own cost
+/// is a few microseconds against about thirty for proxying the request, about the size
+/// of the machine's noise; chaining copies multiplies the signal, not the noise, so the
+/// per-filter ratio is what these measure best.
+pub fn stacked_cases() -> Vec<Case> {
+    [
+        (
+            "native local_ratelimit",
+            native_local_ratelimit(4_000_000_000, 1),
+        ),
+        (NOOP, noop()),
+        (RAW_NOOP, raw_noop()),
+        (FLOODGATE_ALLOWED, floodgate(4_000_000_000, 1_000_000_000)),
+    ]
+    .into_iter()
+    .map(|(name, filter)| Case {
+        stack: STACK,
+        ..case(&format!("{name} x{STACK}"), stacked(&filter, STACK), false)
+    })
+    .collect()
+}
+
+/// The limit the global cases ask about: never reached.
+pub const SERVER_CONFIG: &str = "
+domain: bench
+descriptors:
+  - key: tenant
+    rate_limit:
+      unit: second
+      requests_per_unit: 4000000000
+";
+
+/// floodgate's configuration for the global cases: one descriptor, fail closed.
+fn global_plugin() -> Value {
+    json!({
+        "rls": {"cluster": "ratelimit", "domain": "bench", "timeout_ms": 1000, "failure_mode": "deny"},
+        "rules": [{
+            "name": "bench",
+            "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+            "global": {}
+        }]
+    })
+}
+
+/// The global configuration with a fallback bucket on its rule: what a fallback costs a
+/// request the service answers.
+fn fallback_plugin() -> Value {
+    let mut plugin = global_plugin();
+    plugin["rules"][0]["global"] = json!({"fallback": {"capacity": 100, "refill_per_second": 10}});
+    plugin
+}
+
+/// The global cases: native, floodgate (with and without a fallback), the call floor.
+pub fn global_cases() -> Vec<Case> {
+    let floodgate = floodgate_filter(&global_plugin());
+    let fallback = floodgate_filter(&fallback_plugin());
+    let native = json!({
+        "name": "envoy.filters.http.ratelimit",
+        "typed_config": {
+            "@type": "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit",
+            "domain": "bench",
+            "failure_mode_deny": true,
+            "timeout": "1s",
+            "rate_limit_service": {
+                "grpc_service": {"envoy_grpc": {"cluster_name": "ratelimit"}},
+                "transport_api_version": "V3"
+            }
+        }
+    });
+    let actions = json!([{"actions": [{"request_headers": {
+        "header_name": "x-tenant-id", "descriptor_key": "tenant"
+    }}]}]);
+    vec![
+        Case {
+            rate_limits: Some(actions),
+            ..case(NATIVE_GLOBAL, vec![native], false)
+        },
+        case(FLOODGATE_GLOBAL, vec![floodgate], false),
+        case(FLOODGATE_FALLBACK, vec![fallback], false),
+        // The least any wasm filter can do for the same call (bench/call-floor).
+        case(
+            CALL_FLOOR,
+            vec![bench_module("call-floor", "floodgate_call_floor.wasm")],
+            false,
+        ),
+    ]
+}
+
+/// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
+/// with the "allowed" configuration (alone and chained [`STACK`] times, where a small
+/// difference stands out of the noise) and the global one. For trying an optimisation
+/// (a build flag, a `wasm-opt` pass) side by side.
+pub fn variants() -> Vec<Case> {
+    let list = std::env::var("BENCH_VARIANTS").unwrap_or_default();
+    list.split(',')
+        .filter(|p| !p.is_empty())
+        .flat_map(|path| {
+            let local = local_plugin(4_000_000_000, 1_000_000_000).to_string();
+            let local = configs::wasm_filter("floodgate", path, &local);
+            let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
+            [
+                Case {
+                    stack: STACK,
+                    ..case(
+                        &format!("variant {path} x{STACK}"),
+                        stacked(&local, STACK),
+                        false,
+                    )
+                },
+                case(&format!("variant {path}"), vec![local], false),
+                case(&format!("variant {path} global"), vec![global], false),
+            ]
+        })
+        .collect()
+}
+
+/// The single-filter cases: no filter first (every "added" figure is against it), then
+/// local mode and its floors, allowed and rejected.
+pub fn cases() -> Vec<Case> {
+    vec![
+        case("no filter", vec![], false),
+        case(
+            "native local_ratelimit",
+            vec![native_local_ratelimit(4_000_000_000, 1)],
+            false,
+        ),
+        case(NOOP, vec![noop()], false),
+        case(RAW_NOOP, vec![raw_noop()], false),
+        case(
+            FLOODGATE_ALLOWED,
+            vec![floodgate(4_000_000_000, 1_000_000_000)],
+            false,
+        ),
+        case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
+        case(FLOODGATE_REJECTED, vec![floodgate(1, 0)], true),
+    ]
+}
