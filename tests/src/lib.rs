@@ -19,6 +19,7 @@ pub mod oci;
 pub mod paths;
 pub mod registry;
 pub mod server;
+pub mod soak;
 pub mod upstream;
 pub mod wait;
 
