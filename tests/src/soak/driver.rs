@@ -52,29 +52,150 @@ impl Books {
     }
 }
 
+/// The processes under test.
+struct Rig {
+    redis: Redis,
+    server: Server,
+    server_flags: Vec<String>,
+    upstream: Upstream,
+    envoy: Envoy,
+    listeners: ListenerFile,
+    /// The listener's port, kept across the update.
+    port: u16,
+}
+
+impl Rig {
+    /// Starts Redis, floodgate-server on it, the upstream and Envoy, each ready.
+    async fn start() -> Result<Rig, String> {
+        let redis = Redis::start()?;
+        let server_flags: Vec<String> = [
+            "--redis-url",
+            &redis.url(),
+            "--redis-timeout-ms",
+            setup::REDIS_TIMEOUT_MS,
+            "--response-headers",
+        ]
+        .map(String::from)
+        .into();
+        let flags: Vec<&str> = server_flags.iter().map(String::as_str).collect();
+        let server = Server::start(setup::SERVER_CONFIG, &flags);
+        let upstream = Upstream::start().await;
+        let port = setup::free_port()?;
+        let listeners = ListenerFile::new(&[FIRST.listener(port)])?;
+        let bootstrap = setup::envoy_bootstrap(&listeners, upstream.addr(), server.grpc())?;
+        let envoy = Envoy::start(&bootstrap, 2).await;
+        Ok(Rig {
+            redis,
+            server,
+            server_flags,
+            upstream,
+            envoy,
+            listeners,
+            port,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` of the listener.
+    fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Ends the current generation (the caller holds the fence) and starts one in `next`.
+    async fn close(&self, books: &mut Books, generation: u32, decided: u64, next: Phase) {
+        books
+            .close(generation, decided, &self.envoy, &self.server, next)
+            .await;
+    }
+}
+
+/// What one event adds to the report.
+#[derive(Default)]
+struct Added {
+    checks: Vec<Check>,
+    figures: Vec<(String, String)>,
+}
+
+/// Carries out `event` (scheduled at `at`) between fences: the generation it breaks
+/// runs from the fault to the moment floodgate-server is healthy again.
+async fn inject(
+    rig: &mut Rig,
+    load: &Load,
+    books: &mut Books,
+    rss: &mut Rss,
+    (at, event): (Duration, Event),
+) -> Result<Added, String> {
+    let mut added = Added::default();
+    let mut epoch = load.fence().await;
+    let (outage, down) = match event {
+        Event::RestartRedis => (Phase::RedisDown, REDIS_DOWN),
+        Event::RestartServer => (Phase::ServerDown, SERVER_DOWN),
+        Event::ChangeConfig => (Phase::Calm, Duration::ZERO),
+    };
+    rig.close(books, epoch.generation, load.decided(), outage)
+        .await;
+    epoch.generation += 1;
+    match event {
+        Event::RestartRedis => rig.redis.kill(),
+        Event::RestartServer => {
+            rss.server_before_restart(rig.server.pid());
+            keep_log("floodgate-server-1.log", &rig.server.log());
+            books.totals.carry_over();
+            rig.server.stop();
+        }
+        Event::ChangeConfig => {
+            let applied = rig
+                .listeners
+                .update(&rig.envoy, &[SECOND.listener(rig.port)])
+                .await;
+            added.checks.push(Check::new(
+                "listener update applied",
+                applied.is_ok(),
+                match &applied {
+                    Ok(n) => format!("lds.update_success = {n}; new capacity and body"),
+                    Err(e) => e.clone(),
+                },
+            ));
+            books.plugin = SECOND;
+            epoch.client = new_client();
+            epoch.body = SECOND.body;
+            return Ok(added);
+        }
+    }
+    drop(epoch);
+    tokio::time::sleep(down).await;
+    if event == Event::RestartRedis {
+        rig.redis.restart()?;
+    } else {
+        let flags: Vec<&str> = rig.server_flags.iter().map(String::as_str).collect();
+        rig.server.restart(&flags);
+    }
+    let back = Instant::now();
+    wait_healthy(&rig.server).await?;
+    added.figures.push((
+        format!("{event:?} at {:.0} s", at.as_secs_f64()),
+        format!(
+            "down {} s, server healthy {} ms after",
+            down.as_secs(),
+            back.elapsed().as_millis()
+        ),
+    ));
+    let mut epoch = load.fence().await;
+    rig.close(books, epoch.generation, load.decided(), Phase::Calm)
+        .await;
+    epoch.generation += 1;
+    Ok(added)
+}
+
 /// Runs a soak of `schedule` at `rate` requests per second.
 pub async fn run(schedule: &Schedule, rate: u64) -> Result<Outcome, String> {
-    let mut redis = Redis::start()?;
-    let redis_url = redis.url();
-    let server_flags = ["--redis-url", redis_url.as_str(), "--response-headers"];
-    let mut server = Server::start(setup::SERVER_CONFIG, &server_flags);
-    let upstream = Upstream::start().await;
-    let port = setup::free_port()?;
-    let mut listeners = ListenerFile::new(&[FIRST.listener(port)])?;
-    let bootstrap = setup::envoy_bootstrap(&listeners, upstream.addr(), server.grpc())?;
-    let envoy = Envoy::start(&bootstrap, 2).await;
-    let base = format!("http://127.0.0.1:{port}");
-
+    let mut rig = Rig::start().await?;
     let started = Instant::now();
-    let load = Load::start(
-        base.clone(),
-        rate,
-        Epoch {
-            generation: 0,
-            client: new_client(),
-            body: FIRST.body,
-        },
-    );
+    let first = Epoch {
+        generation: 0,
+        client: new_client(),
+        body: FIRST.body,
+    };
+    let load = Load::start(rig.base(), rate, first);
     let mut books = Books {
         generations: Vec::new(),
         phase: Phase::Calm,
@@ -83,81 +204,14 @@ pub async fn run(schedule: &Schedule, rate: u64) -> Result<Outcome, String> {
         server: ServerCounts::default(),
         totals: ServerTotals::default(),
     };
-    let mut checks = Vec::new();
-    let mut figures = Vec::new();
+    let (mut checks, mut figures) = (Vec::new(), Vec::new());
     sleep_until(started, schedule.warm_up).await;
-    let mut rss = Rss::start(envoy.pid(), server.pid());
-
+    let mut rss = Rss::start(rig.envoy.pid(), rig.server.pid());
     for &(at, event) in &schedule.events {
         sleep_until(started, at).await;
-        let mut epoch = load.fence().await;
-        let outage = match event {
-            Event::RestartRedis => Phase::RedisDown,
-            Event::RestartServer => Phase::ServerDown,
-            Event::ChangeConfig => Phase::Calm,
-        };
-        books
-            .close(epoch.generation, load.decided(), &envoy, &server, outage)
-            .await;
-        epoch.generation += 1;
-        match event {
-            Event::RestartRedis => redis.kill(),
-            Event::RestartServer => {
-                rss.server_before_restart(server.pid());
-                keep_log("floodgate-server-1.log", &server.log());
-                books.totals.carry_over();
-                server.stop();
-            }
-            Event::ChangeConfig => {
-                let applied = listeners.update(&envoy, &[SECOND.listener(port)]).await;
-                checks.push(Check::new(
-                    "listener update applied",
-                    applied.is_ok(),
-                    match &applied {
-                        Ok(n) => format!("lds.update_success = {n}; new capacity and body"),
-                        Err(e) => e.clone(),
-                    },
-                ));
-                books.plugin = SECOND;
-                epoch.client = new_client();
-                epoch.body = SECOND.body;
-            }
-        }
-        drop(epoch);
-        if event == Event::ChangeConfig {
-            continue;
-        }
-        let down = if event == Event::RestartRedis {
-            REDIS_DOWN
-        } else {
-            SERVER_DOWN
-        };
-        tokio::time::sleep(down).await;
-        match event {
-            Event::RestartRedis => redis.restart()?,
-            _ => server.restart(&server_flags),
-        }
-        let healed = Instant::now();
-        wait_healthy(&server).await?;
-        figures.push((
-            format!("{event:?} at {:.0} s", at.as_secs_f64()),
-            format!(
-                "down {} s, server healthy {} ms after",
-                down.as_secs(),
-                healed.elapsed().as_millis()
-            ),
-        ));
-        let mut epoch = load.fence().await;
-        books
-            .close(
-                epoch.generation,
-                load.decided(),
-                &envoy,
-                &server,
-                Phase::Calm,
-            )
-            .await;
-        epoch.generation += 1;
+        let added = inject(&mut rig, &load, &mut books, &mut rss, (at, event)).await?;
+        checks.extend(added.checks);
+        figures.extend(added.figures);
     }
 
     sleep_until(started, schedule.end).await;
@@ -168,12 +222,11 @@ pub async fn run(schedule: &Schedule, rate: u64) -> Result<Outcome, String> {
         .values()
         .map(|t| t.admitted + t.failure_admitted + t.rejected)
         .sum();
-    books
-        .close(last_generation, decided, &envoy, &server, Phase::Calm)
+    rig.close(&mut books, last_generation, decided, Phase::Calm)
         .await;
-    let upstream_total = upstream.count();
+    let upstream_total = rig.upstream.count();
     for (id, tenant) in seen.tenants.iter_mut() {
-        tenant.upstream = upstream.count_for(id);
+        tenant.upstream = rig.upstream.count_for(id);
     }
     checks.extend(oracle::judge(&Evidence {
         generations: &books.generations,
@@ -183,11 +236,11 @@ pub async fn run(schedule: &Schedule, rate: u64) -> Result<Outcome, String> {
         open_admitted: seen.open_admitted,
         upstream_total,
     }));
-    checks.extend(final_exact_check(&base, &upstream, books.plugin).await);
-    checks.extend(rss.end(envoy.pid(), server.pid()));
+    checks.extend(final_exact_check(&rig.base(), &rig.upstream, books.plugin).await);
+    checks.extend(rss.end(rig.envoy.pid(), rig.server.pid()));
 
-    keep_log("floodgate-server-2.log", &server.log());
-    keep_log("envoy.log", &envoy.log());
+    keep_log("floodgate-server-2.log", &rig.server.log());
+    keep_log("envoy.log", &rig.envoy.log());
     figures.push(("logs".to_string(), logs_dir().display().to_string()));
     let sent: u64 = seen.tenants.values().map(|t| t.sent).sum();
     let failure: u64 = books
