@@ -153,7 +153,7 @@ async fn run(shared: Arc<Shared>, task: u64, period: Duration) {
             _ => {
                 let url = format!("{}/open/{}", shared.base, rng.below(1000));
                 let outcome = send(&epoch.client, &url, None).await;
-                record_open(&shared, &url, outcome);
+                record_open(&shared, outcome);
                 continue;
             }
         };
@@ -223,7 +223,7 @@ fn error_kind(e: &reqwest::Error) -> String {
     format!("{kind} error")
 }
 
-fn record_open(shared: &Shared, url: &str, outcome: Outcome) {
+fn record_open(shared: &Shared, outcome: Outcome) {
     let mut seen = shared.seen.lock().unwrap_or_else(PoisonError::into_inner);
     match outcome {
         Ok((200, _, _)) => seen.open_admitted += 1,
@@ -233,7 +233,7 @@ fn record_open(shared: &Shared, url: &str, outcome: Outcome) {
                 .entry(format!("{status} on /open/"))
                 .or_default() += 1
         }
-        Err(e) => *seen.unexpected.entry(format!("{e} on {url}")).or_default() += 1,
+        Err(e) => *seen.unexpected.entry(format!("{e} on /open/")).or_default() += 1,
     }
 }
 
@@ -245,7 +245,10 @@ fn record(shared: &Shared, epoch: &Epoch, class: Class, tenant: &str, url: &str,
         ..Tenant::default()
     });
     t.sent += 1;
-    let path = url.rsplit_once('/').map_or(url, |(p, _)| p);
+    let path = url
+        .strip_prefix(shared.base.as_str())
+        .and_then(|p| p.rsplit_once('/'))
+        .map_or(url, |(p, _)| p);
     let unexpected = match outcome {
         Ok((200, decided, _)) => {
             if class == Class::Global && !decided {

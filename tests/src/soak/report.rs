@@ -127,7 +127,7 @@ pub fn load_figures(
         .count();
     vec![
         (
-            "requests (limited + open)".to_string(),
+            "requests limited + open (open: 200s)".to_string(),
             format!("{sent} + {}", seen.open_admitted),
         ),
         ("rejected (429)".to_string(), rejected.to_string()),
