@@ -8,7 +8,7 @@ use super::oracle::{Check, Class, Generation, Phase};
 /// whichever is larger (the fraction only matters for processes much bigger than here).
 const RSS_GROWTH_PERCENT: u64 = 5;
 /// Envoy's slack. Allocators keep freed pages, V8 grows its heap in steps and the
-/// listener update builds a second filter chain: one-off growth, measured at +0.4 to
+/// listener update builds a second filter chain: one-off growth, measured at 0 to
 /// +0.6 MiB over runs of 60 to 600 s. A leak of 1 KiB per tenant (about 8 000 local
 /// ones in 600 s) or 100 bytes per request (about 110 000) outgrows it.
 const ENVOY_SLACK_KIB: u64 = 8 * 1024;
