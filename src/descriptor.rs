@@ -1,34 +1,44 @@
-//! From a request to the descriptors of the rules that apply to it.
+//! From a request to the descriptors and costs of the rules that apply to it, refusing
+//! input that would let a client dodge a limit.
 //!
 //! The request is read through [`RequestView`], so this module never calls the host:
-//! the host layer implements the trait with header and property look-ups (each one a
-//! host call, made only when a rule needs that value), and tests implement it with a map.
+//! the host layer implements the trait with host calls made only when a rule needs a
+//! value (ordinary headers come all at once, pseudo-headers one by one), and tests
+//! implement it with a list.
 
 use crate::bucket::Quota;
-use crate::config::{Entry, Match, Rule, Source};
+use crate::config::{Entry, Limit, Match, Rule, Source};
+pub use crate::header_map::Lookup;
+use crate::local::PerBucket;
 use siphasher::sip128::{Hasher128, SipHasher13};
 use smallvec::SmallVec;
 use std::hash::Hasher;
 
-/// What the rules may read from a request. Every method returns `None` when the value
-/// is absent; implementations may fetch lazily and cache.
+/// What the rules may read from a request. Values are raw bytes: header values may hold
+/// obs-text, and two distinct byte strings must never become one bucket. Every method
+/// returns `None` (or [`Lookup::Absent`]) when the value is absent; implementations may
+/// fetch lazily and cache.
 pub trait RequestView {
-    /// A request header by lower-case name.
-    fn header(&mut self, name: &str) -> Option<String>;
+    /// Every value of a request header, by lower-case name: a header sent twice is
+    /// [`Lookup::Repeated`], never its first value.
+    fn header(&mut self, name: &str) -> Lookup;
+    /// The `content-type` (Envoy keeps one, joining repeats), only to frame a reply.
+    fn content_type(&mut self) -> Option<Vec<u8>>;
     /// The `:path` pseudo-header, query string included.
-    fn raw_path(&mut self) -> Option<String>;
+    fn raw_path(&mut self) -> Option<Vec<u8>>;
     /// The `:method` pseudo-header.
-    fn method(&mut self) -> Option<String>;
+    fn method(&mut self) -> Option<Vec<u8>>;
     /// The `:authority` pseudo-header.
-    fn authority(&mut self) -> Option<String>;
+    fn authority(&mut self) -> Option<Vec<u8>>;
     /// The downstream peer address as the proxy reports it, e.g. `10.0.0.1:5678` or
     /// `[::1]:5678`.
     fn peer_address(&mut self) -> Option<String>;
 }
 
-/// Descriptor values of one rule, in entry order. Inline for up to four entries: these
-/// small vectors are built on every request, and the heap costs more than the work.
-pub type Values = SmallVec<[String; 4]>;
+/// Descriptor values of one rule, in entry order, as raw bytes. Inline for up to four
+/// entries: these small vectors are built on every request, and the heap costs more
+/// than the work.
+pub type Values = SmallVec<[Vec<u8>; 4]>;
 
 /// The rules that apply to one request (inline for up to four).
 pub type AppliedRules = SmallVec<[Applied; 4]>;
@@ -42,42 +52,128 @@ pub struct Applied {
     pub values: Values,
 }
 
+/// Why a request is refused (400, gRPC INVALID_ARGUMENT) before any limit is checked:
+/// each is a way a client could otherwise be charged less than it asks for, or land in
+/// a bucket that is not its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A cost header that is not a whole number from 1 to `u32::MAX`.
+    InvalidCost {
+        /// The header's name.
+        header: String,
+    },
+    /// A cost or descriptor header sent more than once: the filter would count one
+    /// value while the upstream also receives the others.
+    RepeatedHeader {
+        /// The header's name.
+        header: String,
+    },
+    /// A descriptor value longer than `max_descriptor_value_bytes`.
+    ValueTooLong {
+        /// The descriptor key.
+        key: String,
+        /// The configured maximum.
+        max: usize,
+    },
+    /// A global rule's descriptor value that is not UTF-8: the rate limit service's
+    /// descriptor values are protobuf strings, which cannot carry it.
+    NotUtf8 {
+        /// The descriptor key.
+        key: String,
+    },
+}
+
 /// The rules that apply to the request, in configuration order: those whose `match`
-/// holds and whose every descriptor entry has a value.
-pub fn applicable(rules: &[Rule], request: &mut impl RequestView) -> AppliedRules {
+/// holds and whose every descriptor entry has a value. A value that cannot be used
+/// (repeated, longer than `max_value_bytes`, or not UTF-8 for a global rule) refuses
+/// the whole request: skipping the rule would let the client bypass it.
+pub fn applicable(
+    rules: &[Rule],
+    max_value_bytes: usize,
+    request: &mut impl RequestView,
+) -> Result<AppliedRules, Refusal> {
     let mut cache = Pseudo::default();
     let mut applied = AppliedRules::new();
-    for (i, rule) in rules.iter().enumerate() {
+    'rules: for (i, rule) in rules.iter().enumerate() {
         if !matches(&rule.matcher, request, &mut cache) {
             continue;
         }
-        let values = rule
-            .entries
-            .iter()
-            .map(|entry| value(entry, request, &mut cache))
-            .collect::<Option<Values>>();
-        if let Some(values) = values {
-            applied.push(Applied { rule: i, values });
+        let mut values = Values::new();
+        for entry in &rule.entries {
+            let Some(v) = value(entry, request, &mut cache)? else {
+                continue 'rules;
+            };
+            if v.len() > max_value_bytes {
+                return Err(Refusal::ValueTooLong {
+                    key: entry.key.clone(),
+                    max: max_value_bytes,
+                });
+            }
+            if matches!(rule.limit, Limit::Global { .. }) && std::str::from_utf8(&v).is_err() {
+                return Err(Refusal::NotUtf8 {
+                    key: entry.key.clone(),
+                });
+            }
+            values.push(v);
         }
+        applied.push(Applied { rule: i, values });
     }
+    Ok(applied)
+}
+
+/// Each applied rule's cost: 1, or its cost header's value. Refused when a cost header
+/// is not a whole number from 1 to `u32::MAX`, or is sent more than once.
+pub fn costs(
+    rules: &[Rule],
+    applied: &[Applied],
+    request: &mut impl RequestView,
+) -> Result<PerBucket<u32>, Refusal> {
     applied
+        .iter()
+        .map(|a| {
+            let Some(header) = &rules[a.rule].cost_header else {
+                return Ok(1);
+            };
+            match request.header(header) {
+                Lookup::Absent => Ok(1),
+                Lookup::One(value) => std::str::from_utf8(&value)
+                    .ok()
+                    .and_then(parse_cost)
+                    .ok_or_else(|| Refusal::InvalidCost {
+                        header: header.clone(),
+                    }),
+                Lookup::Repeated => Err(Refusal::RepeatedHeader {
+                    header: header.clone(),
+                }),
+            }
+        })
+        .collect()
+}
+
+/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
+pub fn parse_cost(value: &str) -> Option<u32> {
+    let value = value.trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse().ok().filter(|&n| n >= 1)
 }
 
 /// The path and method, fetched at most once per request: most rules match on them.
 #[derive(Default)]
 struct Pseudo {
-    path: Option<Option<String>>,
-    method: Option<Option<String>>,
+    path: Option<Option<Vec<u8>>>,
+    method: Option<Option<Vec<u8>>>,
 }
 
 impl Pseudo {
-    fn path(&mut self, request: &mut impl RequestView) -> Option<&str> {
+    fn path(&mut self, request: &mut impl RequestView) -> Option<&[u8]> {
         self.path
-            .get_or_insert_with(|| request.raw_path().map(|p| strip_query(&p).to_string()))
+            .get_or_insert_with(|| request.raw_path().map(|p| strip_query(&p).to_vec()))
             .as_deref()
     }
 
-    fn method(&mut self, request: &mut impl RequestView) -> Option<&str> {
+    fn method(&mut self, request: &mut impl RequestView) -> Option<&[u8]> {
         self.method
             .get_or_insert_with(|| request.method())
             .as_deref()
@@ -87,35 +183,53 @@ impl Pseudo {
 fn matches(m: &Match, request: &mut impl RequestView, cache: &mut Pseudo) -> bool {
     if let Some(prefix) = &m.path_prefix {
         match cache.path(request) {
-            Some(path) if path.starts_with(prefix.as_str()) => {}
+            Some(path) if path.starts_with(prefix.as_bytes()) => {}
             _ => return false,
         }
     }
     if !m.methods.is_empty() {
         match cache.method(request) {
-            Some(method) if m.methods.iter().any(|allowed| allowed == method) => {}
+            Some(method) if m.methods.iter().any(|allowed| allowed.as_bytes() == method) => {}
             _ => return false,
         }
     }
     true
 }
 
-/// The value of one entry; `None` (and so "rule does not apply") when absent or empty.
-fn value(entry: &Entry, request: &mut impl RequestView, cache: &mut Pseudo) -> Option<String> {
+/// The value of one entry; `Ok(None)` (and so "rule does not apply") when absent or
+/// empty, `Err` when the header is repeated.
+fn value(
+    entry: &Entry,
+    request: &mut impl RequestView,
+    cache: &mut Pseudo,
+) -> Result<Option<Vec<u8>>, Refusal> {
     let v = match &entry.source {
-        Source::Header(name) => request.header(name),
-        Source::Value(v) => Some(v.clone()),
-        Source::Path => cache.path(request).map(str::to_string),
-        Source::Method => cache.method(request).map(str::to_string),
+        Source::Header(name) => match request.header(name) {
+            Lookup::Absent => None,
+            Lookup::One(v) => Some(v),
+            Lookup::Repeated => {
+                return Err(Refusal::RepeatedHeader {
+                    header: name.clone(),
+                })
+            }
+        },
+        Source::Value(v) => Some(v.as_bytes().to_vec()),
+        Source::Path => cache.path(request).map(<[u8]>::to_vec),
+        Source::Method => cache.method(request).map(<[u8]>::to_vec),
         Source::Authority => request.authority(),
-        Source::RemoteAddress => request.peer_address().map(|a| strip_port(&a).to_string()),
-    }?;
-    (!v.is_empty()).then_some(v)
+        Source::RemoteAddress => request
+            .peer_address()
+            .map(|a| strip_port(&a).as_bytes().to_vec()),
+    };
+    Ok(v.filter(|v| !v.is_empty()))
 }
 
 /// The path without its query string or fragment.
-pub fn strip_query(path: &str) -> &str {
-    path.split(['?', '#']).next().unwrap_or(path)
+pub fn strip_query(path: &[u8]) -> &[u8] {
+    match path.iter().position(|&b| b == b'?' || b == b'#') {
+        Some(end) => &path[..end],
+        None => path,
+    }
 }
 
 /// The IP of an `ip:port` or `[ipv6]:port` address; anything else is returned as is.
@@ -136,13 +250,25 @@ pub fn strip_port(address: &str) -> &str {
 ///
 /// SipHash with fixed keys keeps it identical in every worker's VM; 128 bits make an
 /// accidental collision negligible at any table size.
-pub fn fingerprint(rule: &str, quota: Quota, values: &[String]) -> u128 {
-    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, 0x6275_636b_6574_7631);
+pub fn fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    keyed_fingerprint(0x6275_636b_6574_7631, rule, quota, values)
+}
+
+/// The identity of a global rule's fallback bucket. Hashed with its own key ("fallbk01"),
+/// so it can never be a local bucket's even where their rule, quota and values coincide
+/// (they cannot today: rule names are unique), and a fallback bucket never shares a slot
+/// identity with a local one.
+pub fn fallback_fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    keyed_fingerprint(0x6661_6c6c_626b_3031, rule, quota, values)
+}
+
+fn keyed_fingerprint(key: u64, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, key);
     write_field(&mut h, rule.as_bytes());
     h.write_u32(quota.capacity());
     h.write_u64(quota.rate_micro());
     for v in values {
-        write_field(&mut h, v.as_bytes());
+        write_field(&mut h, v);
     }
     h.finish128().as_u128()
 }
@@ -154,136 +280,4 @@ fn write_field(h: &mut SipHasher13, bytes: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-    use crate::testing::FakeRequest;
-
-    fn rules(json: &str) -> Vec<Rule> {
-        Config::parse(json.as_bytes()).unwrap().rules
-    }
-
-    const TWO_RULES: &str = r#"{"rules":[
-        {"name":"api","match":{"path_prefix":"/api/","methods":["GET"]},
-         "descriptors":[{"key":"tenant","header":"x-tenant"},{"key":"ip","source":"remote_address"},
-                        {"key":"route","value":"api"},{"key":"path","source":"path"},
-                        {"key":"host","source":"authority"},{"key":"m","source":"method"}],
-         "local":{"capacity":1,"refill_per_second":1}},
-        {"name":"all","descriptors":[{"key":"tenant","header":"x-tenant"}],
-         "local":{"capacity":1,"refill_per_second":1}}]}"#;
-
-    #[test]
-    fn every_source_produces_its_value() {
-        let rules = rules(TWO_RULES);
-        let mut req = FakeRequest::new(&[
-            (":path", "/api/items?page=2"),
-            (":method", "GET"),
-            (":authority", "example.com"),
-            ("x-tenant", "acme"),
-        ]);
-        let applied = applicable(&rules, &mut req);
-        assert_eq!(
-            applied.to_vec(),
-            vec![
-                Applied {
-                    rule: 0,
-                    values: smallvec::smallvec![
-                        "acme".into(),
-                        "10.1.2.3".into(),
-                        "api".into(),
-                        "/api/items".into(),
-                        "example.com".into(),
-                        "GET".into()
-                    ]
-                },
-                Applied {
-                    rule: 1,
-                    values: smallvec::smallvec!["acme".into()]
-                }
-            ]
-        );
-    }
-
-    #[test]
-    fn match_on_path_and_method_filters_rules() {
-        let rules = rules(TWO_RULES);
-        for (path, method) in [("/other", "GET"), ("/api/x", "POST"), ("/ap", "GET")] {
-            let mut req =
-                FakeRequest::new(&[(":path", path), (":method", method), ("x-tenant", "t")]);
-            let applied: Vec<usize> = applicable(&rules, &mut req)
-                .iter()
-                .map(|a| a.rule)
-                .collect();
-            assert_eq!(applied, vec![1], "{method} {path}");
-        }
-    }
-
-    #[test]
-    fn a_missing_or_empty_header_means_the_rule_does_not_apply() {
-        let rules = rules(TWO_RULES);
-        let mut absent = FakeRequest::new(&[(":path", "/api/x"), (":method", "GET")]);
-        assert!(applicable(&rules, &mut absent).is_empty());
-        let mut empty =
-            FakeRequest::new(&[(":path", "/api/x"), (":method", "GET"), ("x-tenant", "")]);
-        assert!(applicable(&rules, &mut empty).is_empty());
-    }
-
-    #[test]
-    fn path_and_method_are_fetched_once() {
-        let rules = rules(TWO_RULES);
-        let mut req = FakeRequest::new(&[
-            (":path", "/api/x"),
-            (":method", "GET"),
-            (":authority", "h"),
-            ("x-tenant", "t"),
-        ]);
-        applicable(&rules, &mut req);
-        // path, method, x-tenant (twice: once per rule), peer, authority.
-        assert_eq!(req.lookups, 6);
-    }
-
-    #[test]
-    fn ports_are_stripped_from_ipv4_and_ipv6() {
-        assert_eq!(strip_port("10.0.0.1:8080"), "10.0.0.1");
-        assert_eq!(strip_port("[::1]:443"), "::1");
-        assert_eq!(strip_port("[2001:db8::7]:1"), "2001:db8::7");
-        assert_eq!(strip_port("2001:db8::7"), "2001:db8::7");
-        assert_eq!(strip_port("10.0.0.1"), "10.0.0.1");
-        assert_eq!(strip_port("/var/run/sock"), "/var/run/sock");
-    }
-
-    #[test]
-    fn queries_and_fragments_are_stripped_from_paths() {
-        assert_eq!(strip_query("/a/b?c=d"), "/a/b");
-        assert_eq!(strip_query("/a#frag"), "/a");
-        assert_eq!(strip_query("/"), "/");
-        assert_eq!(strip_query(""), "");
-    }
-
-    #[test]
-    fn fingerprints_separate_rules_values_and_limits() {
-        let q = Quota::new(1, 1_000_000).unwrap();
-        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-        let base = fingerprint("all", q, &v(&["acme"]));
-        assert_eq!(base, fingerprint("all", q, &v(&["acme"])));
-        assert_ne!(base, fingerprint("all", q, &v(&["acme2"])));
-        assert_ne!(base, fingerprint("api", q, &v(&["acme"])));
-        assert_ne!(
-            fingerprint("all", q, &v(&["ab", "c"])),
-            fingerprint("all", q, &v(&["a", "bc"]))
-        );
-        let changed = Quota::new(2, 1_000_000).unwrap();
-        assert_ne!(base, fingerprint("all", changed, &v(&["acme"])));
-    }
-
-    /// Pins the fingerprint so that a change to it (which resets every bucket of a
-    /// running Envoy on upgrade) is a deliberate one.
-    #[test]
-    fn fingerprint_is_stable() {
-        let q = Quota::new(1, 1_000_000).unwrap();
-        assert_eq!(
-            fingerprint("all", q, &["acme".to_string()]),
-            0x1e9e_7f9a_07de_714b_5193_2f28_bd77_680d
-        );
-    }
-}
+mod tests;

@@ -27,12 +27,16 @@ pub mod bucket;
 pub mod config;
 pub mod descriptor;
 pub mod grpc;
+pub mod header_map;
 pub mod limiter;
 pub mod local;
+pub mod log_throttle;
 pub mod metrics;
 pub mod proto;
+pub mod protocol;
 pub mod response;
 pub mod rls;
+pub mod service_headers;
 pub mod shared;
 pub mod table;
 

@@ -9,14 +9,16 @@
 //! Order: local rules first (cheap; a local rejection means no call to the service),
 //! then one `ShouldRateLimit` call for all global rules. A request rejected by the
 //! service gives back the local tokens it took, so a rejected request consumes nothing
-//! locally. Metrics go to a [`Tally`] the host flushes later.
+//! locally. Metrics go to a [`Tally`] the host flushes later. The answer's half, and what
+//! happens when the service cannot answer (degraded mode), is in [`answer`](Limiter::answer).
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
-use crate::descriptor::{self, Applied, RequestView};
+use crate::descriptor::{self, Applied, Refusal, RequestView};
 use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{Global, PerRule, Tally};
+use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
-use crate::rls::{self, Answer, Failure};
+use crate::rls;
 use crate::shared::SharedData;
 use crate::table::Table;
 
@@ -55,6 +57,10 @@ pub struct Ask {
 pub struct Pending {
     /// The global rules asked about, in descriptor order.
     rules: Vec<usize>,
+    /// The fallback buckets of those that have one (rule, bucket), for when the service
+    /// cannot answer. A `Vec`, empty and unallocated without fallbacks, so that they cost
+    /// nothing to configurations without any.
+    fallbacks: Vec<(usize, Take)>,
     /// Local tokens to give back if the request is rejected.
     held: PerBucket<Held>,
     /// Where the local rules stand, for headers.
@@ -113,13 +119,15 @@ impl Limiter {
         &self.table
     }
 
-    /// Whether any rule keeps buckets in shared data (a global-only configuration needs
-    /// no bucket table at all).
-    pub fn has_local_rules(&self) -> bool {
-        self.config
-            .rules
-            .iter()
-            .any(|r| matches!(r.limit, Limit::Local(_)))
+    /// Whether any rule keeps buckets in shared data: a local rule, or a global rule with
+    /// a fallback. A global-only configuration without fallbacks needs no bucket table.
+    pub fn needs_table(&self) -> bool {
+        self.config.rules.iter().any(|r| {
+            matches!(
+                r.limit,
+                Limit::Local(_) | Limit::Global { fallback: Some(_) }
+            )
+        })
     }
 
     /// Decides one request, or says what to ask the rate limit service. `now_ns` is
@@ -131,16 +139,15 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
-        let applied = descriptor::applicable(&self.config.rules, request);
-        if applied.is_empty() {
-            return Verdict::Continue(Pass::default());
-        }
-        let costs = match self.costs(&applied, request) {
+        let max_value = self.config.max_descriptor_value_bytes;
+        let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
+            Ok(applied) if applied.is_empty() => return Verdict::Continue(Pass::default()),
+            Ok(applied) => applied,
+            Err(refusal) => return refuse(&refusal, request, tally),
+        };
+        let costs = match descriptor::costs(&self.config.rules, &applied, request) {
             Ok(costs) => costs,
-            Err(header) => {
-                tally.add(Global::InvalidCost, 1);
-                return Verdict::Reject(response::invalid_cost(header, grpc(request)));
-            }
+            Err(refusal) => return refuse(&refusal, request, tally),
         };
         // Local rules: take from the shared buckets.
         let takes: PerBucket<(usize, Take)> = applied
@@ -158,12 +165,13 @@ impl Limiter {
                             cost,
                         },
                     )),
-                    Limit::Global => None,
+                    Limit::Global { .. } => None,
                 }
             })
             .collect();
         let mut pending = Pending {
             rules: Vec::new(),
+            fallbacks: Vec::new(),
             held: PerBucket::new(),
             local: PerBucket::new(),
             shadow_denied: false,
@@ -182,19 +190,12 @@ impl Limiter {
                         &local.standings,
                         None,
                         Vec::new(),
-                        grpc(request),
+                        client_protocol(request),
                     );
                     return Verdict::Reject(reply);
                 }
                 Err(failure) => {
-                    tally.add(
-                        match failure {
-                            LocalFailure::Clock => Global::ErrorClock,
-                            LocalFailure::SharedData => Global::ErrorSharedData,
-                            LocalFailure::Contention => Global::ErrorContention,
-                        },
-                        1,
-                    );
+                    tally.add(failure.metric(), 1);
                     let mode = self.config.failure_mode;
                     if let Some(reply) = self.failure_mode(mode, request, tally) {
                         return Verdict::Reject(reply);
@@ -207,7 +208,7 @@ impl Limiter {
         let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs)
-            .filter(|(a, _)| self.config.rules[a.rule].limit == Limit::Global)
+            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
             .collect();
         let Some(rls) = self.rls().filter(|_| !global.is_empty()) else {
             return Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally));
@@ -219,112 +220,43 @@ impl Limiter {
                     .entries
                     .iter()
                     .map(|e| e.key.as_str())
-                    .zip(a.values.iter().map(String::as_str))
+                    // UTF-8 already checked for global rules by `descriptor::applicable`.
+                    .zip(
+                        a.values
+                            .iter()
+                            .map(|v| std::str::from_utf8(v).unwrap_or("")),
+                    )
                     .collect(),
                 cost: *cost,
             })
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
+        pending.fallbacks = global
+            .iter()
+            .filter_map(|&(a, cost)| {
+                let rule = &self.config.rules[a.rule];
+                let Limit::Global {
+                    fallback: Some(quota),
+                } = rule.limit
+                else {
+                    return None;
+                };
+                let fingerprint = descriptor::fallback_fingerprint(&rule.name, quota, &a.values);
+                Some((
+                    a.rule,
+                    Take {
+                        fingerprint,
+                        quota,
+                        shadow: rule.shadow,
+                        cost,
+                    },
+                ))
+            })
+            .collect();
         Verdict::Ask(Box::new(Ask {
             message: rls::encode_request(&rls.domain, &descriptors),
             pending,
         }))
-    }
-
-    /// The final verdict for a request that waited for the rate limit service. The
-    /// request is read (its `content-type`) only to reject it, and `now_ns` is called
-    /// only to give local tokens back.
-    pub fn answer(
-        &self,
-        pending: Pending,
-        answer: Answer,
-        request: &mut impl RequestView,
-        now_ns: impl FnOnce() -> Option<u64>,
-        store: &impl SharedData,
-        tally: &mut Tally,
-    ) -> Verdict {
-        let Some(rls) = self.rls() else {
-            return Verdict::Continue(Pass::default());
-        };
-        let give_back = |held: &[Held]| {
-            if let (false, Some(now)) = (held.is_empty(), now_ns()) {
-                local::give_back(&self.table, store, held, now);
-            }
-        };
-        let shadows: Vec<bool> = pending
-            .rules
-            .iter()
-            .map(|&r| self.config.rules[r].shadow)
-            .collect();
-        let decided = match rls::interpret(&answer, &shadows) {
-            Ok(decided) => decided,
-            Err(failure) => {
-                tally.add(rls_error(failure), 1);
-                return match self.failure_mode(rls.failure_mode, request, tally) {
-                    Some(reply) => {
-                        give_back(&pending.held);
-                        Verdict::Reject(reply)
-                    }
-                    None => {
-                        Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally))
-                    }
-                };
-            }
-        };
-        let mut shadow_denied = pending.shadow_denied;
-        for ((&rule, &over), &shadow) in pending.rules.iter().zip(&decided.over).zip(&shadows) {
-            let counter = match (over, shadow) {
-                (false, _) => PerRule::Allowed,
-                (true, true) => {
-                    shadow_denied = true;
-                    PerRule::ShadowDenied
-                }
-                (true, false) => PerRule::Denied,
-            };
-            tally.rule(rule, counter);
-        }
-        if decided.over_limit {
-            tally.add(Global::RlsOverLimit, 1);
-            count_request(Global::Denied, shadow_denied, tally);
-            give_back(&pending.held);
-            let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
-            let reply = response::rejection(
-                &self.config.response,
-                &decided.standings,
-                body,
-                decided.response_headers,
-                grpc(request),
-            );
-            return Verdict::Reject(reply);
-        }
-        tally.add(Global::RlsOk, 1);
-        let mut standings = pending.local;
-        standings.extend(decided.standings);
-        let mut pass = self.pass(&standings, shadow_denied, tally);
-        pass.request_headers = decided.request_headers;
-        pass.response_headers.extend(decided.response_headers);
-        Verdict::Continue(pass)
-    }
-
-    /// Each applied rule's cost: 1, or its cost header's value. `Err(header)` when a cost
-    /// header is present but not a whole number from 1 to `u32::MAX`.
-    fn costs<'a>(
-        &'a self,
-        applied: &[Applied],
-        request: &mut impl RequestView,
-    ) -> Result<PerBucket<u32>, &'a str> {
-        applied
-            .iter()
-            .map(|a| {
-                let Some(header) = &self.config.rules[a.rule].cost_header else {
-                    return Ok(1);
-                };
-                match request.header(header) {
-                    None => Ok(1),
-                    Some(value) => parse_cost(&value).ok_or(header.as_str()),
-                }
-            })
-            .collect()
     }
 
     /// Takes the local rules' tokens and counts each rule's decision.
@@ -403,7 +335,10 @@ impl Limiter {
             }
             FailureMode::Deny => {
                 tally.add(Global::FailureModeDenied, 1);
-                Some(response::failure(self.config.failure_status, grpc(request)))
+                Some(response::failure(
+                    self.config.failure_status,
+                    client_protocol(request),
+                ))
             }
         }
     }
@@ -418,31 +353,40 @@ fn count_request(outcome: Global, shadow_denied: bool, tally: &mut Tally) {
     }
 }
 
-/// Whether the request is gRPC (one header look-up, only when replying).
-fn grpc(request: &mut impl RequestView) -> bool {
-    response::is_grpc(request.header("content-type").as_deref())
+/// The protocol a reply must speak (one header look-up, only when replying).
+fn client_protocol(request: &mut impl RequestView) -> Protocol {
+    protocol::classify(request.content_type().as_deref())
 }
 
-/// A cost header's value: a whole number from 1 to `u32::MAX`, digits only.
-pub fn parse_cost(value: &str) -> Option<u32> {
-    let value = value.trim();
-    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// Refuses a request the limits cannot be applied to, counted once by cause.
+fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) -> Verdict {
+    tally.add(
+        match refusal {
+            Refusal::InvalidCost { .. } => Global::InvalidCost,
+            Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
+            Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
+        },
+        1,
+    );
+    Verdict::Reject(response::refusal(refusal, client_protocol(request)))
+}
+
+impl LocalFailure {
+    /// The metric counting it.
+    fn metric(self) -> Global {
+        match self {
+            LocalFailure::Clock => Global::ErrorClock,
+            LocalFailure::SharedData => Global::ErrorSharedData,
+            LocalFailure::Contention => Global::ErrorContention,
+        }
     }
-    value.parse().ok().filter(|&n| n >= 1)
 }
 
-/// The metric counting a rate limit service failure.
-fn rls_error(failure: Failure) -> Global {
-    match failure {
-        Failure::NotSent => Global::RlsErrorNotSent,
-        Failure::Timeout => Global::RlsErrorTimeout,
-        Failure::Unavailable => Global::RlsErrorUnavailable,
-        Failure::Status => Global::RlsErrorStatus,
-        Failure::UnknownCode => Global::RlsErrorUnknownCode,
-        Failure::BadResponse => Global::RlsErrorBadResponse,
-    }
-}
+mod answer;
 
+#[cfg(test)]
+mod fallback_tests;
+#[cfg(test)]
+mod refusal_tests;
 #[cfg(test)]
 mod tests;

@@ -62,13 +62,25 @@ pub enum Global {
     RlsErrorUnknownCode,
     /// Answers that could not be decoded.
     RlsErrorBadResponse,
+    /// Requests the service could not decide that their global rules' fallback buckets
+    /// let through.
+    FallbackAllowed,
+    /// Requests the service could not decide that a fallback bucket rejected.
+    FallbackDenied,
     /// Gauge: slots of the bucket table in use (at most `max_buckets`).
     Buckets,
+    /// Requests refused because a cost or descriptor header was sent more than once.
+    DuplicateHeader,
+    /// Requests refused because a descriptor value was too long (or, for a global rule,
+    /// not UTF-8).
+    InvalidDescriptor,
+    /// Headers from the rate limit service dropped as unsafe to add.
+    RlsDroppedHeaders,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 20] = [
+    pub const ALL: [Global; 25] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -88,7 +100,12 @@ impl Global {
         Global::RlsErrorStatus,
         Global::RlsErrorUnknownCode,
         Global::RlsErrorBadResponse,
+        Global::FallbackAllowed,
+        Global::FallbackDenied,
         Global::Buckets,
+        Global::DuplicateHeader,
+        Global::InvalidDescriptor,
+        Global::RlsDroppedHeaders,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -113,7 +130,12 @@ impl Global {
             Global::RlsErrorStatus => "floodgate.rls.error.status",
             Global::RlsErrorUnknownCode => "floodgate.rls.error.unknown_code",
             Global::RlsErrorBadResponse => "floodgate.rls.error.bad_response",
+            Global::FallbackAllowed => "floodgate.fallback.allowed",
+            Global::FallbackDenied => "floodgate.fallback.denied",
             Global::Buckets => "floodgate.buckets",
+            Global::DuplicateHeader => "floodgate.duplicate_header",
+            Global::InvalidDescriptor => "floodgate.invalid_descriptor",
+            Global::RlsDroppedHeaders => "floodgate.rls.dropped_headers",
         }
     }
 
@@ -216,9 +238,9 @@ mod tests {
         let defs = definitions(&rules);
         assert_eq!(defs.len(), Global::ALL.len() + 3);
         assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
-        assert_eq!(defs[19], (Kind::Gauge, "floodgate.buckets".to_string()));
+        assert_eq!(defs[21], (Kind::Gauge, "floodgate.buckets".to_string()));
         assert_eq!(
-            defs[20..]
+            defs[Global::ALL.len()..]
                 .iter()
                 .map(|(_, n)| n.as_str())
                 .collect::<Vec<_>>(),
@@ -239,7 +261,10 @@ mod tests {
         t.add(Global::Denied, 1);
         t.add(Global::Denied, 2);
         t.rule(1, PerRule::ShadowDenied);
-        assert_eq!(t.drain().collect::<Vec<_>>(), vec![(1, 3), (25, 1)]);
+        assert_eq!(
+            t.drain().collect::<Vec<_>>(),
+            vec![(1, 3), (Global::ALL.len() + 5, 1)]
+        );
         assert_eq!(t.drain().count(), 0);
     }
 }

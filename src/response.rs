@@ -12,6 +12,8 @@
 
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::ResponseConfig;
+use crate::descriptor::Refusal;
+use crate::protocol::{self, Protocol};
 use std::borrow::Cow;
 
 /// Response headers: mostly fixed names, sometimes names a rate limit service sent.
@@ -25,6 +27,12 @@ pub const FAILURE_DETAILS: &str = "floodgate_limiter_failure";
 
 /// Response code details of a request refused for a malformed cost header.
 pub const INVALID_COST_DETAILS: &str = "floodgate_invalid_cost";
+
+/// Response code details of a request refused for a repeated cost or descriptor header.
+pub const DUPLICATE_HEADER_DETAILS: &str = "floodgate_duplicate_header";
+
+/// Response code details of a request refused for a descriptor value it cannot use.
+pub const INVALID_DESCRIPTOR_DETAILS: &str = "floodgate_invalid_descriptor";
 
 /// gRPC status RESOURCE_EXHAUSTED, the gRPC form of 429.
 pub const GRPC_RESOURCE_EXHAUSTED: u32 = 8;
@@ -135,7 +143,7 @@ pub fn retry_after_seconds(standings: &[Standing]) -> Option<u64> {
 }
 
 /// The reply rejecting a request: the configured status and body (or `body` when the
-/// rate limit service sent one) for HTTP, RESOURCE_EXHAUSTED for gRPC, with
+/// rate limit service sent one) for HTTP, RESOURCE_EXHAUSTED for gRPC and gRPC-Web, with
 /// `retry-after`, the `x-ratelimit-*` headers of the limits that rejected it and any
 /// `extra` headers.
 pub fn rejection(
@@ -143,7 +151,7 @@ pub fn rejection(
     standings: &[Standing],
     body: Option<&[u8]>,
     extra: Headers,
-    grpc: bool,
+    protocol: Protocol,
 ) -> Reply {
     let rejecting: Vec<Standing> = standings.iter().filter(|s| s.rejects()).copied().collect();
     let mut headers: Headers = Vec::with_capacity(4 + extra.len());
@@ -153,72 +161,98 @@ pub fn rejection(
     headers.extend(ratelimit_headers(&rejecting));
     headers.extend(extra);
     let body = body.unwrap_or(config.body.as_bytes());
-    if grpc {
-        Reply::Grpc {
-            status: GRPC_RESOURCE_EXHAUSTED,
-            message: String::from_utf8_lossy(body).trim_end().to_string(),
-            metadata: headers,
-            details: DETAILS,
-        }
-    } else {
-        Reply::Http {
-            status: config.status,
-            headers,
-            body: body.to_vec(),
-            details: DETAILS,
-        }
-    }
+    let message = String::from_utf8_lossy(body).trim_end().to_string();
+    status_reply(
+        protocol,
+        (config.status, body.to_vec()),
+        (GRPC_RESOURCE_EXHAUSTED, message),
+        headers,
+        DETAILS,
+    )
 }
 
 /// The reply rejecting a request because a limiter could not decide
 /// (`failure_mode: deny`).
-pub fn failure(status: u16, grpc: bool) -> Reply {
+pub fn failure(status: u16, protocol: Protocol) -> Reply {
     const MESSAGE: &str = "rate limiter unavailable";
-    if grpc {
-        Reply::Grpc {
-            status: GRPC_UNAVAILABLE,
-            message: MESSAGE.to_string(),
-            metadata: Vec::new(),
-            details: FAILURE_DETAILS,
-        }
-    } else {
-        Reply::Http {
-            status,
-            headers: Vec::new(),
-            body: format!("{MESSAGE}\n").into_bytes(),
-            details: FAILURE_DETAILS,
-        }
-    }
+    status_reply(
+        protocol,
+        (status, format!("{MESSAGE}\n").into_bytes()),
+        (GRPC_UNAVAILABLE, MESSAGE.to_string()),
+        Vec::new(),
+        FAILURE_DETAILS,
+    )
 }
 
-/// The reply refusing a request whose cost header is not a whole number of at least 1:
-/// counting it as 1 would let a client buy expensive requests at the cheapest price.
-pub fn invalid_cost(header: &str, grpc: bool) -> Reply {
-    let message = format!("invalid {header} header: expected a whole number from 1 to 4294967295");
-    if grpc {
-        Reply::Grpc {
-            status: GRPC_INVALID_ARGUMENT,
-            message,
-            metadata: Vec::new(),
-            details: INVALID_COST_DETAILS,
-        }
-    } else {
-        Reply::Http {
-            status: 400,
-            headers: Vec::new(),
-            body: format!("{message}\n").into_bytes(),
-            details: INVALID_COST_DETAILS,
-        }
-    }
+/// The reply refusing a request whose input the limits cannot be applied to: 400, or
+/// gRPC INVALID_ARGUMENT. Counting such a request as usual would let a client buy an
+/// expensive request at the cheapest price, or pick its bucket.
+pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
+    let (message, details) = match refusal {
+        Refusal::InvalidCost { header } => (
+            format!("invalid {header} header: expected a whole number from 1 to 4294967295"),
+            INVALID_COST_DETAILS,
+        ),
+        Refusal::RepeatedHeader { header } => (
+            format!("the {header} header must be sent at most once"),
+            DUPLICATE_HEADER_DETAILS,
+        ),
+        Refusal::ValueTooLong { key, max } => (
+            format!("the {key} descriptor value is longer than {max} bytes"),
+            INVALID_DESCRIPTOR_DETAILS,
+        ),
+        Refusal::NotUtf8 { key } => (
+            format!("the {key} descriptor value is not valid UTF-8"),
+            INVALID_DESCRIPTOR_DETAILS,
+        ),
+    };
+    status_reply(
+        protocol,
+        (400, format!("{message}\n").into_bytes()),
+        (GRPC_INVALID_ARGUMENT, message),
+        Vec::new(),
+        details,
+    )
 }
 
-/// Whether a request is gRPC, from its `content-type`: gRPC clients need a gRPC status,
-/// not an HTTP one.
-pub fn is_grpc(content_type: Option<&str>) -> bool {
-    content_type.is_some_and(|ct| {
-        ct.get(..16)
-            .is_some_and(|p| p.eq_ignore_ascii_case("application/grpc"))
-    })
+/// One reply in the client's protocol: `http` (status, body) for plain HTTP, `grpc`
+/// (status, message) for gRPC and gRPC-Web, with `headers` either way.
+fn status_reply(
+    protocol: Protocol,
+    http: (u16, Vec<u8>),
+    grpc: (u32, String),
+    headers: Headers,
+    details: &'static str,
+) -> Reply {
+    match protocol {
+        Protocol::Http => Reply::Http {
+            status: http.0,
+            headers,
+            body: http.1,
+            details,
+        },
+        Protocol::Grpc => Reply::Grpc {
+            status: grpc.0,
+            message: grpc.1,
+            metadata: headers,
+            details,
+        },
+        // Envoy does not frame this one (it sees no gRPC): a trailers-only answer in the
+        // headers, and the same status as a trailer frame in the body.
+        Protocol::GrpcWeb { content_type, text } => {
+            let mut all: Headers = Vec::with_capacity(3 + headers.len());
+            all.push(("content-type".into(), content_type.to_string()));
+            all.push(("grpc-status".into(), grpc.0.to_string()));
+            all.push(("grpc-message".into(), protocol::percent_encode(&grpc.1)));
+            all.extend(headers);
+            Reply::Http {
+                status: 200,
+                headers: all,
+                body: protocol::grpc_web_status_body(grpc.0, &grpc.1, text),
+                details,
+            }
+        }
+    }
 }
 
 #[cfg(test)]

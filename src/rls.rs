@@ -9,6 +9,7 @@ use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::response::{Headers, Standing};
+use crate::service_headers;
 use prost::Message;
 
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
@@ -186,6 +187,8 @@ pub struct Decided {
     pub response_headers: Headers,
     /// Body for a rejection (empty: use the configured one).
     pub raw_body: Vec<u8>,
+    /// Headers the service sent that were dropped as unsafe ([`service_headers`]).
+    pub dropped_headers: u32,
 }
 
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
@@ -229,16 +232,20 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
             .iter()
             .zip(shadows)
             .any(|(&is_over, &shadow)| is_over && !shadow);
+    let mut dropped_headers = 0;
+    let request_headers = headers(&response.request_headers_to_add, &mut dropped_headers)
+        .into_iter()
+        .map(|(k, v)| (k.into_owned(), v))
+        .collect();
+    let response_headers = headers(&response.response_headers_to_add, &mut dropped_headers);
     Ok(Decided {
         over_limit,
         standings,
         over,
-        request_headers: headers(&response.request_headers_to_add)
-            .into_iter()
-            .map(|(k, v)| (k.into_owned(), v))
-            .collect(),
-        response_headers: headers(&response.response_headers_to_add),
+        request_headers,
+        response_headers,
         raw_body: response.raw_body,
+        dropped_headers,
     })
 }
 
@@ -276,18 +283,23 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
     }
 }
 
-/// Header values as text: `value`, or `raw_value` when the service used that instead.
-fn headers(values: &[HeaderValue]) -> Headers {
+/// The service's headers that are safe to add, as text: `value`, or `raw_value` when
+/// the service used that instead. Each unsafe one is left out and counted in `dropped`.
+fn headers(values: &[HeaderValue], dropped: &mut u32) -> Headers {
     values
         .iter()
-        .filter(|h| !h.key.is_empty())
-        .map(|h| {
-            let value = if h.value.is_empty() {
-                String::from_utf8_lossy(&h.raw_value).into_owned()
+        .filter_map(|h| {
+            let raw = if h.value.is_empty() {
+                h.raw_value.as_slice()
             } else {
-                h.value.clone()
+                h.value.as_bytes()
             };
-            (h.key.to_ascii_lowercase().into(), value)
+            if service_headers::check(&h.key, raw).is_err() {
+                *dropped += 1;
+                return None;
+            }
+            let value = String::from_utf8_lossy(raw).into_owned();
+            Some((h.key.to_ascii_lowercase().into(), value))
         })
         .collect()
 }

@@ -13,11 +13,23 @@
 //! refilling, the one closest to full is evicted; its client gets back at most the tokens
 //! it was missing. Evictions are counted.
 //!
-//! Format (version 1, pinned by tests): key `floodgate/v1/<max_buckets>/<index>`; value
-//! empty (free) or 40 bytes little-endian: fingerprint u128, TAT u128, rate u64.
+//! Slot keys do not depend on the table's size (see [`key`]): a table of `n` slots uses
+//! keys `0..n`, whatever size came before, so any sequence of `max_buckets` changes costs
+//! the shared data of the largest table ever configured, never one table per change. A
+//! table mixes its size into the fingerprints it stores ([`key::salt`]), so a change of
+//! size restarts every bucket: the buckets of the old size are other tables' buckets,
+//! reused when idle like any other.
+//!
+//! Format (version 2, pinned by tests): key `floodgate/v2/<index>`; key
+//! `floodgate/v2/slots` holds how many slot keys exist (u32 little-endian); a slot's
+//! value is empty (free) or 40 bytes little-endian: fingerprint u128 XOR the table's salt,
+//! TAT u128, rate u64.
+
+mod key;
 
 use crate::bucket::{self, Tat};
 use crate::shared::{SetError, SharedData, StoreError};
+pub use key::SlotKey;
 
 /// Slots looked at for one bucket, starting at its home slot.
 pub const PROBE_WINDOW: u32 = 8;
@@ -66,52 +78,6 @@ impl Slot {
     }
 }
 
-/// A slot's shared-data key, on the stack.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub struct SlotKey {
-    buf: [u8; SlotKey::CAPACITY],
-    len: usize,
-}
-
-impl SlotKey {
-    /// "floodgate/v1/" + two u32 in decimal + "/" fit with room to spare.
-    const CAPACITY: usize = 40;
-
-    fn push(&mut self, bytes: &[u8]) {
-        self.buf[self.len..self.len + bytes.len()].copy_from_slice(bytes);
-        self.len += bytes.len();
-    }
-
-    fn push_number(&mut self, mut n: u32) {
-        let mut digits = [0u8; 10];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            digits[start] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        self.push(&digits[start..]);
-    }
-}
-
-impl std::fmt::Debug for SlotKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self)
-    }
-}
-
-impl std::ops::Deref for SlotKey {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        // Only ASCII is ever pushed.
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
-    }
-}
-
 /// How the slot of a found bucket came to be its.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -140,16 +106,25 @@ pub struct Found {
     pub origin: Origin,
 }
 
-/// The table's shape: how many slots, and so which keys.
+/// Attempts at recording the number of slot keys when other preparers race us. Losing
+/// every one only leaves the record behind, so that a later [`Table::prepare`] checks
+/// some keys again.
+const RECORD_ATTEMPTS: u32 = 8;
+
+/// The table's shape: how many slots, and the salt its size gives its fingerprints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Table {
     size: u32,
+    salt: u128,
 }
 
 impl Table {
     /// A table of `size` slots (at least one).
     pub fn new(size: std::num::NonZeroU32) -> Table {
-        Table { size: size.get() }
+        Table {
+            size: size.get(),
+            salt: key::salt(size.get()),
+        }
     }
 
     /// Number of slots.
@@ -160,43 +135,65 @@ impl Table {
     /// The shared-data key of slot `index`, built without allocating: this runs twice
     /// per request.
     pub fn key(&self, index: u32) -> SlotKey {
-        let mut key = SlotKey {
-            buf: [0; SlotKey::CAPACITY],
-            len: 0,
-        };
-        key.push(b"floodgate/v1/");
-        key.push_number(self.size);
-        key.push(b"/");
-        key.push_number(index);
-        key
+        SlotKey::new(index)
     }
 
-    /// The key marking that every slot key exists.
-    fn ready_key(&self) -> String {
-        format!("floodgate/v1/{}/ready", self.size)
-    }
-
-    /// Creates every slot key that does not exist yet, so that all later writes can be
-    /// compare-and-swap. Idempotent, and cheap once done (one read of the ready marker).
-    /// Returns the number of keys created.
+    /// Creates every slot key this table uses that does not exist yet, so that all later
+    /// writes can be compare-and-swap. Idempotent, and cheap once done (one read of the
+    /// record of how many keys exist). Returns the number of keys created: 0 for a table
+    /// no larger than the largest one prepared before in this shared data.
     ///
     /// Run it when the plugin is configured, before traffic: Envoy configures the main
-    /// thread's VM first, which creates the keys; workers then only see the marker.
+    /// thread's VM first, which creates the keys; workers then only read the record. Keys
+    /// past the old record are not in any running table's reach (a table of `n` slots
+    /// only touches keys `0..n`), so creating them cannot overwrite a bucket.
     pub fn prepare(&self, store: &impl SharedData) -> Result<u32, StoreError> {
-        let ready = self.ready_key();
-        if store.get(&ready)?.is_some() {
-            return Ok(0);
-        }
         let mut created = 0;
-        for index in 0..self.size {
-            let key = self.key(index);
-            if store.get(&key)?.is_none() {
-                store.create(&key, &[])?;
-                created += 1;
+        for _ in 0..RECORD_ATTEMPTS {
+            let record = store.get(key::SLOTS_KEY)?;
+            let existing = record.as_ref().map_or(0, |r| key::decode_count(&r.value));
+            if existing >= self.size {
+                return Ok(created);
+            }
+            for index in existing..self.size {
+                let slot_key = self.key(index);
+                if store.get(&slot_key)?.is_none() {
+                    store.create(&slot_key, &[])?;
+                    created += 1;
+                }
+            }
+            let count = key::encode_count(self.size);
+            let recorded = match record {
+                Some(r) => store.set(key::SLOTS_KEY, &count, r.cas),
+                None => store
+                    .create(key::SLOTS_KEY, &count)
+                    .map_err(SetError::Store),
+            };
+            match recorded {
+                Ok(()) => return Ok(created),
+                // Someone else recorded meanwhile: read their record and compare again.
+                Err(SetError::Conflict) => continue,
+                Err(SetError::Store(e)) => return Err(e),
             }
         }
-        store.create(&ready, b"1")?;
         Ok(created)
+    }
+
+    /// The bytes of `slot` as this table stores them (its salt mixed in).
+    fn encode(&self, slot: &Slot) -> [u8; SLOT_LEN] {
+        Slot {
+            fingerprint: slot.fingerprint ^ self.salt,
+            ..*slot
+        }
+        .encode()
+    }
+
+    /// The slot in `bytes` as this table sees it (its salt taken out); `None` if free.
+    fn decode(&self, bytes: &[u8]) -> Option<Slot> {
+        Slot::decode(bytes).map(|slot| Slot {
+            fingerprint: slot.fingerprint ^ self.salt,
+            ..slot
+        })
     }
 
     /// The slot of bucket `fingerprint`, or the slot it should take: the first free or
@@ -229,7 +226,7 @@ impl Table {
                 state: Tat::default(),
                 origin,
             };
-            match Slot::decode(&read.value) {
+            match self.decode(&read.value) {
                 Some(slot) if slot.fingerprint == fingerprint => {
                     return Ok(Found {
                         index,
@@ -264,7 +261,7 @@ impl Table {
         slot: &Slot,
         cas: u32,
     ) -> Result<(), SetError> {
-        store.set(&self.key(index), &slot.encode(), cas)
+        store.set(&self.key(index), &self.encode(slot), cas)
     }
 
     /// Stores `slot` where `found` was read, if nobody wrote it since.
@@ -274,7 +271,7 @@ impl Table {
         found: &Found,
         slot: &Slot,
     ) -> Result<(), SetError> {
-        store.set(&found.key, &slot.encode(), found.cas)
+        store.set(&found.key, &self.encode(slot), found.cas)
     }
 
     /// Reads the slot at `index` with its CAS token.
@@ -285,147 +282,9 @@ impl Table {
     ) -> Result<Option<(Slot, u32)>, StoreError> {
         Ok(store
             .get(&self.key(index))?
-            .and_then(|read| Slot::decode(&read.value).map(|slot| (slot, read.cas))))
+            .and_then(|read| self.decode(&read.value).map(|slot| (slot, read.cas))))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::shared::memory::MemoryShared;
-    use std::num::NonZeroU32;
-
-    fn table(size: u32) -> Table {
-        Table::new(NonZeroU32::new(size).unwrap())
-    }
-
-    #[test]
-    fn key_format_is_pinned() {
-        assert_eq!(&*table(10_000).key(42), "floodgate/v1/10000/42");
-        assert_eq!(&*table(1).key(0), "floodgate/v1/1/0");
-        assert_eq!(
-            &*table(u32::MAX).key(u32::MAX),
-            "floodgate/v1/4294967295/4294967295"
-        );
-        assert_eq!(table(10_000).ready_key(), "floodgate/v1/10000/ready");
-    }
-
-    #[test]
-    fn slot_format_is_pinned() {
-        let slot = Slot {
-            fingerprint: 0x0102_0304_0506_0708_090a_0b0c_0d0e_0f10,
-            tat: Tat(0x1122_3344_5566_7788_99aa_bbcc_ddee_ff00),
-            rate_micro: 0x0a0b_0c0d_0e0f_1011,
-        };
-        let bytes = slot.encode();
-        assert_eq!(
-            bytes.to_vec(),
-            [
-                0x10, 0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03,
-                0x02, 0x01, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55,
-                0x44, 0x33, 0x22, 0x11, 0x11, 0x10, 0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a
-            ]
-        );
-        assert_eq!(Slot::decode(&bytes), Some(slot));
-        assert_eq!(Slot::decode(&[]), None);
-        assert_eq!(Slot::decode(&bytes[..39]), None);
-    }
-
-    #[test]
-    fn prepare_creates_every_slot_once() {
-        let store = MemoryShared::default();
-        let t = table(50);
-        assert_eq!(t.prepare(&store).unwrap(), 50);
-        assert_eq!(store.keys(), 51);
-        let writes = store.writes();
-        assert_eq!(t.prepare(&store).unwrap(), 0);
-        assert_eq!(
-            store.writes(),
-            writes,
-            "a prepared table is not written again"
-        );
-    }
-
-    fn occupy(store: &MemoryShared, t: &Table, index: u32, fp: u128, tat: u128, rate: u64) {
-        let cas = store.get(&t.key(index)).unwrap().unwrap().cas;
-        let slot = Slot {
-            fingerprint: fp,
-            tat: Tat(tat),
-            rate_micro: rate,
-        };
-        t.write(store, index, &slot, cas).unwrap();
-    }
-
-    #[test]
-    fn a_new_bucket_takes_its_home_slot_when_free() {
-        let store = MemoryShared::default();
-        let t = table(16);
-        t.prepare(&store).unwrap();
-        let found = t.find(&store, 35, 0).unwrap();
-        assert_eq!((found.index, found.origin), (3, Origin::Empty));
-        assert_eq!(found.state, Tat::default());
-    }
-
-    #[test]
-    fn an_existing_bucket_is_found_past_others() {
-        let store = MemoryShared::default();
-        let t = table(16);
-        t.prepare(&store).unwrap();
-        occupy(&store, &t, 3, 99, u128::MAX, 0);
-        occupy(&store, &t, 4, 35, 777, 0);
-        let found = t.find(&store, 35, 0).unwrap();
-        assert_eq!(
-            (found.index, found.origin, found.state),
-            (4, Origin::Existing, Tat(777))
-        );
-    }
-
-    #[test]
-    fn idle_slots_are_reused_but_only_after_checking_the_window() {
-        let store = MemoryShared::default();
-        let t = table(16);
-        t.prepare(&store).unwrap();
-        // Slot 3: someone else's full bucket (tat in the past at rate 1 token/s).
-        occupy(&store, &t, 3, 99, 1_000_000, 1_000_000);
-        let found = t.find(&store, 35, 10).unwrap();
-        assert_eq!((found.index, found.origin), (3, Origin::Idle));
-        // Our own bucket further on is preferred over the idle slot.
-        occupy(&store, &t, 4, 35, 5, 0);
-        let found = t.find(&store, 35, 10).unwrap();
-        assert_eq!((found.index, found.origin), (4, Origin::Existing));
-    }
-
-    #[test]
-    fn a_full_window_evicts_the_bucket_closest_to_full() {
-        let store = MemoryShared::default();
-        let t = table(8);
-        t.prepare(&store).unwrap();
-        let now = 1_000_000_000u64;
-        let rate = 1_000_000u64; // 1 token/s: one token of debt is one second.
-        let scaled_now = u128::from(now) * u128::from(rate);
-        for index in 0..8u32 {
-            let debt_tokens = 10 - u128::from(index % 5);
-            occupy(
-                &store,
-                &t,
-                index,
-                1000 + u128::from(index),
-                scaled_now + debt_tokens * bucket::UNITS_PER_TOKEN,
-                rate,
-            );
-        }
-        let found = t.find(&store, 7, now).unwrap();
-        assert_eq!((found.index, found.origin), (4, Origin::Evicted));
-    }
-
-    #[test]
-    fn never_refilling_buckets_are_evicted_last() {
-        let store = MemoryShared::default();
-        let t = table(2);
-        t.prepare(&store).unwrap();
-        occupy(&store, &t, 0, 10, 5 * bucket::UNITS_PER_TOKEN, 0);
-        occupy(&store, &t, 1, 11, 100 * bucket::UNITS_PER_TOKEN, 1_000_000);
-        let found = t.find(&store, 12, 0).unwrap();
-        assert_eq!((found.index, found.origin), (1, Origin::Evicted));
-    }
-}
+mod tests;

@@ -1,9 +1,8 @@
 //! Test doubles shared by the unit tests of several modules.
 
-use crate::descriptor::RequestView;
+use crate::descriptor::{Lookup, RequestView};
 use crate::response::Headers;
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 /// Headers from literal pairs, for comparing with replies.
 pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
@@ -13,11 +12,12 @@ pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
         .collect()
 }
 
-/// A request as a plain map of headers (pseudo-headers included), counting look-ups so
-/// that tests can check how many host calls the real view would make.
+/// A request as a plain list of headers (pseudo-headers included, repeats allowed),
+/// counting look-ups so that tests can check how many host calls the real view would
+/// make.
 #[derive(Debug, Default, Clone)]
 pub struct FakeRequest {
-    pub headers: HashMap<String, String>,
+    pub headers: Vec<(String, Vec<u8>)>,
     pub peer: Option<String>,
     pub lookups: usize,
 }
@@ -28,31 +28,53 @@ impl FakeRequest {
         FakeRequest {
             headers: pairs
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
                 .collect(),
             peer: Some("10.1.2.3:55555".into()),
             lookups: 0,
         }
     }
 
-    fn get(&mut self, name: &str) -> Option<String> {
+    /// Adds one more header (a repeat if the name is already there), as raw bytes.
+    pub fn with(mut self, name: &str, value: &[u8]) -> FakeRequest {
+        self.headers.push((name.to_string(), value.to_vec()));
+        self
+    }
+
+    fn lookup(&mut self, name: &str) -> Lookup {
         self.lookups += 1;
-        self.headers.get(name).cloned()
+        let mut values = self.headers.iter().filter(|(k, _)| k == name);
+        match (values.next(), values.next()) {
+            (None, _) => Lookup::Absent,
+            (Some((_, v)), None) => Lookup::One(v.clone()),
+            (Some(_), Some(_)) => Lookup::Repeated,
+        }
+    }
+
+    fn first(&mut self, name: &str) -> Option<Vec<u8>> {
+        self.lookups += 1;
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
     }
 }
 
 impl RequestView for FakeRequest {
-    fn header(&mut self, name: &str) -> Option<String> {
-        self.get(name)
+    fn header(&mut self, name: &str) -> Lookup {
+        self.lookup(name)
     }
-    fn raw_path(&mut self) -> Option<String> {
-        self.get(":path")
+    fn content_type(&mut self) -> Option<Vec<u8>> {
+        self.first("content-type")
     }
-    fn method(&mut self) -> Option<String> {
-        self.get(":method")
+    fn raw_path(&mut self) -> Option<Vec<u8>> {
+        self.first(":path")
     }
-    fn authority(&mut self) -> Option<String> {
-        self.get(":authority")
+    fn method(&mut self) -> Option<Vec<u8>> {
+        self.first(":method")
+    }
+    fn authority(&mut self) -> Option<Vec<u8>> {
+        self.first(":authority")
     }
     fn peer_address(&mut self) -> Option<String> {
         self.lookups += 1;

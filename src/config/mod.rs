@@ -17,6 +17,14 @@ use std::num::NonZeroU32;
 pub const DEFAULT_MAX_BUCKETS: u32 = 10_000;
 /// The largest `max_buckets` accepted (each bucket costs about 100 bytes of shared data).
 pub const MAX_MAX_BUCKETS: u32 = 1_000_000;
+/// The longest descriptor value accepted when `max_descriptor_value_bytes` is not set:
+/// long enough for any path a browser or API client sends in practice (the query string
+/// is not part of it), short enough that a client cannot make the rate limit service
+/// keep kilobytes per key.
+pub const DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES: usize = 1024;
+/// The largest `max_descriptor_value_bytes` accepted (Envoy's default limit on all
+/// request headers together is 60 KiB).
+pub const MAX_MAX_DESCRIPTOR_VALUE_BYTES: usize = 65_536;
 /// The most rules one configuration may hold.
 pub const MAX_RULES: usize = 64;
 /// The most descriptor entries one rule may hold.
@@ -41,6 +49,10 @@ pub struct Config {
     pub response: ResponseConfig,
     /// How many buckets this Envoy may keep in shared data (default 10 000).
     pub max_buckets: NonZeroU32,
+    /// The longest descriptor value a request may bring (default 1024 bytes); a longer
+    /// one refuses the request, so that it cannot buy a fresh bucket or bloat the rate
+    /// limit service's keys.
+    pub max_descriptor_value_bytes: usize,
     /// What happens when the local limiter cannot decide (default: allow).
     pub failure_mode: FailureMode,
     /// HTTP status of a request rejected because a limiter failed (default 500).
@@ -68,7 +80,11 @@ pub enum Limit {
     /// A token bucket in this Envoy's shared data.
     Local(Quota),
     /// The rate limit service's answer for the rule's descriptor.
-    Global,
+    Global {
+        /// The token bucket (in this Envoy's shared data) that decides the rule while
+        /// the service cannot answer; `None`: `rls.failure_mode` decides.
+        fallback: Option<Quota>,
+    },
 }
 
 /// One rate-limit rule: which requests, which descriptor, which limit.

@@ -107,7 +107,8 @@ fn global_rules_and_the_rate_limit_service_parse() {
           "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 20, "failure_mode": "allow"},
           "rules": [
             {"name": "per-tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-             "global": {}, "cost": {"header": "X-Cost"}},
+             "global": {"fallback": {"capacity": 5, "refill_per_second": 0.083333}},
+             "cost": {"header": "X-Cost"}},
             {"name": "per-client-burst", "descriptors": [{"key": "client", "source": "remote_address"}],
              "local": {"capacity": 20, "refill_per_second": 5}}
           ],
@@ -124,7 +125,12 @@ fn global_rules_and_the_rate_limit_service_parse() {
             failure_mode: FailureMode::Allow
         })
     );
-    assert_eq!(config.rules[0].limit, Limit::Global);
+    assert_eq!(
+        config.rules[0].limit,
+        Limit::Global {
+            fallback: Some(Quota::new(5, 83_333).unwrap())
+        }
+    );
     assert_eq!(config.rules[0].cost_header.as_deref(), Some("x-cost"));
     assert_eq!(config.failure_status, 503);
     let defaults = Config::parse(
@@ -133,6 +139,22 @@ fn global_rules_and_the_rate_limit_service_parse() {
     )
     .unwrap();
     assert_eq!(defaults.rls.unwrap().timeout_ms, 20);
+}
+
+#[test]
+fn a_global_rule_can_carry_a_local_fallback() {
+    let config = Config::parse(
+        br#"{"rls": {"cluster": "c", "domain": "d"},
+             "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}],
+                        "global": {"fallback": {"capacity": 5, "refill_per_second": 0.5}}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.rules[0].limit,
+        Limit::Global {
+            fallback: Some(Quota::new(5, 500_000).unwrap())
+        }
+    );
 }
 
 #[test]

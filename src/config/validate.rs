@@ -3,8 +3,9 @@
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
-    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_RLS_TIMEOUT_MS,
-    DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
+    DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS,
+    MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -23,10 +24,11 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
             format!("must contain at most {MAX_RULES} rules"),
         ));
     }
+    let max_value = max_descriptor_value_bytes(wire.max_descriptor_value_bytes)?;
     let mut names = HashSet::new();
     let mut rules = Vec::with_capacity(wire.rules.len());
     for (i, r) in wire.rules.into_iter().enumerate() {
-        let rule = rule(&format!("rules[{i}]"), r)?;
+        let rule = rule(&format!("rules[{i}]"), r, max_value)?;
         if !names.insert(rule.name.clone()) {
             return Err(ConfigError::new(
                 format!("rules[{i}].name"),
@@ -35,7 +37,9 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         }
         rules.push(rule);
     }
-    let first_global = rules.iter().position(|r| r.limit == Limit::Global);
+    let first_global = rules
+        .iter()
+        .position(|r| matches!(r.limit, Limit::Global { .. }));
     let rls = match (wire.rls, first_global) {
         (Some(r), Some(_)) => Some(rls(r)?),
         (None, None) => None,
@@ -56,6 +60,7 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         rules,
         response: response(wire.response)?,
         max_buckets: max_buckets(wire.max_buckets)?,
+        max_descriptor_value_bytes: max_value,
         failure_mode: failure_mode(wire.failure_mode),
         failure_status: match wire.failure_status {
             None => DEFAULT_FAILURE_STATUS,
@@ -98,7 +103,7 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
     })
 }
 
-fn rule(at: &str, r: wire::Rule) -> Result<Rule, ConfigError> {
+fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {
     let name = rule_name(&format!("{at}.name"), r.name)?;
     let matcher = match r.matcher {
         None => Match::default(),
@@ -120,11 +125,16 @@ fn rule(at: &str, r: wire::Rule) -> Result<Rule, ConfigError> {
         .descriptors
         .into_iter()
         .enumerate()
-        .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e))
+        .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e, max_value))
         .collect::<Result<Vec<_>, _>>()?;
     let limit = match (r.local, r.global) {
         (Some(local), None) => Limit::Local(quota(&format!("{at}.local"), local)?),
-        (None, Some(_)) => Limit::Global,
+        (None, Some(global)) => Limit::Global {
+            fallback: match global.fallback {
+                None => None,
+                Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
+            },
+        },
         _ => {
             return Err(ConfigError::new(
                 at,
@@ -217,7 +227,7 @@ fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {
     })
 }
 
-fn entry(at: &str, e: wire::Entry) -> Result<Entry, ConfigError> {
+fn entry(at: &str, e: wire::Entry, max_value: usize) -> Result<Entry, ConfigError> {
     if e.key.is_empty() {
         return Err(ConfigError::new(format!("{at}.key"), "must not be empty"));
     }
@@ -226,6 +236,12 @@ fn entry(at: &str, e: wire::Entry) -> Result<Entry, ConfigError> {
         (None, Some(value), None) => {
             if value.is_empty() {
                 return Err(ConfigError::new(format!("{at}.value"), "must not be empty"));
+            }
+            if value.len() > max_value {
+                return Err(ConfigError::new(
+                    format!("{at}.value"),
+                    format!("must be at most {max_value} bytes (`max_descriptor_value_bytes`)"),
+                ));
             }
             Source::Value(value)
         }
@@ -327,4 +343,17 @@ fn max_buckets(n: Option<u64>) -> Result<NonZeroU32, ConfigError> {
         .ok()
         .and_then(NonZeroU32::new)
         .ok_or_else(|| ConfigError::new("max_buckets", "must be at least 1"))
+}
+
+fn max_descriptor_value_bytes(n: Option<u64>) -> Result<usize, ConfigError> {
+    const AT: &str = "max_descriptor_value_bytes";
+    match n {
+        None => Ok(DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES),
+        Some(0) => Err(ConfigError::new(AT, "must be at least 1")),
+        Some(n) if n > MAX_MAX_DESCRIPTOR_VALUE_BYTES as u64 => Err(ConfigError::new(
+            AT,
+            format!("must be at most {MAX_MAX_DESCRIPTOR_VALUE_BYTES}"),
+        )),
+        Some(n) => Ok(n as usize),
+    }
 }

@@ -16,6 +16,8 @@ pub struct Config {
     #[serde(default)]
     pub max_buckets: Option<u64>,
     #[serde(default)]
+    pub max_descriptor_value_bytes: Option<u64>,
+    #[serde(default)]
     pub failure_mode: Option<FailureMode>,
     #[serde(default)]
     pub failure_status: Option<u64>,
@@ -38,7 +40,11 @@ pub struct Rls {
 /// A global limit: decided by the rate limit service, which holds the numbers.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Global {}
+pub struct Global {
+    /// The local bucket that decides the rule while the service cannot.
+    #[serde(default)]
+    pub fallback: Option<Local>,
+}
 
 /// Where a request's cost (tokens or hits it takes) comes from.
 #[derive(Debug, Deserialize)]
@@ -98,7 +104,7 @@ pub enum Source {
     RemoteAddress,
 }
 
-/// A local token bucket.
+/// A local token bucket (a local rule's, or a global rule's fallback).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Local {

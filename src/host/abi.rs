@@ -41,6 +41,11 @@ extern "C" {
         return_data: *mut *mut u8,
         return_size: *mut usize,
     ) -> u32;
+    fn proxy_get_header_map_pairs(
+        map_type: u32,
+        return_data: *mut *mut u8,
+        return_size: *mut usize,
+    ) -> u32;
     fn proxy_add_header_map_value(
         map_type: u32,
         key_data: *const u8,
@@ -180,6 +185,20 @@ pub fn http_call_body(size: usize) -> Result<Vec<u8>, Status> {
 /// A request header's value (`None` when absent).
 pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
     header_value(MAP_REQUEST_HEADERS, name)
+}
+
+/// Every request header, in the ABI's pair encoding (see [`encode_pairs`]): one host
+/// call, after which any number of headers can be read without another.
+pub fn request_header_pairs() -> Result<Vec<u8>, Status> {
+    let (mut data, mut size) = (null_mut(), 0usize);
+    // SAFETY: the host writes a pointer and a size through valid pointers.
+    let status = unsafe { proxy_get_header_map_pairs(MAP_REQUEST_HEADERS, &mut data, &mut size) };
+    match status {
+        // SAFETY: on OK the host allocated `size` bytes for us (or left null).
+        OK => Ok(unsafe { take_buffer(data, size) }),
+        NOT_FOUND => Ok(Vec::new()),
+        other => Err(other),
+    }
 }
 
 /// A header of an HTTP call's response (inside `proxy_on_http_call_response`).

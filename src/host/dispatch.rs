@@ -130,6 +130,8 @@ pub extern "C" fn proxy_on_tick(context_id: u32) {
 /// A request's headers: where the limit is decided.
 #[no_mangle]
 pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
+    #[cfg(feature = "trap-on-header")]
+    super::trap::on_request_headers();
     CONTEXTS.with(|c| {
         let Ok(mut c) = c.try_borrow_mut() else {
             return CONTINUE;

@@ -2,13 +2,16 @@
 
 use super::abi;
 use super::dispatch::{CONTINUE, PAUSE};
+use super::log;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use crate::grpc;
 use crate::limiter::{Pass, Pending, Verdict};
+use crate::log_throttle::Cause;
 use crate::response::{Headers, Reply};
 use crate::rls::Answer;
+use ::log::Level;
 use std::rc::Rc;
 
 /// A call to the rate limit service this request waits for.
@@ -45,7 +48,7 @@ impl Http {
                 return CONTINUE;
             };
             plugin.limiter.check(
-                &mut HostRequest,
+                &mut HostRequest::default(),
                 || abi::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
@@ -70,8 +73,15 @@ impl Http {
             return;
         }
         if let Err(status) = abi::set_effective_context(context_id) {
-            log::warn!("cannot switch to the request's context (status {status})");
+            log::throttled(Level::Warn, Cause::SwitchContext, || {
+                format!("cannot switch to the request's context (status {status})")
+            });
             return;
+        }
+        if let Answer::Status { code, message } = &answer {
+            log::throttled(Level::Warn, Cause::RlsFailed, || {
+                format!("the rate limit service call failed: gRPC status {code}: {message}")
+            });
         }
         let Some(verdict) = decide_answer(&plugin, waiting.pending, answer) else {
             let _ = abi::continue_request();
@@ -79,7 +89,9 @@ impl Http {
         };
         if self.carry_out(&plugin, verdict) == CONTINUE {
             if let Err(status) = abi::continue_request() {
-                log::warn!("cannot resume the request (status {status})");
+                log::throttled(Level::Warn, Cause::Resume, || {
+                    format!("cannot resume the request (status {status})")
+                });
             }
         }
     }
@@ -88,7 +100,9 @@ impl Http {
     pub fn on_response_headers(&mut self) -> u32 {
         for (name, value) in std::mem::take(&mut self.response_headers) {
             if let Err(status) = abi::add_response_header(&name, &value) {
-                log::warn!("cannot add response header {name} (status {status})");
+                log::throttled(Level::Warn, Cause::AddHeader, || {
+                    format!("cannot add response header {name} (status {status})")
+                });
             }
         }
         CONTINUE
@@ -121,10 +135,12 @@ impl Http {
                         PAUSE
                     }
                     Err(status) => {
-                        log::warn!(
-                            "cannot call the rate limit service on cluster {} (status {status})",
-                            rls.cluster
-                        );
+                        log::throttled(Level::Warn, Cause::RlsNotSent, || {
+                            format!(
+                                "cannot call the rate limit service on cluster {} (status {status})",
+                                rls.cluster
+                            )
+                        });
                         match decide_answer(plugin, ask.pending, Answer::NotSent(status)) {
                             Some(verdict) => self.carry_out(plugin, verdict),
                             None => CONTINUE,
@@ -139,7 +155,9 @@ impl Http {
     fn pass(&mut self, pass: Pass) {
         for (name, value) in &pass.request_headers {
             if let Err(status) = abi::add_request_header(name, value) {
-                log::warn!("cannot add request header {name} (status {status})");
+                log::throttled(Level::Warn, Cause::AddHeader, || {
+                    format!("cannot add request header {name} (status {status})")
+                });
             }
         }
         self.response_headers = pass.response_headers;
@@ -155,7 +173,7 @@ fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Ve
     Some(plugin.limiter.answer(
         pending,
         answer,
-        &mut HostRequest,
+        &mut HostRequest::default(),
         now,
         &HostShared,
         &mut tally,
@@ -182,9 +200,11 @@ fn send(reply: &Reply) -> u32 {
     match abi::send_local_response(status, details, body, &headers, grpc_status) {
         Ok(()) => PAUSE,
         Err(status) => {
-            log::error!(
-                "cannot send the local reply (status {status}); letting the request through"
-            );
+            log::throttled(Level::Error, Cause::LocalReply, || {
+                format!(
+                    "cannot send the local reply (status {status}); letting the request through"
+                )
+            });
             CONTINUE
         }
     }

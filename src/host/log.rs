@@ -1,6 +1,7 @@
 //! `log` macros to Envoy's log, through `proxy_log`.
 
 use super::abi;
+use crate::log_throttle::{with_held_back, Cause, LogThrottle};
 
 /// Messages below this level are dropped inside the VM: formatting and the host call
 /// would cost every request that logs.
@@ -38,5 +39,26 @@ static LOGGER: HostLogger = HostLogger;
 pub fn install() {
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(MAX_LEVEL);
+    }
+}
+
+thread_local! {
+    /// This worker's log throttle (each VM is one thread).
+    static THROTTLE: std::cell::RefCell<LogThrottle> = std::cell::RefCell::default();
+}
+
+/// Logs a per-request failure at `level` unless its cause already logged within the
+/// throttle period (see [`crate::log_throttle`]); `line` is only formatted when logged.
+pub fn throttled(level: log::Level, cause: Cause, line: impl FnOnce() -> String) {
+    // Without a clock every failure counts as "now = 0": the first is logged, the rest
+    // held back, which is still better than a flood.
+    let now = abi::current_time_ns().unwrap_or(0);
+    let admitted = THROTTLE.with(|t| {
+        t.try_borrow_mut()
+            .ok()
+            .and_then(|mut t| t.admit(cause, now))
+    });
+    if let Some(held_back) = admitted {
+        log::log!(level, "{}", with_held_back(&line(), held_back));
     }
 }

@@ -14,3 +14,5 @@ mod log;
 mod request;
 mod root;
 mod shared;
+#[cfg(feature = "trap-on-header")]
+mod trap;

@@ -1,37 +1,61 @@
-//! [`RequestView`] on the request being processed: one host call per value asked for.
+//! [`RequestView`] on the request being processed: one host call per value asked for,
+//! except ordinary headers, which come all at once on first use.
 
 use super::abi;
-use crate::descriptor::RequestView;
+use crate::descriptor::{Lookup, RequestView};
+use crate::header_map::HeaderMap;
 
 /// The current request's headers and connection, read from the host on demand.
-pub struct HostRequest;
+///
+/// Pseudo-headers come one by one (`proxy_get_header_map_value`): there is only one of
+/// each, and most rules read no ordinary header at all. Ordinary headers come as the
+/// whole list (`proxy_get_header_map_pairs`), fetched once: the single-value call returns
+/// only a header's first value, and a repeated cost or descriptor header must be seen.
+#[derive(Default)]
+pub struct HostRequest {
+    /// `None` until the first ordinary header is asked for; then the list, or `None`
+    /// inside if the host could not give it.
+    headers: Option<Option<HeaderMap>>,
+}
 
-/// Header bytes as text; invalid UTF-8 (obs-text) is replaced rather than refused.
-fn text(bytes: Vec<u8>) -> String {
-    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+impl HostRequest {
+    fn pseudo(name: &str) -> Option<Vec<u8>> {
+        abi::request_header(name).ok().flatten()
+    }
 }
 
 impl RequestView for HostRequest {
-    fn header(&mut self, name: &str) -> Option<String> {
-        abi::request_header(name).ok().flatten().map(text)
+    fn header(&mut self, name: &str) -> Lookup {
+        let headers = self
+            .headers
+            .get_or_insert_with(|| abi::request_header_pairs().ok().and_then(HeaderMap::decode));
+        match headers {
+            Some(map) => map.lookup(name),
+            // Unreadable headers: as if absent, as the single-value call reported them.
+            None => Lookup::Absent,
+        }
     }
 
-    fn raw_path(&mut self) -> Option<String> {
-        self.header(":path")
+    fn content_type(&mut self) -> Option<Vec<u8>> {
+        Self::pseudo("content-type")
     }
 
-    fn method(&mut self) -> Option<String> {
-        self.header(":method")
+    fn raw_path(&mut self) -> Option<Vec<u8>> {
+        Self::pseudo(":path")
     }
 
-    fn authority(&mut self) -> Option<String> {
-        self.header(":authority")
+    fn method(&mut self) -> Option<Vec<u8>> {
+        Self::pseudo(":method")
+    }
+
+    fn authority(&mut self) -> Option<Vec<u8>> {
+        Self::pseudo(":authority")
     }
 
     fn peer_address(&mut self) -> Option<String> {
         abi::property(&["source", "address"])
             .ok()
             .flatten()
-            .map(text)
+            .and_then(|bytes| String::from_utf8(bytes).ok())
     }
 }

@@ -69,8 +69,8 @@ fn configure() -> Result<Plugin, String> {
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
-    // A global-only configuration takes no buckets: no table, no shared data.
-    let local = limiter.has_local_rules();
+    // A global-only configuration without fallbacks takes no buckets: no table.
+    let local = limiter.needs_table();
     let created = if local {
         limiter.table().prepare(&HostShared).map_err(|e| {
             format!(

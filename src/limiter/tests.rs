@@ -1,35 +1,37 @@
 use super::*;
+use crate::descriptor::parse_cost;
 use crate::metrics::definitions;
 use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use crate::response::{DETAILS, FAILURE_DETAILS};
+use crate::rls::Answer;
 use crate::shared::memory::{Broken, MemoryShared};
 use crate::testing::{h, FakeRequest};
 use prost::Message;
 use std::borrow::Cow;
 
-const NOW: u64 = 1_700_000_000_000_000_000;
+pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 
-fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
+pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
     let tally = Tally::new(config.rules.len());
     let limiter = Limiter::new(config);
     let store = MemoryShared::default();
     // As the host does: a global-only configuration gets no bucket table.
-    if limiter.has_local_rules() {
+    if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
     (limiter, store, tally)
 }
 
 /// The tally as metric name → value, for readable assertions.
-fn counts(limiter: &Limiter, tally: &mut Tally) -> Vec<(String, i64)> {
+pub(super) fn counts(limiter: &Limiter, tally: &mut Tally) -> Vec<(String, i64)> {
     let defs = definitions(&limiter.config().rules);
     tally.drain().map(|(i, d)| (defs[i].1.clone(), d)).collect()
 }
 
-fn tenant(t: &str) -> FakeRequest {
+pub(super) fn tenant(t: &str) -> FakeRequest {
     FakeRequest::new(&[(":path", "/api/x"), (":method", "GET"), ("x-tenant", t)])
 }
 
@@ -94,8 +96,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
 fn grpc_requests_get_resource_exhausted() {
     let (l, store, mut tally) = limiter(ONE_RULE);
     let mut req = tenant("a");
-    req.headers
-        .insert("content-type".into(), "application/grpc".into());
+    req = req.with("content-type", b"application/grpc");
     for _ in 0..2 {
         l.check(&mut req, || Some(NOW), &store, &mut tally);
     }
@@ -194,7 +195,7 @@ fn cost_headers_take_several_tokens_and_malformed_ones_are_refused() {
             "cost":{"header":"x-cost"},"local":{"capacity":10,"refill_per_second":0}}]}"#,
     );
     let mut costly = tenant("a");
-    costly.headers.insert("x-cost".into(), "10".into());
+    costly = costly.with("x-cost", b"10");
     assert_eq!(
         l.check(&mut costly, || Some(NOW), &store, &mut tally),
         pass()
@@ -205,7 +206,7 @@ fn cost_headers_take_several_tokens_and_malformed_ones_are_refused() {
     ));
     for bad in ["0", "-1", "1.5", "ten", "", "4294967296"] {
         let mut req = tenant("b");
-        req.headers.insert("x-cost".into(), bad.into());
+        req = req.with("x-cost", bad.as_bytes());
         match l.check(&mut req, || Some(NOW), &store, &mut tally) {
             Verdict::Reject(Reply::Http { status, .. }) => assert_eq!(status, 400, "{bad:?}"),
             other => panic!("{bad:?} must be refused, got {other:?}"),
@@ -232,14 +233,14 @@ const LAYERED: &str = r#"{
   ]
 }"#;
 
-fn ask(verdict: Verdict) -> Ask {
+pub(super) fn ask(verdict: Verdict) -> Ask {
     match verdict {
         Verdict::Ask(ask) => *ask,
         other => panic!("expected a call to the rate limit service, got {other:?}"),
     }
 }
 
-fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
+pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
     let statuses = codes
         .iter()
         .map(|&code| DescriptorStatus {
@@ -274,11 +275,11 @@ fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 #[test]
 fn only_local_rules_need_the_bucket_table() {
-    assert!(limiter(LAYERED).0.has_local_rules());
+    assert!(limiter(LAYERED).0.needs_table());
     let global_only = r#"{"rls": {"cluster": "c", "domain": "d"},
         "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#;
     let (l, store, mut tally) = limiter(global_only);
-    assert!(!l.has_local_rules());
+    assert!(!l.needs_table());
     // It works without one: the call is asked for, nothing touches shared data.
     ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
     assert_eq!((store.keys(), store.writes()), (0, 0));
@@ -288,7 +289,7 @@ fn only_local_rules_need_the_bucket_table() {
 fn global_rules_are_asked_in_one_call_after_local_rules() {
     let (l, store, mut tally) = limiter(LAYERED);
     let mut req = tenant("acme");
-    req.headers.insert("x-cost".into(), "3".into());
+    req = req.with("x-cost", b"3");
     let call = ask(l.check(&mut req, || Some(NOW), &store, &mut tally));
     let request = RateLimitRequest::decode(call.message.as_slice()).unwrap();
     assert_eq!(request.domain, "edge");
@@ -445,7 +446,10 @@ fn service_failures_take_the_rls_failure_mode() {
             &store,
             &mut tally,
         );
-        assert_eq!(verdict, Verdict::Reject(response::failure(500, false)));
+        assert_eq!(
+            verdict,
+            Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+        );
     }
     let counted = counts(&closed, &mut tally);
     assert!(

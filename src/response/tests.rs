@@ -1,5 +1,6 @@
 use super::*;
 use crate::bucket::{decide, Tat};
+use crate::descriptor::Refusal;
 use crate::testing::h;
 
 const SECOND: u64 = 1_000_000_000;
@@ -32,7 +33,7 @@ fn config() -> ResponseConfig {
 fn a_rejection_carries_retry_after_and_ratelimit_headers() {
     let denied = after(quota(2, 1), 2);
     assert!(denied.rejects());
-    let reply = rejection(&config(), &[denied], None, Vec::new(), false);
+    let reply = rejection(&config(), &[denied], None, Vec::new(), Protocol::Http);
     assert_eq!(
         reply,
         Reply::Http {
@@ -53,9 +54,13 @@ fn a_rejection_carries_retry_after_and_ratelimit_headers() {
 fn a_service_body_and_headers_replace_and_extend_the_defaults() {
     let denied = after(quota(1, 1), 1);
     let extra = h(&[("x-reason", "quota")]);
-    let Reply::Http { headers, body, .. } =
-        rejection(&config(), &[denied], Some(b"slow down"), extra, false)
-    else {
+    let Reply::Http { headers, body, .. } = rejection(
+        &config(),
+        &[denied],
+        Some(b"slow down"),
+        extra,
+        Protocol::Http,
+    ) else {
         panic!("http expected");
     };
     assert_eq!(body, b"slow down");
@@ -68,7 +73,7 @@ fn a_service_body_and_headers_replace_and_extend_the_defaults() {
 #[test]
 fn grpc_rejections_use_resource_exhausted() {
     let denied = after(quota(1, 1), 1);
-    match rejection(&config(), &[denied], None, Vec::new(), true) {
+    match rejection(&config(), &[denied], None, Vec::new(), Protocol::Grpc) {
         Reply::Grpc {
             status,
             message,
@@ -86,7 +91,8 @@ fn grpc_rejections_use_resource_exhausted() {
 #[test]
 fn buckets_that_never_refill_have_no_retry_after_or_reset() {
     let denied = after(Quota::new(1, 0).unwrap(), 1);
-    let Reply::Http { headers, .. } = rejection(&config(), &[denied], None, Vec::new(), false)
+    let Reply::Http { headers, .. } =
+        rejection(&config(), &[denied], None, Vec::new(), Protocol::Http)
     else {
         panic!("http expected");
     };
@@ -129,7 +135,7 @@ fn headers_describe_the_tightest_enforced_limit() {
 #[test]
 fn failures_and_bad_costs_have_their_own_replies() {
     assert_eq!(
-        failure(503, false),
+        failure(503, Protocol::Http),
         Reply::Http {
             status: 503,
             headers: Vec::new(),
@@ -137,8 +143,11 @@ fn failures_and_bad_costs_have_their_own_replies() {
             details: FAILURE_DETAILS
         }
     );
-    assert!(matches!(failure(500, true), Reply::Grpc { status: 14, .. }));
-    match invalid_cost("x-cost", false) {
+    assert!(matches!(
+        failure(500, Protocol::Grpc),
+        Reply::Grpc { status: 14, .. }
+    ));
+    match refusal(&cost_refusal(), Protocol::Http) {
         Reply::Http { status, body, .. } => {
             assert_eq!(status, 400);
             assert_eq!(
@@ -149,17 +158,108 @@ fn failures_and_bad_costs_have_their_own_replies() {
         other => panic!("{other:?}"),
     }
     assert!(matches!(
-        invalid_cost("x-cost", true),
+        refusal(&cost_refusal(), Protocol::Grpc),
         Reply::Grpc { status: 3, .. }
     ));
 }
 
+fn cost_refusal() -> Refusal {
+    Refusal::InvalidCost {
+        header: "x-cost".into(),
+    }
+}
+
 #[test]
-fn grpc_is_recognised_by_content_type() {
-    assert!(is_grpc(Some("application/grpc")));
-    assert!(is_grpc(Some("application/grpc+proto")));
-    assert!(is_grpc(Some("Application/GRPC-web")));
-    assert!(!is_grpc(Some("application/json")));
-    assert!(!is_grpc(Some("application/grp")));
-    assert!(!is_grpc(None));
+fn every_refusal_is_a_400_or_invalid_argument_with_its_details() {
+    let cases = [
+        (
+            Refusal::RepeatedHeader {
+                header: "x-cost".into(),
+            },
+            "the x-cost header must be sent at most once",
+            DUPLICATE_HEADER_DETAILS,
+        ),
+        (
+            Refusal::ValueTooLong {
+                key: "tenant".into(),
+                max: 1024,
+            },
+            "the tenant descriptor value is longer than 1024 bytes",
+            INVALID_DESCRIPTOR_DETAILS,
+        ),
+        (
+            Refusal::NotUtf8 {
+                key: "tenant".into(),
+            },
+            "the tenant descriptor value is not valid UTF-8",
+            INVALID_DESCRIPTOR_DETAILS,
+        ),
+    ];
+    for (why, message, details) in cases {
+        assert_eq!(
+            refusal(&why, Protocol::Http),
+            Reply::Http {
+                status: 400,
+                headers: Vec::new(),
+                body: format!("{message}\n").into_bytes(),
+                details
+            }
+        );
+        assert_eq!(
+            refusal(&why, Protocol::Grpc),
+            Reply::Grpc {
+                status: 3,
+                message: message.to_string(),
+                metadata: Vec::new(),
+                details
+            }
+        );
+    }
+}
+
+#[test]
+fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
+    let web = Protocol::GrpcWeb {
+        content_type: "application/grpc-web-text",
+        text: true,
+    };
+    let denied = after(quota(1, 1), 1);
+    match rejection(&config(), &[denied], None, Vec::new(), web) {
+        Reply::Http {
+            status,
+            headers,
+            body,
+            details,
+        } => {
+            assert_eq!(status, 200);
+            assert_eq!(details, DETAILS);
+            assert_eq!(
+                headers[..3],
+                h(&[
+                    ("content-type", "application/grpc-web-text"),
+                    ("grpc-status", "8"),
+                    ("grpc-message", "rate limited"),
+                ])[..]
+            );
+            assert!(headers.iter().any(|(k, _)| k == "retry-after"));
+            assert_eq!(
+                body,
+                crate::protocol::grpc_web_status_body(8, "rate limited", true)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let binary = Protocol::GrpcWeb {
+        content_type: "application/grpc-web",
+        text: false,
+    };
+    match failure(500, binary) {
+        Reply::Http {
+            status, headers, ..
+        } => {
+            assert_eq!(status, 200);
+            assert!(headers.contains(&("grpc-status".into(), "14".into())));
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -270,3 +270,31 @@ fn failures_are_told_apart() {
         Err(Failure::BadResponse)
     );
 }
+
+#[test]
+fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
+    let hv = |key: &str, value: &str, raw: &[u8]| HeaderValue {
+        key: key.into(),
+        value: value.into(),
+        raw_value: raw.to_vec(),
+    };
+    let mut r = response(Code::OverLimit, vec![]);
+    r.response_headers_to_add = vec![
+        hv("x-a", "v\r\nx-injected: yes", b""),
+        hv("x-raw", "", b"a\nb"),
+        hv(":status", "502", b""),
+        hv("content-length", "3", b""),
+        hv("", "v", b""),
+        hv("x-good", "1", b""),
+    ];
+    r.request_headers_to_add = vec![
+        hv(":path", "/admin", b""),
+        hv("Host", "evil.example", b""),
+        hv("x-good-req", "1", b""),
+    ];
+    let d = interpret(&answer(r), &[false]).unwrap();
+    assert!(d.over_limit, "one bad header does not change the verdict");
+    assert_eq!(d.response_headers, vec![("x-good".into(), "1".to_string())]);
+    assert_eq!(d.request_headers, vec![("x-good-req".into(), "1".into())]);
+    assert_eq!(d.dropped_headers, 7);
+}

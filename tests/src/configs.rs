@@ -30,7 +30,8 @@ pub fn wasm_filter(name: &str, file: &str, configuration: &str) -> Value {
                     "runtime": "envoy.wasm.runtime.v8",
                     "code": {"local": {"filename": file}}
                 },
-                "fail_open": false,
+                // As the README recommends ("When the module crashes").
+                "failure_policy": "FAIL_RELOAD",
                 "configuration": {
                     "@type": "type.googleapis.com/google.protobuf.StringValue",
                     "value": configuration
@@ -112,6 +113,24 @@ pub fn bootstrap(listeners: Vec<Value>, clusters: Vec<Value>) -> String {
         }]}
     })
     .to_string()
+}
+
+/// A bootstrap whose listeners come from the LDS file `lds` (re-read when a file is
+/// renamed into its directory), with static `clusters`; see [`crate::lds`].
+pub fn bootstrap_dynamic(lds: &std::path::Path, clusters: Vec<Value>) -> String {
+    let dir = lds.parent().expect("the LDS file is in a directory");
+    let mut bootstrap: Value =
+        serde_json::from_str(&bootstrap(vec![], clusters)).expect("bootstrap is JSON");
+    // Dynamic resources need a node identity, even from a file.
+    bootstrap["node"] = json!({"id": "floodgate-test", "cluster": "floodgate-test"});
+    bootstrap["dynamic_resources"] = json!({"lds_config": {
+        "resource_api_version": "V3",
+        "path_config_source": {
+            "path": lds.display().to_string(),
+            "watched_directory": {"path": dir.display().to_string()}
+        }
+    }});
+    bootstrap.to_string()
 }
 
 /// The common case: listener `ingress` with floodgate configured by `plugin`, routing to

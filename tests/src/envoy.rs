@@ -45,8 +45,24 @@ impl Envoy {
         })
         .await
         .unwrap_or_else(|status| panic!("envoy exited ({status}):\n{}", envoy.log()));
-        envoy.listeners = wait::until("envoy ready", START_TIMEOUT, || envoy.probe_ready()).await;
-        envoy
+        // Polled by hand rather than with `wait::until`: an Envoy that exits while
+        // starting (a refused listener, say) fails the test at once, with its log.
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(status) = envoy.exited() {
+                panic!("envoy exited ({status}):\n{}", envoy.log());
+            }
+            if let Some(listeners) = envoy.probe_ready().await {
+                envoy.listeners = listeners;
+                return envoy;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out after {START_TIMEOUT:?} waiting for envoy ready:\n{}",
+                envoy.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Runs Envoy with `yaml`, expecting it to refuse the configuration: returns its exit
@@ -145,7 +161,20 @@ impl Envoy {
         Some(listeners)
     }
 
-    async fn admin_get(&self, path: &str) -> Option<String> {
+    /// Finds the listeners' addresses again, e.g. after a listener update (see
+    /// [`crate::lds`]); `false` while a listener has no port yet.
+    pub(crate) async fn refresh_listeners(&mut self) -> bool {
+        match self.probe_ready().await {
+            Some(listeners) => {
+                self.listeners = listeners;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The body of an admin `GET path`, `None` if the admin does not answer.
+    pub async fn admin_get(&self, path: &str) -> Option<String> {
         let url = format!("http://{}{path}", self.admin);
         let response = self.http.get(url).send().await.ok()?;
         response.text().await.ok()

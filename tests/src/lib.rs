@@ -15,8 +15,10 @@ pub mod envoy;
 pub mod examples;
 pub mod fake_rls;
 pub mod istio;
+pub mod lds;
 pub mod oci;
 pub mod paths;
+pub mod raw_http;
 pub mod registry;
 pub mod server;
 pub mod soak;
@@ -25,6 +27,7 @@ pub mod wait;
 
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;
+pub use lds::DynamicEnvoy;
 pub use registry::Registry;
 pub use server::Server;
 pub use upstream::Upstream;

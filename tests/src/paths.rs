@@ -36,6 +36,15 @@ pub fn wasm() -> PathBuf {
     )
 }
 
+/// The test-only build of the filter that traps on a magic header (`make wasm-trap`).
+pub fn trap_wasm() -> PathBuf {
+    existing(
+        "FLOODGATE_TRAP_WASM",
+        "target/trap/wasm32-wasip1/release/floodgate.wasm",
+        "make wasm-trap",
+    )
+}
+
 /// The built global limiter.
 pub fn server() -> PathBuf {
     existing(

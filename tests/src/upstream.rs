@@ -23,6 +23,7 @@ struct Seen {
     total: AtomicU64,
     by_tenant: Mutex<HashMap<String, u64>>,
     headers: Mutex<Vec<HashMap<String, String>>>,
+    paths: Mutex<Vec<String>>,
     verbose: bool,
 }
 
@@ -74,6 +75,11 @@ impl Upstream {
     pub fn headers(&self) -> Vec<HashMap<String, String>> {
         self.seen.headers.lock().expect("lock").clone()
     }
+
+    /// The paths (with query) of the first requests received (up to 1000).
+    pub fn paths(&self) -> Vec<String> {
+        self.seen.paths.lock().expect("lock").clone()
+    }
 }
 
 impl Drop for Upstream {
@@ -122,6 +128,11 @@ fn answer(seen: &Seen, request: Request<Incoming>) -> Response<Full<Bytes>> {
         let mut by_tenant = seen.by_tenant.lock().expect("lock");
         *by_tenant.entry(tenant.to_string()).or_default() += 1;
     }
+    let mut paths = seen.paths.lock().expect("lock");
+    if paths.len() < KEPT_REQUESTS {
+        paths.push(request.uri().to_string());
+    }
+    drop(paths);
     let mut kept = seen.headers.lock().expect("lock");
     if kept.len() < KEPT_REQUESTS {
         kept.push(

@@ -92,6 +92,7 @@ const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
 const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
 const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
 const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
+const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodgate-server";
 const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
 
 fn case(name: &str, filters: Vec<Value>, rejects: bool) -> Case {
@@ -167,8 +168,17 @@ fn global_plugin() -> Value {
     })
 }
 
+/// The global configuration with a fallback bucket on its rule: what a fallback costs a
+/// request the service answers.
+fn fallback_plugin() -> Value {
+    let mut plugin = global_plugin();
+    plugin["rules"][0]["global"] = json!({"fallback": {"capacity": 100, "refill_per_second": 10}});
+    plugin
+}
+
 fn global_cases() -> Vec<Case> {
     let floodgate = floodgate_filter(&global_plugin());
+    let fallback = floodgate_filter(&fallback_plugin());
     let native = json!({
         "name": "envoy.filters.http.ratelimit",
         "typed_config": {
@@ -191,6 +201,7 @@ fn global_cases() -> Vec<Case> {
             ..case(NATIVE_GLOBAL, vec![native], false)
         },
         case(FLOODGATE_GLOBAL, vec![floodgate], false),
+        case(FLOODGATE_FALLBACK, vec![fallback], false),
         // The least any wasm filter can do for the same call (bench/call-floor).
         case(
             CALL_FLOOR,
@@ -524,7 +535,8 @@ async fn main() {
     // Paired per round: each wasm filter against the native filter it ran beside.
     if let Some(native) = index(NATIVE_GLOBAL) {
         let wasm_global = cases.iter().enumerate().filter(|(_, c)| {
-            c.name == FLOODGATE_GLOBAL || c.name == CALL_FLOOR || c.name.ends_with(" global")
+            [FLOODGATE_GLOBAL, FLOODGATE_FALLBACK, CALL_FLOOR].contains(&c.name.as_str())
+                || c.name.ends_with(" global")
         });
         for (ours, case) in wasm_global {
             let label = &case.name;

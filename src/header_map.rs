@@ -1,0 +1,143 @@
+//! A request's headers as the host hands them over all at once, so that a header sent
+//! twice is seen as such.
+//!
+//! proxy-wasm's single-header look-up returns only the first value of a header (Envoy's
+//! host says so in a TODO), while the upstream receives every value: a client could
+//! send `x-cost: 1` then `x-cost: 1000`, be charged 1 and have the application read
+//! 1000. [`HeaderMap`] decodes the full list (`proxy_get_header_map_pairs`) once per
+//! request and tells one value from several.
+
+/// What a request carries under one header name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Not there.
+    Absent,
+    /// Exactly one value, as raw bytes (header values may hold obs-text, not UTF-8).
+    One(Vec<u8>),
+    /// Two or more values: which one counts is ambiguous, so the caller refuses it.
+    Repeated,
+}
+
+/// Every header of a request: the host's encoded pairs and where each name and value is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeaderMap {
+    bytes: Vec<u8>,
+    /// (name start, name end, value start, value end) into `bytes`.
+    spans: Vec<(usize, usize, usize, usize)>,
+}
+
+impl HeaderMap {
+    /// Decodes the proxy-wasm encoding of a header list: a little-endian u32 count, a
+    /// (name length, value length) u32 pair per header, then each name and value followed
+    /// by a NUL byte. `None` when the bytes are not in that shape.
+    pub fn decode(bytes: Vec<u8>) -> Option<HeaderMap> {
+        let word = |at: usize| -> Option<usize> {
+            let b = bytes.get(at..at.checked_add(4)?)?;
+            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        };
+        if bytes.is_empty() {
+            return Some(HeaderMap::default());
+        }
+        let count = word(0)?;
+        let mut text = count.checked_mul(8)?.checked_add(4)?;
+        if text > bytes.len() {
+            return None;
+        }
+        let mut spans = Vec::with_capacity(count);
+        for i in 0..count {
+            let name_len = word(4 + 8 * i)?;
+            let value_len = word(8 + 8 * i)?;
+            let name = (text, text.checked_add(name_len)?);
+            let value_start = name.1.checked_add(1)?;
+            let value = (value_start, value_start.checked_add(value_len)?);
+            if bytes.get(name.1) != Some(&0) || bytes.get(value.1) != Some(&0) {
+                return None;
+            }
+            spans.push((name.0, name.1, value.0, value.1));
+            text = value.1 + 1;
+        }
+        Some(HeaderMap { bytes, spans })
+    }
+
+    /// The values under `name` (compared without regard to ASCII case).
+    pub fn lookup(&self, name: &str) -> Lookup {
+        let mut found = None;
+        for &(ns, ne, vs, ve) in &self.spans {
+            if self.bytes[ns..ne].eq_ignore_ascii_case(name.as_bytes()) {
+                if found.is_some() {
+                    return Lookup::Repeated;
+                }
+                found = Some((vs, ve));
+            }
+        }
+        match found {
+            Some((vs, ve)) => Lookup::One(self.bytes[vs..ve].to_vec()),
+            None => Lookup::Absent,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The host's encoding of `pairs`.
+    pub fn encode(pairs: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut out = (pairs.len() as u32).to_le_bytes().to_vec();
+        for (k, v) in pairs {
+            out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        }
+        for (k, v) in pairs {
+            out.extend_from_slice(k.as_bytes());
+            out.push(0);
+            out.extend_from_slice(v);
+            out.push(0);
+        }
+        out
+    }
+
+    #[test]
+    fn one_repeated_and_absent_headers_are_told_apart() {
+        let map = HeaderMap::decode(encode(&[
+            (":path", b"/"),
+            ("x-cost", b"1"),
+            ("x-tenant-id", b"t\xff"),
+            ("x-cost", b"1000"),
+        ]))
+        .unwrap();
+        assert_eq!(map.lookup("x-cost"), Lookup::Repeated);
+        assert_eq!(map.lookup("x-tenant-id"), Lookup::One(b"t\xff".to_vec()));
+        assert_eq!(map.lookup("X-Tenant-Id"), Lookup::One(b"t\xff".to_vec()));
+        assert_eq!(map.lookup("x-other"), Lookup::Absent);
+        assert_eq!(map.lookup(":path"), Lookup::One(b"/".to_vec()));
+    }
+
+    #[test]
+    fn empty_values_and_empty_lists_decode() {
+        let map = HeaderMap::decode(encode(&[("x-a", b"")])).unwrap();
+        assert_eq!(map.lookup("x-a"), Lookup::One(Vec::new()));
+        let none = HeaderMap::decode(encode(&[])).unwrap();
+        assert_eq!(none.lookup("x-a"), Lookup::Absent);
+        assert_eq!(HeaderMap::decode(Vec::new()).unwrap(), HeaderMap::default());
+    }
+
+    #[test]
+    fn malformed_encodings_are_refused_not_misread() {
+        let good = encode(&[("x-a", b"v"), ("x-b", b"w")]);
+        for cut in 1..good.len() {
+            assert_eq!(
+                HeaderMap::decode(good[..cut].to_vec()),
+                None,
+                "cut at {cut}"
+            );
+        }
+        let mut huge = good.clone();
+        huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(HeaderMap::decode(huge), None);
+        let mut no_nul = good;
+        let last = no_nul.len() - 1;
+        no_nul[last] = b'x';
+        assert_eq!(HeaderMap::decode(no_nul), None);
+    }
+}

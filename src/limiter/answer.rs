@@ -1,0 +1,178 @@
+//! The second half of a global request: what the rate limit service answered, or that it
+//! could not answer, turned into the final verdict.
+//!
+//! # Degraded mode
+//!
+//! When the call fails (not sent, timeout, UNAVAILABLE, another gRPC status, an `UNKNOWN`
+//! overall code, an undecodable body) the failure is counted once, by cause, and then:
+//!
+//! 1. The global rules **without** a fallback take `rls.failure_mode` together, exactly as
+//!    before fallbacks existed. `deny` rejects the request with `failure_status` before any
+//!    fallback bucket is touched, so the rejected request consumes nothing.
+//! 2. The global rules **with** a fallback are decided by their fallback buckets, in the
+//!    same shared-data table and with the same guarantees as local rules: all read and
+//!    decided first, nothing written if an enforced one denies.
+//! 3. A fallback denial answers 429 with `retry-after` and `x-ratelimit-*` from the
+//!    fallback bucket, and gives back the local tokens the request took.
+//! 4. If the fallback buckets themselves cannot be used (clock, shared data, contention),
+//!    that is a local limiter failure: counted as such, and `failure_mode` decides.
+//!
+//! Nothing about the failure is remembered: the next request calls the service again,
+//! and a rule goes back to the service's answer as soon as there is one.
+
+use super::{client_protocol, count_request, Limiter, Pending, Verdict};
+use crate::config::FailureMode;
+use crate::descriptor::RequestView;
+use crate::local::{self, Held};
+use crate::metrics::{Global, PerRule, Tally};
+use crate::response;
+use crate::rls::{self, Answer, Failure};
+use crate::shared::SharedData;
+
+impl Limiter {
+    /// The final verdict for a request that waited for the rate limit service. The
+    /// request is read (its `content-type`) only to reject it, and `now_ns` is called
+    /// only to give local tokens back or, when the service failed, to use fallback
+    /// buckets.
+    pub fn answer(
+        &self,
+        pending: Pending,
+        answer: Answer,
+        request: &mut impl RequestView,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        let Some(rls) = self.rls() else {
+            return Verdict::Continue(Default::default());
+        };
+        let shadows: Vec<bool> = pending
+            .rules
+            .iter()
+            .map(|&r| self.config.rules[r].shadow)
+            .collect();
+        let decided = match rls::interpret(&answer, &shadows) {
+            Ok(decided) => decided,
+            Err(failure) => {
+                tally.add(rls_error(failure), 1);
+                let clock_needed = !pending.held.is_empty() || !pending.fallbacks.is_empty();
+                let now = if clock_needed { now_ns() } else { None };
+                return self.degraded(pending, rls.failure_mode, request, now, store, tally);
+            }
+        };
+        let mut shadow_denied = pending.shadow_denied;
+        for ((&rule, &over), &shadow) in pending.rules.iter().zip(&decided.over).zip(&shadows) {
+            let counter = match (over, shadow) {
+                (false, _) => PerRule::Allowed,
+                (true, true) => {
+                    shadow_denied = true;
+                    PerRule::ShadowDenied
+                }
+                (true, false) => PerRule::Denied,
+            };
+            tally.rule(rule, counter);
+        }
+        tally.add(Global::RlsDroppedHeaders, decided.dropped_headers);
+        if decided.over_limit {
+            tally.add(Global::RlsOverLimit, 1);
+            count_request(Global::Denied, shadow_denied, tally);
+            if let (false, Some(now)) = (pending.held.is_empty(), now_ns()) {
+                local::give_back(&self.table, store, &pending.held, now);
+            }
+            let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
+            let reply = response::rejection(
+                &self.config.response,
+                &decided.standings,
+                body,
+                decided.response_headers,
+                client_protocol(request),
+            );
+            return Verdict::Reject(reply);
+        }
+        tally.add(Global::RlsOk, 1);
+        let mut standings = pending.local;
+        standings.extend(decided.standings);
+        let mut pass = self.pass(&standings, shadow_denied, tally);
+        pass.request_headers = decided.request_headers;
+        pass.response_headers.extend(decided.response_headers);
+        Verdict::Continue(pass)
+    }
+
+    /// Decides a request the service could not: see the module documentation. `mode` is
+    /// `rls.failure_mode`; `now` is `None` when the clock failed or was not needed.
+    fn degraded(
+        &self,
+        pending: Pending,
+        mode: FailureMode,
+        request: &mut impl RequestView,
+        now: Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        let give_back = |held: &[Held]| {
+            if let (false, Some(now)) = (held.is_empty(), now) {
+                local::give_back(&self.table, store, held, now);
+            }
+        };
+        // Some rule applied that has no fallback: it takes `rls.failure_mode`.
+        let unguarded = pending.rules.len() > pending.fallbacks.len();
+        if pending.fallbacks.is_empty() || (unguarded && mode == FailureMode::Deny) {
+            return match self.failure_mode(mode, request, tally) {
+                Some(reply) => {
+                    give_back(&pending.held);
+                    Verdict::Reject(reply)
+                }
+                None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
+            };
+        }
+        let fallback = match self.take_local(&pending.fallbacks, now, store, tally) {
+            Ok(fallback) => fallback,
+            Err(failure) => {
+                tally.add(failure.metric(), 1);
+                return match self.failure_mode(self.config.failure_mode, request, tally) {
+                    Some(reply) => {
+                        give_back(&pending.held);
+                        Verdict::Reject(reply)
+                    }
+                    None => {
+                        Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally))
+                    }
+                };
+            }
+        };
+        let shadow_denied = pending.shadow_denied || fallback.shadow_denied;
+        if !fallback.allowed {
+            tally.add(Global::FallbackDenied, 1);
+            count_request(Global::Denied, shadow_denied, tally);
+            give_back(&pending.held);
+            let reply = response::rejection(
+                &self.config.response,
+                &fallback.standings,
+                None,
+                Vec::new(),
+                client_protocol(request),
+            );
+            return Verdict::Reject(reply);
+        }
+        tally.add(Global::FallbackAllowed, 1);
+        if unguarded {
+            // The rules without a fallback let it through by `rls.failure_mode: allow`.
+            tally.add(Global::FailureModeAllowed, 1);
+        }
+        let mut standings = pending.local;
+        standings.extend(fallback.standings);
+        Verdict::Continue(self.pass(&standings, shadow_denied, tally))
+    }
+}
+
+/// The metric counting a rate limit service failure.
+fn rls_error(failure: Failure) -> Global {
+    match failure {
+        Failure::NotSent => Global::RlsErrorNotSent,
+        Failure::Timeout => Global::RlsErrorTimeout,
+        Failure::Unavailable => Global::RlsErrorUnavailable,
+        Failure::Status => Global::RlsErrorStatus,
+        Failure::UnknownCode => Global::RlsErrorUnknownCode,
+        Failure::BadResponse => Global::RlsErrorBadResponse,
+    }
+}
