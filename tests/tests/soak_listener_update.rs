@@ -1,11 +1,12 @@
 //! The soak's listener update, kept working by `make test` (the soak itself is not part
-//! of it): a real Envoy reading its listener from a file through LDS, the file replaced
-//! with a new plugin configuration, and the new configuration answering new connections.
+//! of it): a real Envoy reading the soak's listener from a file through LDS, the file
+//! replaced with the soak's second plugin configuration, and that configuration
+//! answering new connections.
 
 use floodgate_integration::client::get;
-use floodgate_integration::soak::lds::ListenerFile;
+use floodgate_integration::lds::DynamicEnvoy;
 use floodgate_integration::soak::setup::{self, FIRST, SECOND};
-use floodgate_integration::{client, Envoy, Upstream};
+use floodgate_integration::{client, Upstream};
 
 /// Sends `n` requests for `tenant` on a fresh client; returns (status, body) of each.
 async fn ask(url: &str, tenant: &str, n: u64) -> Vec<(u16, String)> {
@@ -31,22 +32,23 @@ fn expected(limit: u64, n: u64, body: &str) -> Vec<(u16, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_new_listener_file_brings_the_new_plugin_configuration() {
+async fn the_soaks_listener_update_brings_its_second_plugin_configuration() {
     let upstream = Upstream::start().await;
     let port = setup::free_port().expect("port");
-    let mut file = ListenerFile::new(&[FIRST.listener(port)]).expect("listener file");
     // No rate limit service: only the local rule is asked.
     let rls = "127.0.0.1:9".parse().expect("address");
-    let bootstrap = setup::envoy_bootstrap(&file, upstream.addr(), rls).expect("bootstrap");
-    let envoy = Envoy::start(&bootstrap, 2).await;
+    let clusters = setup::clusters(upstream.addr(), rls);
+    let mut envoy = DynamicEnvoy::start(vec![FIRST.listener(port)], clusters, 2).await;
     let url = format!("http://127.0.0.1:{port}/local/item");
     assert_eq!(
         ask(&url, "before", FIRST.local_limit + 2).await,
         expected(FIRST.local_limit, FIRST.local_limit + 2, FIRST.body)
     );
 
-    let applied = file.update(&envoy, &[SECOND.listener(port)]).await;
-    assert_eq!(applied, Ok(2), "listener_manager.lds.update_success");
+    envoy.update_listeners(vec![SECOND.listener(port)]).await;
+    envoy
+        .expect_stat("listener_manager.lds.update_success", 2)
+        .await;
     assert_eq!(
         ask(&url, "after", SECOND.local_limit + 2).await,
         expected(SECOND.local_limit, SECOND.local_limit + 2, SECOND.body)

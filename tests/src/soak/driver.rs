@@ -2,16 +2,19 @@
 //! faults between fences, and gathers the evidence for the checks.
 
 use super::counters::{self, ServerTotals};
-use super::lds::ListenerFile;
 use super::load::{new_client, Epoch, Load};
 use super::oracle::{self, Check, EnvoyCounts, Evidence, Generation, Phase, ServerCounts};
 use super::redis::Redis;
 use super::report::{self, Rss};
 use super::schedule::{Event, Schedule, REDIS_DOWN, SERVER_DOWN};
 use super::setup::{self, Plugin, FIRST, GLOBAL_LIMIT, SECOND};
+use crate::lds::DynamicEnvoy;
 use crate::{paths, Envoy, Server, Upstream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
+
+/// The counter of listener files Envoy applied.
+const LDS_SUCCESS: &str = "listener_manager.lds.update_success";
 
 /// How long floodgate-server may take to report healthy after Redis or itself is back.
 const HEAL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -58,8 +61,8 @@ struct Rig {
     server: Server,
     server_flags: Vec<String>,
     upstream: Upstream,
-    envoy: Envoy,
-    listeners: ListenerFile,
+    /// Envoy, with its listener from an LDS file.
+    envoy: DynamicEnvoy,
     /// The listener's port, kept across the update.
     port: u16,
 }
@@ -81,16 +84,14 @@ impl Rig {
         let server = Server::start(setup::SERVER_CONFIG, &flags);
         let upstream = Upstream::start().await;
         let port = setup::free_port()?;
-        let listeners = ListenerFile::new(&[FIRST.listener(port)])?;
-        let bootstrap = setup::envoy_bootstrap(&listeners, upstream.addr(), server.grpc())?;
-        let envoy = Envoy::start(&bootstrap, 2).await;
+        let clusters = setup::clusters(upstream.addr(), server.grpc());
+        let envoy = DynamicEnvoy::start(vec![FIRST.listener(port)], clusters, 2).await;
         Ok(Rig {
             redis,
             server,
             server_flags,
             upstream,
             envoy,
-            listeners,
             port,
         })
     }
@@ -143,16 +144,21 @@ async fn inject(
             rig.server.stop();
         }
         Event::ChangeConfig => {
+            let success = |stats: &std::collections::HashMap<String, u64>| {
+                stats.get(LDS_SUCCESS).copied().unwrap_or(0)
+            };
+            let before = success(&rig.envoy.stats().await);
             let applied = rig
-                .listeners
-                .update(&rig.envoy, &[SECOND.listener(rig.port)])
+                .envoy
+                .try_update_listeners(vec![SECOND.listener(rig.port)])
                 .await;
+            let after = success(&rig.envoy.stats().await);
             added.checks.push(Check::new(
                 "listener update applied",
-                applied.is_ok(),
+                applied.is_ok() && after > before,
                 match &applied {
-                    Ok(n) => format!("lds.update_success = {n}; new capacity and body"),
-                    Err(e) => e.clone(),
+                    Ok(()) => format!("{LDS_SUCCESS} {before} → {after}; new capacity and body"),
+                    Err(e) => format!("Envoy refused it: {e}"),
                 },
             ));
             books.plugin = SECOND;

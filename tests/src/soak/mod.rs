@@ -2,12 +2,12 @@
 //!
 //! # What runs
 //!
-//! One Envoy 1.40 (2 workers) loads the real `floodgate.wasm` on one listener, read from a
-//! file through LDS ([`lds`]); its plugin has a local rule on `/local/` (capacity 5,
-//! never refilled, per `x-tenant-id`) and a global rule on `/global/` (per
-//! `x-tenant-id`), decided by the real floodgate-server (`--response-headers`) on a real
-//! `redis-server` (4 per tenant, `sliding_window_log` over a day). `/open/` is limited by
-//! neither. Behind Envoy a counting upstream records every request per tenant. The load
+//! One Envoy 1.40 (2 workers) loads the real `floodgate.wasm` on one listener, read from
+//! a file through LDS ([`crate::lds::DynamicEnvoy`]); its plugin has a local rule on
+//! `/local/` (capacity 5, never refilled, per `x-tenant-id`) and a global rule on
+//! `/global/` (per `x-tenant-id`), decided by the real floodgate-server
+//! (`--response-headers`) on a real `redis-server` (4 per tenant, `sliding_window_log`
+//! over a day). `/open/` is limited by neither. Behind Envoy a counting upstream records every request per tenant. The load
 //! ([`load`]) is paced (`SOAK_RATE`, default 200 requests/s over 4 tasks) and mixed, and
 //! its tenants keep changing: each one sends 2 to 9 requests, then a new id replaces it.
 //!
@@ -16,8 +16,9 @@
 //! Redis is killed every 2 minutes (SIGKILL, persistence off: it comes back empty) and
 //! restarted 5 s later; floodgate-server is killed once (at 50 %) and restarted 3 s
 //! later on the same address; once (at 75 %) the listener is replaced with a new plugin
-//! configuration (capacity 3, another rejection body). A run shorter than one period
-//! still gets one Redis restart (at 25 %).
+//! configuration (capacity 3, another rejection body), applied once Envoy's
+//! `/config_dump` shows it active and `listener_manager.lds.update_success` has grown.
+//! A run shorter than one period still gets one Redis restart (at 25 %).
 //!
 //! # Generations: the oracle's unit
 //!
@@ -66,7 +67,6 @@
 
 pub mod counters;
 pub mod driver;
-pub mod lds;
 pub mod load;
 pub mod oracle;
 pub mod redis;

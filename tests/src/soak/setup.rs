@@ -1,8 +1,7 @@
-//! What the soak runs: the plugin configurations, the limiter's limits, the Envoy
-//! bootstrap (listeners from a file, so that they can be replaced).
+//! What the soak runs: the plugin configurations, the limiter's limits, the listener and
+//! the clusters.
 
-use super::lds::ListenerFile;
-use crate::configs::{bootstrap, cluster, floodgate_filter, listener};
+use crate::configs::{cluster, floodgate_filter, listener};
 use serde_json::{json, Value};
 use std::net::SocketAddr;
 
@@ -84,22 +83,12 @@ impl Plugin {
     }
 }
 
-/// The bootstrap: clusters static, listeners from `file`.
-pub fn envoy_bootstrap(
-    file: &ListenerFile,
-    upstream: SocketAddr,
-    rls: SocketAddr,
-) -> Result<String, String> {
-    let clusters = vec![
+/// The static clusters: the counting upstream and floodgate-server (HTTP/2).
+pub fn clusters(upstream: SocketAddr, rls: SocketAddr) -> Vec<Value> {
+    vec![
         cluster("upstream", upstream, false),
         cluster("ratelimit", rls, true),
-    ];
-    let mut config: Value = serde_json::from_str(&bootstrap(vec![], clusters))
-        .map_err(|e| format!("bootstrap: {e}"))?;
-    config["dynamic_resources"] = file.dynamic_resources();
-    // A file subscription needs a node identity, like any xDS one.
-    config["node"] = json!({"id": "floodgate-soak", "cluster": "floodgate-soak"});
-    Ok(config.to_string())
+    ]
 }
 
 /// A loopback port free now: the listener keeps one fixed port across updates.
