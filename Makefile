@@ -36,7 +36,7 @@ export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -46,6 +46,7 @@ help:
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
+	@echo "make soak   - SOAK_SECONDS (600) of mixed load while Redis, the server and the listener change"
 
 setup: wasm-target wasm-opt envoy redis oci-tools promtool
 
@@ -144,6 +145,17 @@ fmt:
 bench-server: redis
 	cargo bench -p floodgate-server --bench algorithms
 	cargo bench -p floodgate-server --bench rls
+
+# The soak (not part of `make test`): Envoy + floodgate (local and global) + floodgate-server
+# (debug build) on Redis under a steady mixed load for SOAK_SECONDS, with Redis restarted
+# every 2 minutes, the server restarted once and the listener replaced once; prints its
+# figures and checks and exits non-zero if one fails. SOAK_RATE: requests/s (200).
+SOAK_SECONDS ?= 600
+SOAK_RATE    ?= 200
+
+soak: envoy redis wasm server-debug
+	cargo build -q -p floodgate-integration --bin soak
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) target/debug/soak
 
 clean:
 	cargo clean

@@ -21,6 +21,7 @@ pub mod paths;
 pub mod raw_http;
 pub mod registry;
 pub mod server;
+pub mod soak;
 pub mod upstream;
 pub mod wait;
 pub mod wasm_module;

@@ -48,6 +48,11 @@ impl Server {
         (self.child, self.grpc, self.http) = (child, grpc, http);
     }
 
+    /// The process id (e.g. to read its memory from /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The gRPC (RLS) address.
     pub fn grpc(&self) -> SocketAddr {
         self.grpc
@@ -75,6 +80,14 @@ impl Server {
             .lines()
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
             .unwrap_or(0.0)
+    }
+
+    /// The status of `GET /healthz` (`None` if it does not answer): 200 while the store
+    /// answers, 503 while Redis is unreachable.
+    pub async fn health(&self) -> Option<u16> {
+        let url = format!("http://{}/healthz", self.http);
+        let response = crate::client().get(url).send().await.ok()?;
+        Some(response.status().as_u16())
     }
 
     /// Everything it logged.
