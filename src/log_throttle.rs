@@ -27,9 +27,11 @@ pub enum Cause {
     AddHeader,
     /// A local reply could not be sent.
     LocalReply,
+    /// This thread's tally was in use when a request needed it.
+    TallyBusy,
 }
 
-const CAUSES: usize = 6;
+const CAUSES: usize = 7;
 
 /// When each cause last logged, and how many lines it has held back since.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

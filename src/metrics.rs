@@ -76,11 +76,19 @@ pub enum Global {
     InvalidDescriptor,
     /// Headers from the rate limit service dropped as unsafe to add.
     RlsDroppedHeaders,
+    /// Requests the limiter could not decide because this thread's tally was in use.
+    HostErrorTallyBusy,
+    /// Service answers whose request's context could not be made current.
+    HostErrorContext,
+    /// Paused requests that could not be resumed.
+    HostErrorResume,
+    /// Local replies (rejections, refusals) that could not be sent.
+    HostErrorLocalReply,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 25] = [
+    pub const ALL: [Global; 29] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -106,6 +114,10 @@ impl Global {
         Global::DuplicateHeader,
         Global::InvalidDescriptor,
         Global::RlsDroppedHeaders,
+        Global::HostErrorTallyBusy,
+        Global::HostErrorContext,
+        Global::HostErrorResume,
+        Global::HostErrorLocalReply,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -136,6 +148,10 @@ impl Global {
             Global::DuplicateHeader => "floodgate.duplicate_header",
             Global::InvalidDescriptor => "floodgate.invalid_descriptor",
             Global::RlsDroppedHeaders => "floodgate.rls.dropped_headers",
+            Global::HostErrorTallyBusy => "floodgate.host_error.tally_busy",
+            Global::HostErrorContext => "floodgate.host_error.context",
+            Global::HostErrorResume => "floodgate.host_error.resume",
+            Global::HostErrorLocalReply => "floodgate.host_error.local_reply",
         }
     }
 

@@ -15,9 +15,9 @@ use prost::Message;
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
+use crate::grpc::code;
 /// What the transport brought back, re-exported where its meaning is decided.
 pub use crate::grpc::Answer;
-use crate::grpc::code;
 
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
