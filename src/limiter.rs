@@ -227,8 +227,4 @@ mod buckets;
 mod record;
 
 #[cfg(test)]
-mod fallback_tests;
-#[cfg(test)]
-mod refusal_tests;
-#[cfg(test)]
 mod tests;

@@ -6,8 +6,8 @@ use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, Des
 use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use crate::response::{DETAILS, FAILURE_DETAILS};
 use crate::rls::Answer;
-use crate::shared::memory::{Broken, MemoryShared};
 use crate::testing::{h, FakeRequest};
+use crate::testing::{Broken, MemoryShared};
 use prost::Message;
 use std::borrow::Cow;
 
@@ -463,3 +463,6 @@ fn service_failures_take_the_rls_failure_mode() {
         Verdict::Ask(_)
     ));
 }
+
+mod fallback;
+mod refusal;
