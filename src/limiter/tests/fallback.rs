@@ -1,8 +1,8 @@
 //! Degraded mode: global rules with a fallback bucket while the service cannot answer.
 
 use super::{ask, counts, limiter, rls_answer, tenant, NOW};
-use crate::limiter::*;
 use crate::bucket;
+use crate::limiter::*;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::response::{DETAILS, FAILURE_DETAILS};
