@@ -8,16 +8,28 @@
 //! a small, stable wire format (the public "gRPC over HTTP2" protocol document), so we
 //! speak it ourselves: the upstream sees the same request either way.
 
-use crate::rls::Answer;
+pub mod code;
 
-/// The gRPC status OK.
-const OK: u32 = 0;
-/// gRPC UNKNOWN: what a response without any grpc-status means.
-const UNKNOWN: u32 = 2;
-/// gRPC INTERNAL.
-const INTERNAL: u32 = 13;
-/// gRPC UNAVAILABLE.
-const UNAVAILABLE: u32 = 14;
+use code::{INTERNAL, OK, PERMISSION_DENIED, UNAUTHENTICATED, UNAVAILABLE, UNIMPLEMENTED, UNKNOWN};
+
+/// What came back for a rate limit call, as the transport saw it: the gRPC layer
+/// produces it, [`crate::rls::interpret`] gives it a meaning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// The call could not be started (e.g. the cluster does not exist); host status.
+    NotSent(u32),
+    /// The call ended with a gRPC status other than OK.
+    Status {
+        /// gRPC status code (see [`code`]).
+        code: u32,
+        /// The status message Envoy gave.
+        message: String,
+    },
+    /// A response message.
+    Response(Vec<u8>),
+    /// The call succeeded but its body is not one gRPC message.
+    Undecodable,
+}
 
 /// The request headers of a unary call to `path` (`/package.Service/Method`) on `cluster`,
 /// with the deadline the callee should give up at.
@@ -131,9 +143,9 @@ fn parse_code(value: &[u8]) -> Option<u32> {
 fn code_for_http(status: Option<&[u8]>) -> u32 {
     match status.and_then(parse_code) {
         Some(400) => INTERNAL,
-        Some(401) => 16,
-        Some(403) => 7,
-        Some(404) => 12,
+        Some(401) => UNAUTHENTICATED,
+        Some(403) => PERMISSION_DENIED,
+        Some(404) => UNIMPLEMENTED,
         Some(429 | 502 | 503 | 504) => UNAVAILABLE,
         _ => UNKNOWN,
     }

@@ -17,8 +17,9 @@
 //! # Pure logic, thin glue
 //!
 //! Every module above is plain Rust over plain data, tested on the host target with a
-//! fake clock and an in-memory shared store. Only the private `host` module, compiled for
-//! wasm32, talks to Envoy: it implements [`descriptor::RequestView`] and
+//! fake clock and an in-memory shared store. Only the private `host` module talks to
+//! Envoy (its host calls and callbacks are compiled for wasm32 only; its pure helpers
+//! are tested on the host too): it implements [`descriptor::RequestView`] and
 //! [`shared::SharedData`] with proxy-wasm host calls and carries out the verdicts.
 
 #![warn(missing_docs)]
@@ -43,5 +44,4 @@ pub mod table;
 #[cfg(test)]
 mod testing;
 
-#[cfg(target_arch = "wasm32")]
 mod host;

@@ -76,11 +76,19 @@ pub enum Global {
     InvalidDescriptor,
     /// Headers from the rate limit service dropped as unsafe to add.
     RlsDroppedHeaders,
+    /// Requests the limiter could not decide because this thread's tally was in use.
+    HostErrorTallyBusy,
+    /// Service answers whose request's context could not be made current.
+    HostErrorContext,
+    /// Paused requests that could not be resumed.
+    HostErrorResume,
+    /// Local replies (rejections, refusals) that could not be sent.
+    HostErrorLocalReply,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 25] = [
+    pub const ALL: [Global; 29] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -106,6 +114,10 @@ impl Global {
         Global::DuplicateHeader,
         Global::InvalidDescriptor,
         Global::RlsDroppedHeaders,
+        Global::HostErrorTallyBusy,
+        Global::HostErrorContext,
+        Global::HostErrorResume,
+        Global::HostErrorLocalReply,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -136,6 +148,10 @@ impl Global {
             Global::DuplicateHeader => "floodgate.duplicate_header",
             Global::InvalidDescriptor => "floodgate.invalid_descriptor",
             Global::RlsDroppedHeaders => "floodgate.rls.dropped_headers",
+            Global::HostErrorTallyBusy => "floodgate.host_error.tally_busy",
+            Global::HostErrorContext => "floodgate.host_error.context",
+            Global::HostErrorResume => "floodgate.host_error.resume",
+            Global::HostErrorLocalReply => "floodgate.host_error.local_reply",
         }
     }
 
@@ -223,48 +239,4 @@ impl Tally {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::Config;
-
-    #[test]
-    fn names_are_fixed_by_the_configuration() {
-        let rules = Config::parse(
-            br#"{"rules":[{"name":"per-tenant","descriptors":[{"key":"k","header":"x"}],
-                "local":{"capacity":1,"refill_per_second":1}}]}"#,
-        )
-        .unwrap()
-        .rules;
-        let defs = definitions(&rules);
-        assert_eq!(defs.len(), Global::ALL.len() + 3);
-        assert_eq!(defs[0], (Kind::Counter, "floodgate.allowed".to_string()));
-        assert_eq!(defs[21], (Kind::Gauge, "floodgate.buckets".to_string()));
-        assert_eq!(
-            defs[Global::ALL.len()..]
-                .iter()
-                .map(|(_, n)| n.as_str())
-                .collect::<Vec<_>>(),
-            [
-                "floodgate.rule.per-tenant.allowed",
-                "floodgate.rule.per-tenant.denied",
-                "floodgate.rule.per-tenant.shadow_denied"
-            ]
-        );
-        for (i, g) in Global::ALL.iter().enumerate() {
-            assert_eq!(*g as usize, i, "{g:?} out of order");
-        }
-    }
-
-    #[test]
-    fn a_tally_drains_only_what_changed() {
-        let mut t = Tally::new(2);
-        t.add(Global::Denied, 1);
-        t.add(Global::Denied, 2);
-        t.rule(1, PerRule::ShadowDenied);
-        assert_eq!(
-            t.drain().collect::<Vec<_>>(),
-            vec![(1, 3), (Global::ALL.len() + 5, 1)]
-        );
-        assert_eq!(t.drain().count(), 0);
-    }
-}
+mod tests;

@@ -13,6 +13,7 @@
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::ResponseConfig;
 use crate::descriptor::Refusal;
+use crate::grpc::code;
 use crate::protocol::{self, Protocol};
 use std::borrow::Cow;
 
@@ -33,15 +34,6 @@ pub const DUPLICATE_HEADER_DETAILS: &str = "floodgate_duplicate_header";
 
 /// Response code details of a request refused for a descriptor value it cannot use.
 pub const INVALID_DESCRIPTOR_DETAILS: &str = "floodgate_invalid_descriptor";
-
-/// gRPC status RESOURCE_EXHAUSTED, the gRPC form of 429.
-pub const GRPC_RESOURCE_EXHAUSTED: u32 = 8;
-
-/// gRPC status UNAVAILABLE: what a gRPC client gets when the limiter fails closed.
-pub const GRPC_UNAVAILABLE: u32 = 14;
-
-/// gRPC status INVALID_ARGUMENT: a malformed cost header.
-pub const GRPC_INVALID_ARGUMENT: u32 = 3;
 
 /// A reply sent from the proxy instead of forwarding the request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,7 +157,7 @@ pub fn rejection(
     status_reply(
         protocol,
         (config.status, body.to_vec()),
-        (GRPC_RESOURCE_EXHAUSTED, message),
+        (code::RESOURCE_EXHAUSTED, message),
         headers,
         DETAILS,
     )
@@ -178,7 +170,7 @@ pub fn failure(status: u16, protocol: Protocol) -> Reply {
     status_reply(
         protocol,
         (status, format!("{MESSAGE}\n").into_bytes()),
-        (GRPC_UNAVAILABLE, MESSAGE.to_string()),
+        (code::UNAVAILABLE, MESSAGE.to_string()),
         Vec::new(),
         FAILURE_DETAILS,
     )
@@ -209,7 +201,7 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
     status_reply(
         protocol,
         (400, format!("{message}\n").into_bytes()),
-        (GRPC_INVALID_ARGUMENT, message),
+        (code::INVALID_ARGUMENT, message),
         Vec::new(),
         details,
     )

@@ -15,10 +15,9 @@ use prost::Message;
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
-/// gRPC status DEADLINE_EXCEEDED.
-const GRPC_DEADLINE_EXCEEDED: u32 = 4;
-/// gRPC status UNAVAILABLE: no healthy host, connection refused, or (from Envoy) a timeout.
-const GRPC_UNAVAILABLE: u32 = 14;
+use crate::grpc::code;
+/// What the transport brought back, re-exported where its meaning is decided.
+pub use crate::grpc::Answer;
 
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,24 +134,6 @@ fn descriptor_len(d: &Descriptor<'_>) -> usize {
     entries + hits
 }
 
-/// What came back for a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    /// The call could not be started (e.g. the cluster does not exist); host status.
-    NotSent(u32),
-    /// The call ended with a gRPC status other than OK.
-    Status {
-        /// gRPC status code.
-        code: u32,
-        /// The status message Envoy gave.
-        message: String,
-    },
-    /// A response message.
-    Response(Vec<u8>),
-    /// The call succeeded but its body is not one gRPC message.
-    Undecodable,
-}
-
 /// Why the service's answer cannot decide the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
@@ -250,13 +231,13 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
 }
 
 /// Why a call failed, from its gRPC status and message.
-fn failure(code: u32, message: &str) -> Failure {
+fn failure(status: u32, message: &str) -> Failure {
     // Quirk: Envoy reports its own timeout as an HTTP 504 (UNAVAILABLE to gRPC, sometimes
     // CANCELLED), never as DEADLINE_EXCEEDED; only the message, "upstream request timeout",
     // tells it from a refused connection or no healthy host (UNAVAILABLE as well).
-    if code == GRPC_DEADLINE_EXCEEDED || message.contains("timeout") {
+    if status == code::DEADLINE_EXCEEDED || message.contains("timeout") {
         Failure::Timeout
-    } else if code == GRPC_UNAVAILABLE {
+    } else if status == code::UNAVAILABLE {
         Failure::Unavailable
     } else {
         Failure::Status

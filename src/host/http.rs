@@ -1,31 +1,66 @@
 //! The HTTP context: one per request, carrying out the limiter's verdicts.
+//!
+//! A request is in one [`State`] at a time. Its callbacks return a [`Flow`] saying what
+//! happened; the dispatcher turns that into the ABI's action and, for a call to the rate
+//! limit service, remembers which context waits for which call token (only the
+//! dispatcher knows tokens). Whatever the host cannot carry out goes through
+//! [`Http::cannot_carry_out`] (see [`super::failure`]).
 
-use super::abi;
-use super::dispatch::{CONTINUE, PAUSE};
+use super::failure::{remedy, HostFailure, Remedy};
+use super::hostcalls;
 use super::log;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
-use crate::grpc;
+use super::types::Status;
+use crate::descriptor::RequestView;
+use crate::grpc::{self, Answer};
 use crate::limiter::{Pass, Pending, Verdict};
 use crate::log_throttle::Cause;
-use crate::response::{Headers, Reply};
-use crate::rls::Answer;
+use crate::protocol;
+use crate::response::{self, Headers, Reply};
 use ::log::Level;
 use std::rc::Rc;
 
-/// A call to the rate limit service this request waits for.
-struct Waiting {
-    token: u32,
-    pending: Pending,
+/// What a request callback did with the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// It goes on now.
+    Continue,
+    /// It stays paused (answered from the proxy, or nothing else could be done).
+    Pause,
+    /// It is paused until the rate limit call with this token answers.
+    WaitingOn(u32),
+}
+
+/// Where a request stands.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "lives in the context map, as the waiting fields did before; a box would cost an allocation per global request"
+)]
+enum State {
+    /// Not decided yet.
+    Idle,
+    /// Paused for the rate limit service, with what its answer needs.
+    Waiting(Pending),
+    /// Let through: headers to add to the response when it comes.
+    Passed(Headers),
+    /// Answered from the proxy, or left as it was: nothing more to do.
+    Done,
+}
+
+/// Whether the request is still inside `on_request_headers` (letting it through is
+/// returning `Continue`) or paused (letting it through is a host call).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Headers,
+    Paused,
 }
 
 /// One request's context.
 pub struct Http {
     plugin: Option<Rc<Plugin>>,
-    /// Headers for the response, added when it comes.
-    response_headers: Headers,
-    waiting: Option<Waiting>,
+    state: State,
 }
 
 impl Http {
@@ -33,94 +68,109 @@ impl Http {
     pub fn new(plugin: Option<Rc<Plugin>>) -> Http {
         Http {
             plugin,
-            response_headers: Vec::new(),
-            waiting: None,
+            state: State::Idle,
         }
     }
 
-    /// Decides the request; returns the ABI action.
-    pub fn on_request_headers(&mut self) -> u32 {
+    /// Decides the request.
+    pub fn on_request_headers(&mut self) -> Flow {
         let Some(plugin) = self.plugin.clone() else {
-            return CONTINUE;
+            return Flow::Continue;
         };
         let verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
-                return CONTINUE;
+                return self.cannot_carry_out(
+                    &plugin,
+                    HostFailure::TallyBusy,
+                    None,
+                    Phase::Headers,
+                );
             };
             plugin.limiter.check(
                 &mut HostRequest::default(),
-                || abi::current_time_ns().ok(),
+                || hostcalls::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
             )
         };
-        self.carry_out(&plugin, verdict)
+        self.carry_out(&plugin, verdict, Phase::Headers)
     }
 
-    /// The token of the rate limit call this request waits for, if any.
-    pub fn waiting_on(&self) -> Option<u32> {
-        self.waiting.as_ref().map(|w| w.token)
+    /// Whether the request waits for a rate limit call (its token is the dispatcher's).
+    pub fn is_waiting(&self) -> bool {
+        matches!(self.state, State::Waiting(_))
     }
 
-    /// The rate limit service answered call `token`: resume or reject the request.
-    /// `context_id` is this context's id: the callback arrives on the root context.
-    pub fn on_rls_answer(&mut self, context_id: u32, token: u32, answer: Answer) {
-        let (Some(plugin), Some(waiting)) = (self.plugin.clone(), self.waiting.take()) else {
+    /// The rate limit service answered this request's call, and this context is current
+    /// again: resume or reject the request.
+    pub fn on_rls_answer(&mut self, answer: Answer) {
+        let (Some(plugin), State::Waiting(pending)) = (
+            self.plugin.clone(),
+            std::mem::replace(&mut self.state, State::Done),
+        ) else {
             return;
         };
-        if waiting.token != token {
-            self.waiting = Some(waiting);
-            return;
-        }
-        if let Err(status) = abi::set_effective_context(context_id) {
-            log::throttled(Level::Warn, Cause::SwitchContext, || {
-                format!("cannot switch to the request's context (status {status})")
-            });
-            return;
-        }
         if let Answer::Status { code, message } = &answer {
             log::throttled(Level::Warn, Cause::RlsFailed, || {
                 format!("the rate limit service call failed: gRPC status {code}: {message}")
             });
         }
-        let Some(verdict) = decide_answer(&plugin, waiting.pending, answer) else {
-            let _ = abi::continue_request();
+        let Some(verdict) = decide_answer(&plugin, pending, answer) else {
+            self.cannot_carry_out(&plugin, HostFailure::TallyBusy, None, Phase::Paused);
             return;
         };
-        if self.carry_out(&plugin, verdict) == CONTINUE {
-            if let Err(status) = abi::continue_request() {
-                log::throttled(Level::Warn, Cause::Resume, || {
-                    format!("cannot resume the request (status {status})")
-                });
-            }
+        self.carry_out(&plugin, verdict, Phase::Paused);
+    }
+
+    /// The answer to this request's call came, but its context could not be made
+    /// current: nothing can reach the request any more.
+    pub fn on_context_unreachable(&mut self, status: Status) {
+        self.state = State::Done;
+        if let Some(plugin) = self.plugin.clone() {
+            self.cannot_carry_out(
+                &plugin,
+                HostFailure::SwitchContext,
+                Some(status),
+                Phase::Paused,
+            );
         }
     }
 
-    /// Adds the pending headers to the response; returns the ABI action.
-    pub fn on_response_headers(&mut self) -> u32 {
-        for (name, value) in std::mem::take(&mut self.response_headers) {
-            if let Err(status) = abi::add_response_header(&name, &value) {
+    /// Adds the pending headers to the response.
+    pub fn on_response_headers(&mut self) {
+        let State::Passed(headers) = std::mem::replace(&mut self.state, State::Done) else {
+            return;
+        };
+        for (name, value) in headers {
+            if let Err(status) = hostcalls::add_response_header(&name, &value) {
                 log::throttled(Level::Warn, Cause::AddHeader, || {
                     format!("cannot add response header {name} (status {status})")
                 });
             }
         }
-        CONTINUE
     }
 
-    /// Carries out a verdict; returns CONTINUE when the request goes on now.
-    fn carry_out(&mut self, plugin: &Plugin, verdict: Verdict) -> u32 {
+    /// Carries out a verdict.
+    fn carry_out(&mut self, plugin: &Plugin, verdict: Verdict, phase: Phase) -> Flow {
         match verdict {
             Verdict::Continue(pass) => {
                 self.pass(pass);
-                CONTINUE
+                self.let_through(plugin, phase)
             }
-            Verdict::Reject(reply) => send(&reply),
+            Verdict::Reject(reply) => {
+                self.state = State::Done;
+                match send(&reply) {
+                    Ok(()) => Flow::Pause,
+                    Err(status) => {
+                        self.cannot_carry_out(plugin, HostFailure::LocalReply, Some(status), phase)
+                    }
+                }
+            }
             Verdict::Ask(ask) => {
                 let Some(rls) = plugin.limiter.rls() else {
-                    return CONTINUE;
+                    return Flow::Continue;
                 };
-                let sent = abi::http_call(
+                let sent = hostcalls::http_call(
                     &rls.cluster,
                     &plugin.rls_headers,
                     &grpc::frame(&ask.message),
@@ -128,11 +178,8 @@ impl Http {
                 );
                 match sent {
                     Ok(token) => {
-                        self.waiting = Some(Waiting {
-                            token,
-                            pending: ask.pending,
-                        });
-                        PAUSE
+                        self.state = State::Waiting(ask.pending);
+                        Flow::WaitingOn(token)
                     }
                     Err(status) => {
                         log::throttled(Level::Warn, Cause::RlsNotSent, || {
@@ -141,9 +188,12 @@ impl Http {
                                 rls.cluster
                             )
                         });
-                        match decide_answer(plugin, ask.pending, Answer::NotSent(status)) {
-                            Some(verdict) => self.carry_out(plugin, verdict),
-                            None => CONTINUE,
+                        let answer = Answer::NotSent(status.0);
+                        match decide_answer(plugin, ask.pending, answer) {
+                            Some(verdict) => self.carry_out(plugin, verdict, phase),
+                            None => {
+                                self.cannot_carry_out(plugin, HostFailure::TallyBusy, None, phase)
+                            }
                         }
                     }
                 }
@@ -151,25 +201,94 @@ impl Http {
         }
     }
 
+    /// Lets the request go on: by returning `Continue` from its headers, or by resuming
+    /// it once paused.
+    fn let_through(&mut self, plugin: &Plugin, phase: Phase) -> Flow {
+        if phase == Phase::Headers {
+            return Flow::Continue;
+        }
+        match hostcalls::continue_request() {
+            Ok(()) => Flow::Continue,
+            Err(status) => self.cannot_carry_out(plugin, HostFailure::Resume, Some(status), phase),
+        }
+    }
+
+    /// The one place where the host cannot carry out the limiter's decision: counts it
+    /// by cause and does what [`remedy`] says for `failure_mode`. What the remedy tries is
+    /// best effort: if that fails as well it is logged, not counted again, and the
+    /// request stays paused rather than risk looping.
+    fn cannot_carry_out(
+        &mut self,
+        plugin: &Plugin,
+        failure: HostFailure,
+        status: Option<Status>,
+        phase: Phase,
+    ) -> Flow {
+        plugin.count_host_failure(failure);
+        let mode = plugin.limiter.config().failure_mode;
+        let remedy = remedy(failure, mode);
+        log::throttled(Level::Warn, cause(failure), || {
+            let status = status.map_or_else(String::new, |s| format!(" (status {s})"));
+            format!("cannot carry out the limiter's decision: {failure:?}{status}; {remedy:?}")
+        });
+        match remedy {
+            Remedy::LetThrough if phase == Phase::Headers => Flow::Continue,
+            Remedy::LetThrough => match hostcalls::continue_request() {
+                Ok(()) => Flow::Continue,
+                Err(status) => {
+                    log::throttled(Level::Error, Cause::Resume, || {
+                        format!("cannot resume the request either (status {status})")
+                    });
+                    Flow::Pause
+                }
+            },
+            Remedy::FailureReply => {
+                self.state = State::Done;
+                let mut request = HostRequest::default();
+                let protocol = protocol::classify(request.content_type().as_deref());
+                let reply = response::failure(plugin.limiter.config().failure_status, protocol);
+                if let Err(status) = send(&reply) {
+                    log::throttled(Level::Error, Cause::LocalReply, || {
+                        format!("cannot send the failure reply either (status {status}); the request stays paused")
+                    });
+                }
+                Flow::Pause
+            }
+            Remedy::LeavePaused => {
+                self.state = State::Done;
+                Flow::Pause
+            }
+        }
+    }
+
     /// Adds a passing request's headers: upstream now, downstream when the response comes.
     fn pass(&mut self, pass: Pass) {
         for (name, value) in &pass.request_headers {
-            if let Err(status) = abi::add_request_header(name, value) {
+            if let Err(status) = hostcalls::add_request_header(name, value) {
                 log::throttled(Level::Warn, Cause::AddHeader, || {
                     format!("cannot add request header {name} (status {status})")
                 });
             }
         }
-        self.response_headers = pass.response_headers;
+        self.state = State::Passed(pass.response_headers);
+    }
+}
+
+/// The log throttle's cause for a host failure.
+fn cause(failure: HostFailure) -> Cause {
+    match failure {
+        HostFailure::TallyBusy => Cause::TallyBusy,
+        HostFailure::SwitchContext => Cause::SwitchContext,
+        HostFailure::Resume => Cause::Resume,
+        HostFailure::LocalReply => Cause::LocalReply,
     }
 }
 
 /// The limiter's final verdict on what the rate limit service answered (or on a call that
-/// could not be sent). `None` only when this thread's tally is already in use: a
-/// re-entrant callback, which lets the request through.
+/// could not be sent). `None` only when this thread's tally is already in use.
 fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Verdict> {
     let mut tally = plugin.tally.try_borrow_mut().ok()?;
-    let now = || abi::current_time_ns().ok();
+    let now = || hostcalls::current_time_ns().ok();
     Some(plugin.limiter.answer(
         pending,
         answer,
@@ -180,8 +299,8 @@ fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Ve
     ))
 }
 
-/// Sends a reply from the proxy. After a local reply the request must stay paused.
-fn send(reply: &Reply) -> u32 {
+/// Sends a reply from the proxy (after which the request must stay paused).
+fn send(reply: &Reply) -> Result<(), Status> {
     let (status, body, headers, grpc_status, details) = match reply {
         Reply::Http {
             status,
@@ -197,15 +316,5 @@ fn send(reply: &Reply) -> u32 {
         } => (200, message.as_bytes(), metadata, *status as i32, details),
     };
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
-    match abi::send_local_response(status, details, body, &headers, grpc_status) {
-        Ok(()) => PAUSE,
-        Err(status) => {
-            log::throttled(Level::Error, Cause::LocalReply, || {
-                format!(
-                    "cannot send the local reply (status {status}); letting the request through"
-                )
-            });
-            CONTINUE
-        }
-    }
+    hostcalls::send_local_response(status, details, body, &headers, grpc_status)
 }

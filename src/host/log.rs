@@ -1,6 +1,7 @@
 //! `log` macros to Envoy's log, through `proxy_log`.
 
-use super::abi;
+use super::hostcalls;
+use super::types::LogLevel;
 use crate::log_throttle::{with_held_back, Cause, LogThrottle};
 
 /// Messages below this level are dropped inside the VM: formatting and the host call
@@ -18,16 +19,15 @@ impl log::Log for HostLogger {
         if !self.enabled(record.metadata()) {
             return;
         }
-        // proxy-wasm levels: 0 trace, 1 debug, 2 info, 3 warn, 4 error.
         let level = match record.level() {
-            log::Level::Trace => 0,
-            log::Level::Debug => 1,
-            log::Level::Info => 2,
-            log::Level::Warn => 3,
-            log::Level::Error => 4,
+            log::Level::Trace => LogLevel::Trace,
+            log::Level::Debug => LogLevel::Debug,
+            log::Level::Info => LogLevel::Info,
+            log::Level::Warn => LogLevel::Warn,
+            log::Level::Error => LogLevel::Error,
         };
         // Nowhere to report a failure to log.
-        let _ = abi::log(level, &record.args().to_string());
+        let _ = hostcalls::log(level, &record.args().to_string());
     }
 
     fn flush(&self) {}
@@ -52,7 +52,7 @@ thread_local! {
 pub fn throttled(level: log::Level, cause: Cause, line: impl FnOnce() -> String) {
     // Without a clock every failure counts as "now = 0": the first is logged, the rest
     // held back, which is still better than a flood.
-    let now = abi::current_time_ns().unwrap_or(0);
+    let now = hostcalls::current_time_ns().unwrap_or(0);
     let admitted = THROTTLE.with(|t| {
         t.try_borrow_mut()
             .ok()

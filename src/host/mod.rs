@@ -1,18 +1,42 @@
 //! The host layer: the only code that talks to Envoy, through the proxy-wasm ABI.
 //!
 //! It reads the request, calls host functions and carries out the [`Verdict`]s that the
-//! pure modules compute. Compiled for wasm32 only; everything it calls into is tested on
-//! the host target. It speaks the ABI directly (see [`dispatch`] for why we export only
-//! the callbacks we use, and [`abi`] for why every status is handled here).
+//! pure modules compute. Laid out as proxy-wasm SDK users know it:
+//!
+//! - [`types`]: the ABI's values as types (actions, map and buffer types, [`Status`]);
+//! - `hostcalls`: the host functions we import, every status handled;
+//! - `dispatcher`: the callbacks we export, routing them to root and HTTP contexts
+//!   (see there for why we export only those we use);
+//! - `root` and `http`: the contexts; `request`, `shared` and `log` implement the pure
+//!   modules' traits on host calls.
+//!
+//! [`types`], [`memory`] (host buffers, header pair encoding) and [`failure`] (what to do
+//! when a verdict cannot be carried out) make no host call: they are compiled and tested
+//! on every target. The rest is compiled for wasm32 only.
 //!
 //! [`Verdict`]: crate::limiter::Verdict
+//! [`Status`]: types::Status
 
-mod abi;
-mod dispatch;
+// On the host target only the tests use the pure modules.
+#![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+
+pub mod failure;
+pub mod memory;
+pub mod types;
+
+#[cfg(target_arch = "wasm32")]
+mod dispatcher;
+#[cfg(target_arch = "wasm32")]
+mod hostcalls;
+#[cfg(target_arch = "wasm32")]
 mod http;
+#[cfg(target_arch = "wasm32")]
 mod log;
+#[cfg(target_arch = "wasm32")]
 mod request;
+#[cfg(target_arch = "wasm32")]
 mod root;
+#[cfg(target_arch = "wasm32")]
 mod shared;
-#[cfg(feature = "trap-on-header")]
+#[cfg(all(target_arch = "wasm32", feature = "trap-on-header"))]
 mod trap;

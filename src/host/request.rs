@@ -1,7 +1,7 @@
 //! [`RequestView`] on the request being processed: one host call per value asked for,
 //! except ordinary headers, which come all at once on first use.
 
-use super::abi;
+use super::hostcalls;
 use crate::descriptor::{Lookup, RequestView};
 use crate::header_map::HeaderMap;
 
@@ -20,15 +20,17 @@ pub struct HostRequest {
 
 impl HostRequest {
     fn pseudo(name: &str) -> Option<Vec<u8>> {
-        abi::request_header(name).ok().flatten()
+        hostcalls::request_header(name).ok().flatten()
     }
 }
 
 impl RequestView for HostRequest {
     fn header(&mut self, name: &str) -> Lookup {
-        let headers = self
-            .headers
-            .get_or_insert_with(|| abi::request_header_pairs().ok().and_then(HeaderMap::decode));
+        let headers = self.headers.get_or_insert_with(|| {
+            hostcalls::request_header_pairs()
+                .ok()
+                .and_then(HeaderMap::decode)
+        });
         match headers {
             Some(map) => map.lookup(name),
             // Unreadable headers: as if absent, as the single-value call reported them.
@@ -53,7 +55,7 @@ impl RequestView for HostRequest {
     }
 
     fn peer_address(&mut self) -> Option<String> {
-        abi::property(&["source", "address"])
+        hostcalls::property(&["source", "address"])
             .ok()
             .flatten()
             .and_then(|bytes| String::from_utf8(bytes).ok())

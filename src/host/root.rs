@@ -5,14 +5,17 @@
 //! false, so Envoy refuses the filter), makes sure the bucket table exists in shared
 //! data, defines the metrics and flushes this thread's tally once per tick.
 
-use super::abi;
+use super::failure::HostFailure;
+use super::hostcalls;
+use super::memory;
 use super::shared::HostShared;
+use super::types::MetricType;
 use crate::config::Config;
 use crate::grpc;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
 use crate::rls;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 /// How often this thread's metric tally is sent to Envoy.
@@ -26,6 +29,9 @@ pub struct Plugin {
     pub tally: RefCell<Tally>,
     /// Envoy metric ids, indexed like the tally.
     metric_ids: Vec<u32>,
+    /// Host failures waiting for the next tick, by [`HostFailure`]: cells, not the
+    /// tally, because one of them is the tally being in use.
+    host_failures: [Cell<u32>; HostFailure::ALL.len()],
     /// The rate limit call's request headers, encoded once (empty without `rls`).
     pub rls_headers: Vec<u8>,
 }
@@ -65,7 +71,7 @@ impl Root {
 }
 
 fn configure() -> Result<Plugin, String> {
-    let bytes = abi::plugin_configuration()
+    let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
@@ -85,14 +91,14 @@ fn configure() -> Result<Plugin, String> {
         .iter()
         .map(|(kind, name)| {
             let kind = match kind {
-                Kind::Counter => 0,
-                Kind::Gauge => 1,
+                Kind::Counter => MetricType::Counter,
+                Kind::Gauge => MetricType::Gauge,
             };
-            abi::define_metric(kind, name)
+            hostcalls::define_metric(kind, name)
                 .map_err(|status| format!("cannot define metric {name} (status {status})"))
         })
         .collect::<Result<Vec<u32>, String>>()?;
-    abi::set_tick_period_ms(FLUSH_PERIOD_MS)
+    hostcalls::set_tick_period_ms(FLUSH_PERIOD_MS)
         .map_err(|status| format!("cannot set the tick period (status {status})"))?;
     if local {
         log::info!(
@@ -110,27 +116,46 @@ fn configure() -> Result<Plugin, String> {
     let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
     let rls_headers = limiter.rls().map_or_else(Vec::new, |rls| {
         let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-        abi::encode_pairs(&headers.each_ref().map(|(k, v)| (*k, v.as_str())))
+        memory::encode_pairs(&headers.each_ref().map(|(k, v)| (*k, v.as_str())))
     });
     Ok(Plugin {
         limiter,
         tally,
         metric_ids,
+        host_failures: Default::default(),
         rls_headers,
     })
 }
 
 impl Plugin {
+    /// Counts a host failure (see [`super::failure`]) for the next flush.
+    pub fn count_host_failure(&self, failure: HostFailure) {
+        if let Some(cell) = self.host_failures.get(failure as usize) {
+            cell.set(cell.get().saturating_add(1));
+        }
+    }
+
     /// Sends this thread's pending metric updates to Envoy.
     pub fn flush(&self) {
+        for (failure, cell) in HostFailure::ALL.iter().zip(&self.host_failures) {
+            let delta = cell.take();
+            if delta > 0 {
+                self.increment(failure.metric() as usize, i64::from(delta));
+            }
+        }
         let Ok(mut tally) = self.tally.try_borrow_mut() else {
             return;
         };
         for (index, delta) in tally.drain() {
-            if let Some(&id) = self.metric_ids.get(index) {
-                if let Err(status) = abi::increment_metric(id, delta) {
-                    log::warn!("metric update failed (status {status})");
-                }
+            self.increment(index, delta);
+        }
+    }
+
+    /// Adds `delta` to the metric at `index` (indexed like the tally).
+    fn increment(&self, index: usize, delta: i64) {
+        if let Some(&id) = self.metric_ids.get(index) {
+            if let Err(status) = hostcalls::increment_metric(id, delta) {
+                log::warn!("metric update failed (status {status})");
             }
         }
     }

@@ -5,7 +5,7 @@
 //! see what Envoy does with a module that crashes in the middle of a request under each
 //! `failure_policy`: a panic is a trap on wasm32, the same as any bug that aborts.
 
-use super::abi;
+use super::hostcalls;
 
 /// The request header that makes the module trap.
 pub const HEADER: &str = "x-floodgate-test-trap";
@@ -16,7 +16,7 @@ pub const HEADER: &str = "x-floodgate-test-trap";
     reason = "a test-only build whose whole point is to trap"
 )]
 pub fn on_request_headers() {
-    if matches!(abi::request_header(HEADER), Ok(Some(_))) {
+    if matches!(hostcalls::request_header(HEADER), Ok(Some(_))) {
         panic!("{HEADER}: trapping on purpose (test build)");
     }
 }

@@ -20,13 +20,14 @@
 //! Nothing about the failure is remembered: the next request calls the service again,
 //! and a rule goes back to the service's answer as soon as there is one.
 
-use super::{client_protocol, count_request, Limiter, Pending, Verdict};
+use super::record::{record, rule_counter, Outcome};
+use super::{client_protocol, Limiter, Pending, Verdict};
 use crate::config::FailureMode;
 use crate::descriptor::RequestView;
-use crate::local::{self, Held};
-use crate::metrics::{Global, PerRule, Tally};
+use crate::local::{self, Held, PerBucket};
+use crate::metrics::{PerRule, Tally};
 use crate::response;
-use crate::rls::{self, Answer, Failure};
+use crate::rls::{self, Answer};
 use crate::shared::SharedData;
 
 impl Limiter {
@@ -54,28 +55,33 @@ impl Limiter {
         let decided = match rls::interpret(&answer, &shadows) {
             Ok(decided) => decided,
             Err(failure) => {
-                tally.add(rls_error(failure), 1);
+                record(Outcome::RlsFailed(failure), tally);
                 let clock_needed = !pending.held.is_empty() || !pending.fallbacks.is_empty();
                 let now = if clock_needed { now_ns() } else { None };
                 return self.degraded(pending, rls.failure_mode, request, now, store, tally);
             }
         };
-        let mut shadow_denied = pending.shadow_denied;
-        for ((&rule, &over), &shadow) in pending.rules.iter().zip(&decided.over).zip(&shadows) {
-            let counter = match (over, shadow) {
-                (false, _) => PerRule::Allowed,
-                (true, true) => {
-                    shadow_denied = true;
-                    PerRule::ShadowDenied
-                }
-                (true, false) => PerRule::Denied,
-            };
-            tally.rule(rule, counter);
-        }
-        tally.add(Global::RlsDroppedHeaders, decided.dropped_headers);
+        let rules: PerBucket<(usize, PerRule)> = pending
+            .rules
+            .iter()
+            .zip(&decided.over)
+            .zip(&shadows)
+            .map(|((&rule, &over), &shadow)| (rule, rule_counter(!over, shadow)))
+            .collect();
+        let shadow_denied =
+            pending.shadow_denied || rules.iter().any(|(_, c)| *c == PerRule::ShadowDenied);
+        let decision = Outcome::RlsDecided {
+            rules: &rules,
+            dropped_headers: decided.dropped_headers,
+            over_limit: decided.over_limit,
+        };
+        record(decision, tally);
         if decided.over_limit {
-            tally.add(Global::RlsOverLimit, 1);
-            count_request(Global::Denied, shadow_denied, tally);
+            let finished = Outcome::Finished {
+                allowed: false,
+                shadow_denied,
+            };
+            record(finished, tally);
             if let (false, Some(now)) = (pending.held.is_empty(), now_ns()) {
                 local::give_back(&self.table, store, &pending.held, now);
             }
@@ -89,7 +95,6 @@ impl Limiter {
             );
             return Verdict::Reject(reply);
         }
-        tally.add(Global::RlsOk, 1);
         let mut standings = pending.local;
         standings.extend(decided.standings);
         let mut pass = self.pass(&standings, shadow_denied, tally);
@@ -125,10 +130,9 @@ impl Limiter {
                 None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
             };
         }
-        let fallback = match self.take_local(&pending.fallbacks, now, store, tally) {
+        let fallback = match self.use_buckets(&pending.fallbacks, now, store, tally) {
             Ok(fallback) => fallback,
-            Err(failure) => {
-                tally.add(failure.metric(), 1);
+            Err(_) => {
                 return match self.failure_mode(self.config.failure_mode, request, tally) {
                     Some(reply) => {
                         give_back(&pending.held);
@@ -141,9 +145,18 @@ impl Limiter {
             }
         };
         let shadow_denied = pending.shadow_denied || fallback.shadow_denied;
+        record(
+            Outcome::Fallback {
+                allowed: fallback.allowed,
+            },
+            tally,
+        );
         if !fallback.allowed {
-            tally.add(Global::FallbackDenied, 1);
-            count_request(Global::Denied, shadow_denied, tally);
+            let finished = Outcome::Finished {
+                allowed: false,
+                shadow_denied,
+            };
+            record(finished, tally);
             give_back(&pending.held);
             let reply = response::rejection(
                 &self.config.response,
@@ -154,25 +167,12 @@ impl Limiter {
             );
             return Verdict::Reject(reply);
         }
-        tally.add(Global::FallbackAllowed, 1);
         if unguarded {
             // The rules without a fallback let it through by `rls.failure_mode: allow`.
-            tally.add(Global::FailureModeAllowed, 1);
+            record(Outcome::FailureMode(FailureMode::Allow), tally);
         }
         let mut standings = pending.local;
         standings.extend(fallback.standings);
         Verdict::Continue(self.pass(&standings, shadow_denied, tally))
-    }
-}
-
-/// The metric counting a rate limit service failure.
-fn rls_error(failure: Failure) -> Global {
-    match failure {
-        Failure::NotSent => Global::RlsErrorNotSent,
-        Failure::Timeout => Global::RlsErrorTimeout,
-        Failure::Unavailable => Global::RlsErrorUnavailable,
-        Failure::Status => Global::RlsErrorStatus,
-        Failure::UnknownCode => Global::RlsErrorUnknownCode,
-        Failure::BadResponse => Global::RlsErrorBadResponse,
     }
 }

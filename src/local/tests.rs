@@ -1,7 +1,7 @@
 use super::*;
 use crate::bucket::Tat;
-use crate::shared::memory::{Broken, MemoryShared};
 use crate::shared::Versioned;
+use crate::testing::{Broken, MemoryShared};
 use std::cell::Cell;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -1,5 +1,5 @@
 use super::*;
-use crate::shared::memory::MemoryShared;
+use crate::testing::MemoryShared;
 use std::num::NonZeroU32;
 
 fn table(size: u32) -> Table {

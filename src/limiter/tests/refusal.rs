@@ -1,13 +1,13 @@
 //! Requests refused before any limit is checked, and the service's unsafe headers.
 
-use super::*;
+use crate::limiter::*;
 use crate::metrics::definitions;
 use crate::proto::envoy::config::core::v3::HeaderValue;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::rls::Answer;
-use crate::shared::memory::MemoryShared;
 use crate::testing::FakeRequest;
+use crate::testing::MemoryShared;
 use prost::Message;
 
 const NOW: u64 = 1_700_000_000_000_000_000;

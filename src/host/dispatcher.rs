@@ -7,19 +7,15 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
-use super::abi;
-use super::http::Http;
+use super::hostcalls;
+use super::http::{Flow, Http};
+use super::memory;
 use super::root::Root;
+use super::types::Action;
 use crate::grpc::{self, Part};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::mem::MaybeUninit;
-
-/// `Action::Continue` and `Action::Pause` as the ABI encodes them.
-pub const CONTINUE: u32 = 0;
-/// See [`CONTINUE`].
-pub const PAUSE: u32 = 1;
 
 /// Hashes the host's context ids and call tokens: small sequential numbers chosen by the
 /// host, not by clients, so a multiply is enough (SipHash would cost every callback).
@@ -50,7 +46,8 @@ type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 struct Contexts {
     roots: IdMap<Root>,
     http: IdMap<Http>,
-    /// Rate limit calls in flight: token → the HTTP context waiting for it.
+    /// Rate limit calls in flight: token → the HTTP context waiting for it. The only
+    /// place a call token is kept.
     calls: IdMap<u32>,
 }
 
@@ -85,12 +82,10 @@ pub extern "C" fn _initialize() {
 }
 
 /// Memory the host fills in for us (header values, shared data, configuration). Its
-/// ownership comes back to Rust as a `Vec<u8>` of exactly `size` bytes (see `abi`).
+/// ownership comes back to Rust as a `Vec<u8>` of exactly `size` bytes (see `memory`).
 #[no_mangle]
 pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
-    // A boxed slice has exactly `size` bytes of capacity, as `Vec::from_raw_parts` needs.
-    let buffer: Box<[MaybeUninit<u8>]> = Box::new_uninit_slice(size);
-    Box::into_raw(buffer).cast::<u8>()
+    memory::allocate(size)
 }
 
 /// A new context: a root context (no parent) per plugin, an HTTP context per request.
@@ -132,19 +127,23 @@ pub extern "C" fn proxy_on_tick(context_id: u32) {
 pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
     #[cfg(feature = "trap-on-header")]
     super::trap::on_request_headers();
-    CONTEXTS.with(|c| {
+    let action = CONTEXTS.with(|c| {
         let Ok(mut c) = c.try_borrow_mut() else {
-            return CONTINUE;
+            return Action::Continue;
         };
         let Some(http) = c.http.get_mut(&context_id) else {
-            return CONTINUE;
+            return Action::Continue;
         };
-        let action = http.on_request_headers();
-        if let Some(token) = http.waiting_on() {
-            c.calls.insert(token, context_id);
+        match http.on_request_headers() {
+            Flow::Continue => Action::Continue,
+            Flow::Pause => Action::Pause,
+            Flow::WaitingOn(token) => {
+                c.calls.insert(token, context_id);
+                Action::Pause
+            }
         }
-        action
-    })
+    });
+    action as u32
 }
 
 /// The answer to a rate limit call. It arrives on the root context that made the call
@@ -163,19 +162,25 @@ pub extern "C" fn proxy_on_http_call_response(
         return;
     };
     let answer = grpc::read_answer(headers, trailers, |part| match part {
-        Part::Header(name) => abi::http_call_header(name).ok().flatten(),
-        Part::Trailer(name) => abi::http_call_trailer(name).ok().flatten(),
-        Part::Body => abi::http_call_body(body_size).ok(),
+        Part::Header(name) => hostcalls::http_call_header(name).ok().flatten(),
+        Part::Trailer(name) => hostcalls::http_call_trailer(name).ok().flatten(),
+        Part::Body => hostcalls::http_call_body(body_size).ok(),
     });
+    // Everything the request's context does from here acts on whichever context is
+    // current, so it must be this request's.
     with_http(context_id, |http| {
-        http.on_rls_answer(context_id, token, answer)
+        match hostcalls::set_effective_context(context_id) {
+            Ok(()) => http.on_rls_answer(answer),
+            Err(status) => http.on_context_unreachable(status),
+        }
     });
 }
 
 /// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
 #[no_mangle]
 pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
-    with_http(context_id, Http::on_response_headers).unwrap_or(CONTINUE)
+    with_http(context_id, Http::on_response_headers);
+    Action::Continue as u32
 }
 
 /// A context is gone.
@@ -187,10 +192,11 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
         };
         match c.http.remove(&context_id) {
             // A call still in flight finds nobody when it answers. (ABI 0.2.1 cannot
-            // cancel an HTTP call; it ends at its timeout at the latest.)
+            // cancel an HTTP call; it ends at its timeout at the latest.) Only a request
+            // deleted while it waits (its client went away) pays for the search.
             Some(http) => {
-                if let Some(token) = http.waiting_on() {
-                    c.calls.remove(&token);
+                if http.is_waiting() {
+                    c.calls.retain(|_, waiting| *waiting != context_id);
                 }
             }
             None => {

@@ -1,16 +1,6 @@
-//! Test doubles shared by the unit tests of several modules.
+//! A [`RequestView`] over a plain list of headers.
 
 use crate::descriptor::{Lookup, RequestView};
-use crate::response::Headers;
-use std::borrow::Cow;
-
-/// Headers from literal pairs, for comparing with replies.
-pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
-    pairs
-        .iter()
-        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
-        .collect()
-}
 
 /// A request as a plain list of headers (pseudo-headers included, repeats allowed),
 /// counting look-ups so that tests can check how many host calls the real view would

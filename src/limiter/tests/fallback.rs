@@ -1,13 +1,13 @@
 //! Degraded mode: global rules with a fallback bucket while the service cannot answer.
 
-use super::tests::{ask, counts, limiter, rls_answer, tenant, NOW};
-use super::*;
+use super::{ask, counts, limiter, rls_answer, tenant, NOW};
 use crate::bucket;
+use crate::limiter::*;
 use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::response::{DETAILS, FAILURE_DETAILS};
 use crate::rls::Answer;
-use crate::shared::memory::MemoryShared;
+use crate::testing::MemoryShared;
 use crate::testing::{h, FakeRequest};
 use proptest::prelude::*;
 use prost::Message;

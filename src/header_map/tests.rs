@@ -1,0 +1,61 @@
+use super::*;
+
+/// The host's encoding of `pairs`.
+pub fn encode(pairs: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = (pairs.len() as u32).to_le_bytes().to_vec();
+    for (k, v) in pairs {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+    }
+    for (k, v) in pairs {
+        out.extend_from_slice(k.as_bytes());
+        out.push(0);
+        out.extend_from_slice(v);
+        out.push(0);
+    }
+    out
+}
+
+#[test]
+fn one_repeated_and_absent_headers_are_told_apart() {
+    let map = HeaderMap::decode(encode(&[
+        (":path", b"/"),
+        ("x-cost", b"1"),
+        ("x-tenant-id", b"t\xff"),
+        ("x-cost", b"1000"),
+    ]))
+    .unwrap();
+    assert_eq!(map.lookup("x-cost"), Lookup::Repeated);
+    assert_eq!(map.lookup("x-tenant-id"), Lookup::One(b"t\xff".to_vec()));
+    assert_eq!(map.lookup("X-Tenant-Id"), Lookup::One(b"t\xff".to_vec()));
+    assert_eq!(map.lookup("x-other"), Lookup::Absent);
+    assert_eq!(map.lookup(":path"), Lookup::One(b"/".to_vec()));
+}
+
+#[test]
+fn empty_values_and_empty_lists_decode() {
+    let map = HeaderMap::decode(encode(&[("x-a", b"")])).unwrap();
+    assert_eq!(map.lookup("x-a"), Lookup::One(Vec::new()));
+    let none = HeaderMap::decode(encode(&[])).unwrap();
+    assert_eq!(none.lookup("x-a"), Lookup::Absent);
+    assert_eq!(HeaderMap::decode(Vec::new()).unwrap(), HeaderMap::default());
+}
+
+#[test]
+fn malformed_encodings_are_refused_not_misread() {
+    let good = encode(&[("x-a", b"v"), ("x-b", b"w")]);
+    for cut in 1..good.len() {
+        assert_eq!(
+            HeaderMap::decode(good[..cut].to_vec()),
+            None,
+            "cut at {cut}"
+        );
+    }
+    let mut huge = good.clone();
+    huge[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+    assert_eq!(HeaderMap::decode(huge), None);
+    let mut no_nul = good;
+    let last = no_nul.len() - 1;
+    no_nul[last] = b'x';
+    assert_eq!(HeaderMap::decode(no_nul), None);
+}

@@ -1,0 +1,145 @@
+//! The bucket step: taking tokens from local rules' buckets (and, when the service cannot
+//! answer, from global rules' fallback buckets), and what that says about each rule.
+
+use super::record::{record, rule_counter, BucketFailure, Outcome};
+use super::Limiter;
+use crate::config::Limit;
+use crate::descriptor::{self, Applied};
+use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
+use crate::metrics::{PerRule, Tally};
+use crate::response::Standing;
+use crate::shared::SharedData;
+
+/// What the buckets said about a request.
+pub(super) struct BucketsDecided {
+    /// No enforced rule rejects the request.
+    pub allowed: bool,
+    /// The tokens it holds.
+    pub held: PerBucket<Held>,
+    /// Where each rule stands: filled only when headers need it (a rejection,
+    /// `headers_on_allowed`, or a global call still to come).
+    pub standings: PerBucket<Standing>,
+    /// A shadow rule would have rejected it.
+    pub shadow_denied: bool,
+    /// Each rule's decision, for its counter.
+    pub rules: PerBucket<(usize, PerRule)>,
+}
+
+/// The bucket step's outcome: what happened in the table, and the decision (or why
+/// there is none).
+pub(super) struct BucketsOutcome {
+    /// New buckets, evictions, CAS conflicts (also when the step failed midway).
+    pub table: TableEvents,
+    /// The decision.
+    pub result: Result<BucketsDecided, BucketFailure>,
+}
+
+impl Limiter {
+    /// The local rules among `applied`, as takes from their buckets (`costs` in the same
+    /// order).
+    pub(super) fn local_takes(
+        &self,
+        applied: &[Applied],
+        costs: &[u32],
+    ) -> PerBucket<(usize, Take)> {
+        applied
+            .iter()
+            .zip(costs)
+            .filter_map(|(a, &cost)| {
+                let rule = &self.config.rules[a.rule];
+                match rule.limit {
+                    Limit::Local(quota) => Some((
+                        a.rule,
+                        Take {
+                            fingerprint: descriptor::fingerprint(&rule.name, quota, &a.values),
+                            quota,
+                            shadow: rule.shadow,
+                            cost,
+                        },
+                    )),
+                    Limit::Global { .. } => None,
+                }
+            })
+            .collect()
+    }
+
+    /// Takes `takes` from their buckets at `now` (`None`: the clock failed), and counts
+    /// the outcome.
+    pub(super) fn use_buckets(
+        &self,
+        takes: &[(usize, Take)],
+        now: Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Result<BucketsDecided, BucketFailure> {
+        let outcome = self.take_buckets(takes, now, store);
+        let rules = outcome.result.as_ref().map_or(&[][..], |d| &d.rules[..]);
+        record(
+            Outcome::Buckets {
+                table: outcome.table,
+                rules,
+            },
+            tally,
+        );
+        if let Err(failure) = outcome.result {
+            record(Outcome::BucketsFailed(failure), tally);
+        }
+        outcome.result
+    }
+
+    /// Takes `takes` from their buckets: all decided first, nothing written if an enforced
+    /// one denies (see [`local::take_all`]).
+    fn take_buckets(
+        &self,
+        takes: &[(usize, Take)],
+        now: Option<u64>,
+        store: &impl SharedData,
+    ) -> BucketsOutcome {
+        let mut table = TableEvents::default();
+        let Some(now) = now else {
+            return BucketsOutcome {
+                table,
+                result: Err(BucketFailure::Clock),
+            };
+        };
+        let only: PerBucket<Take> = takes.iter().map(|(_, t)| *t).collect();
+        let checked = match local::take_all(&self.table, store, &only, now, &mut table) {
+            Ok(checked) => checked,
+            Err(e) => {
+                let failure = match e {
+                    LocalError::Store(_) => BucketFailure::SharedData,
+                    LocalError::Contention => BucketFailure::Contention,
+                };
+                return BucketsOutcome {
+                    table,
+                    result: Err(failure),
+                };
+            }
+        };
+        let rules: PerBucket<(usize, PerRule)> = takes
+            .iter()
+            .zip(&checked.decisions)
+            .map(|((rule, take), decision)| (*rule, rule_counter(decision.is_allow(), take.shadow)))
+            .collect();
+        let shadow_denied = rules.iter().any(|(_, c)| *c == PerRule::ShadowDenied);
+        let standings = if !checked.allowed || self.config.response.headers_on_allowed {
+            takes
+                .iter()
+                .zip(&checked.decisions)
+                .map(|((_, take), decision)| Standing::local(take.quota, *decision, take.shadow))
+                .collect()
+        } else {
+            PerBucket::new()
+        };
+        BucketsOutcome {
+            table,
+            result: Ok(BucketsDecided {
+                allowed: checked.allowed,
+                held: checked.held,
+                standings,
+                shadow_denied,
+                rules,
+            }),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! Counting what the limiter found out: the one function that writes to the [`Tally`].
+//!
+//! Each step of a decision (the request's input, the local buckets, the service's
+//! answer, the fallback buckets, a failure mode) returns what happened as a value; the
+//! orchestrating functions hand each [`Outcome`] to [`record`]. So a metric is bumped in
+//! exactly one place, and a step can be read without the counting around it.
+
+use crate::config::FailureMode;
+use crate::descriptor::Refusal;
+use crate::local::TableEvents;
+use crate::metrics::{Global, PerRule, Tally};
+use crate::rls::Failure;
+
+/// Something that happened while deciding a request, to be counted.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Outcome<'a> {
+    /// The request's input cannot be used: refused, counted by cause.
+    Refused(&'a Refusal),
+    /// Buckets (local or fallback) were used: the table's events, and each rule's
+    /// decision as (rule, counter); none when the buckets could not be used.
+    Buckets {
+        /// New buckets, evictions and CAS conflicts.
+        table: TableEvents,
+        /// Each rule's decision.
+        rules: &'a [(usize, PerRule)],
+    },
+    /// The buckets could not be used.
+    BucketsFailed(BucketFailure),
+    /// A failure mode let the request through or rejected it.
+    FailureMode(FailureMode),
+    /// The rate limit service could not decide.
+    RlsFailed(Failure),
+    /// The rate limit service decided.
+    RlsDecided {
+        /// Each global rule's decision.
+        rules: &'a [(usize, PerRule)],
+        /// Headers it sent that were dropped as unsafe.
+        dropped_headers: u32,
+        /// Whether it rejected the request.
+        over_limit: bool,
+    },
+    /// The fallback buckets decided for the service.
+    Fallback {
+        /// Whether they let the request through.
+        allowed: bool,
+    },
+    /// The request is decided by its rules.
+    Finished {
+        /// Allowed (or rejected).
+        allowed: bool,
+        /// A shadow rule would have rejected it.
+        shadow_denied: bool,
+    },
+}
+
+/// Why buckets could not be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum BucketFailure {
+    /// The host clock could not be read.
+    Clock,
+    /// A shared-data host call failed.
+    SharedData,
+    /// Too many compare-and-swap conflicts on one bucket.
+    Contention,
+}
+
+/// A rule's counter for one decision: allowed, denied, or denied by a shadow rule.
+pub(super) fn rule_counter(allowed: bool, shadow: bool) -> PerRule {
+    match (allowed, shadow) {
+        (true, _) => PerRule::Allowed,
+        (false, true) => PerRule::ShadowDenied,
+        (false, false) => PerRule::Denied,
+    }
+}
+
+/// Counts one outcome.
+pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
+    match outcome {
+        Outcome::Refused(refusal) => tally.add(
+            match refusal {
+                Refusal::InvalidCost { .. } => Global::InvalidCost,
+                Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
+                Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
+            },
+            1,
+        ),
+        Outcome::Buckets { table, rules } => {
+            tally.add(Global::Buckets, table.new_buckets);
+            tally.add(Global::BucketEvictions, table.evictions);
+            tally.add(Global::CasConflicts, table.conflicts);
+            rules_decided(rules, tally);
+        }
+        Outcome::BucketsFailed(failure) => tally.add(
+            match failure {
+                BucketFailure::Clock => Global::ErrorClock,
+                BucketFailure::SharedData => Global::ErrorSharedData,
+                BucketFailure::Contention => Global::ErrorContention,
+            },
+            1,
+        ),
+        Outcome::FailureMode(mode) => tally.add(
+            match mode {
+                FailureMode::Allow => Global::FailureModeAllowed,
+                FailureMode::Deny => Global::FailureModeDenied,
+            },
+            1,
+        ),
+        Outcome::RlsFailed(failure) => tally.add(
+            match failure {
+                Failure::NotSent => Global::RlsErrorNotSent,
+                Failure::Timeout => Global::RlsErrorTimeout,
+                Failure::Unavailable => Global::RlsErrorUnavailable,
+                Failure::Status => Global::RlsErrorStatus,
+                Failure::UnknownCode => Global::RlsErrorUnknownCode,
+                Failure::BadResponse => Global::RlsErrorBadResponse,
+            },
+            1,
+        ),
+        Outcome::RlsDecided {
+            rules,
+            dropped_headers,
+            over_limit,
+        } => {
+            rules_decided(rules, tally);
+            tally.add(Global::RlsDroppedHeaders, dropped_headers);
+            let answer = if over_limit {
+                Global::RlsOverLimit
+            } else {
+                Global::RlsOk
+            };
+            tally.add(answer, 1);
+        }
+        Outcome::Fallback { allowed } => {
+            let fallback = if allowed {
+                Global::FallbackAllowed
+            } else {
+                Global::FallbackDenied
+            };
+            tally.add(fallback, 1);
+        }
+        Outcome::Finished {
+            allowed,
+            shadow_denied,
+        } => {
+            tally.add(
+                if allowed {
+                    Global::Allowed
+                } else {
+                    Global::Denied
+                },
+                1,
+            );
+            if shadow_denied {
+                tally.add(Global::ShadowDenied, 1);
+            }
+        }
+    }
+}
+
+/// Counts each rule's decision.
+fn rules_decided(rules: &[(usize, PerRule)], tally: &mut Tally) {
+    for &(rule, counter) in rules {
+        tally.rule(rule, counter);
+    }
+}

@@ -1,0 +1,26 @@
+//! Test doubles: the one place the unit tests of every module take them from.
+//!
+//! The pure modules reach the host only through two traits, [`RequestView`] and
+//! [`SharedData`]; here are their doubles ([`FakeRequest`], [`MemoryShared`], [`Broken`])
+//! and small helpers to compare results. Each module keeps its tests in `<module>/tests.rs`
+//! (`#[cfg(test)] mod tests;`), importing what it needs from here.
+//!
+//! [`RequestView`]: crate::descriptor::RequestView
+//! [`SharedData`]: crate::shared::SharedData
+
+mod request;
+mod shared;
+
+pub use request::FakeRequest;
+pub use shared::{Broken, MemoryShared};
+
+use crate::response::Headers;
+use std::borrow::Cow;
+
+/// Headers from literal pairs, for comparing with replies.
+pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
+    pairs
+        .iter()
+        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
+        .collect()
+}
