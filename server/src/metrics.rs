@@ -23,11 +23,11 @@
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
 
-mod custom;
+mod lock_free;
 
 use crate::listener::ConnectionMetrics;
 use crate::store::health::Health;
-use custom::{LatencyHistogram, StoreUp};
+use lock_free::{LatencyHistogram, StoreUp};
 use prometheus_client::encoding::{prometheus_text, text};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
