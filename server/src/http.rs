@@ -1,7 +1,8 @@
 //! The HTTP side: `/healthz` for probes and `/metrics` for Prometheus.
 
-use crate::metrics::Metrics;
-use axum::http::header::CONTENT_TYPE;
+use crate::metrics::{Format, Metrics};
+use axum::http::header::{ACCEPT, CONTENT_TYPE};
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -36,12 +37,15 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
         )
         .route(
             "/metrics",
-            get(move || {
+            get(move |headers: HeaderMap| {
                 let metrics = metrics.clone();
                 async move {
+                    // The classic text format unless the scraper asks for OpenMetrics.
+                    let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+                    let format = Format::from_accept(accept);
                     (
-                        [(CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
-                        metrics.render(),
+                        [(CONTENT_TYPE, format.content_type())],
+                        metrics.render_as(format),
                     )
                         .into_response()
                 }

@@ -22,11 +22,14 @@
 
 mod conn;
 
+use crate::metrics::StaticLabels;
 pub use conn::Guarded;
 use futures_util::stream::{self, Stream};
-use std::fmt::Write;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::io;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -100,50 +103,56 @@ const CLOSED: [(Closed, &str); 3] = [
     (Closed::OverLimit, "over_limit"),
 ];
 
-/// The listener's metrics (rendered with the others by [`crate::metrics::Metrics`]).
-#[derive(Debug, Default)]
+/// The listener's metrics, registered with the others by [`crate::metrics::Metrics`].
+/// Counting is an atomic operation on a handle created up front.
+#[derive(Debug)]
 pub struct ConnectionMetrics {
-    open: AtomicU64,
-    closed: [AtomicU64; 3],
-    accept_errors: AtomicU64,
+    open: Gauge,
+    closed_family: Family<StaticLabels, Counter>,
+    closed: [Counter; 3],
+    accept_errors: Counter,
+}
+
+impl Default for ConnectionMetrics {
+    fn default() -> Self {
+        let closed_family = Family::<StaticLabels, Counter>::default();
+        let closed =
+            CLOSED.map(|(_, label)| closed_family.get_or_create_owned(&[("reason", label)]));
+        ConnectionMetrics {
+            open: Gauge::default(),
+            closed_family,
+            closed,
+            accept_errors: Counter::default(),
+        }
+    }
 }
 
 impl ConnectionMetrics {
     /// gRPC connections open now.
     pub fn open(&self) -> u64 {
-        self.open.load(Ordering::Relaxed)
+        u64::try_from(self.open.get()).unwrap_or(0)
     }
 
     fn closed(&self, why: Closed) {
-        self.closed[why as usize].fetch_add(1, Ordering::Relaxed);
+        self.closed[why as usize].inc();
     }
 
-    /// Appends the Prometheus exposition of these metrics to `out`.
-    pub fn render(&self, out: &mut String) {
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let _ = writeln!(
-            out,
-            "# HELP floodgate_connections gRPC connections open.\n\
-             # TYPE floodgate_connections gauge\nfloodgate_connections {}",
-            get(&self.open)
+    /// Adds these metrics to `registry` (counters' exported names gain `_total`).
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "floodgate_connections",
+            "gRPC connections open",
+            self.open.clone(),
         );
-        let _ = writeln!(
-            out,
-            "# HELP floodgate_connections_closed_total gRPC connections the server closed, by reason.\n\
-             # TYPE floodgate_connections_closed_total counter"
+        registry.register(
+            "floodgate_connections_closed",
+            "gRPC connections the server closed, by reason",
+            self.closed_family.clone(),
         );
-        for (why, label) in CLOSED {
-            let _ = writeln!(
-                out,
-                "floodgate_connections_closed_total{{reason=\"{label}\"}} {}",
-                get(&self.closed[why as usize])
-            );
-        }
-        let _ = writeln!(
-            out,
-            "# HELP floodgate_accept_errors_total Failed accepts on the gRPC port (e.g. out of file descriptors), each followed by a back-off.\n\
-             # TYPE floodgate_accept_errors_total counter\nfloodgate_accept_errors_total {}",
-            get(&self.accept_errors)
+        registry.register(
+            "floodgate_accept_errors",
+            "Failed accepts on the gRPC port (e.g. out of file descriptors), each followed by a back-off",
+            self.accept_errors.clone(),
         );
     }
 }
@@ -179,7 +188,7 @@ pub fn incoming(
                             return Some((Ok(conn), (listener, backoff)));
                         }
                         Err(e) => {
-                            metrics.accept_errors.fetch_add(1, Ordering::Relaxed);
+                            metrics.accept_errors.inc();
                             if backoff.is_none() {
                                 tracing::warn!(error = %e, "cannot accept gRPC connections; backing off");
                             }

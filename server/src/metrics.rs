@@ -1,9 +1,14 @@
-//! Prometheus metrics, kept as plain atomics and rendered in the text exposition format.
+//! Prometheus metrics, through the Prometheus project's client (`prometheus-client`).
 //!
-//! The hot path is an atomic increment: per-domain counters are looked up under a read
-//! lock and created only for configured domains, so label cardinality is bounded by the
-//! configuration, never by what clients send (requests for unconfigured domains share the
-//! `domain=""` series).
+//! Every series is created up front (each label set resolved to its counter handle when
+//! the server starts or a domain is configured), so the hot path is an atomic increment on
+//! a held handle, never the library's label-map lock. Per-domain counters are looked up
+//! under a read lock and created only for configured domains, so label cardinality is
+//! bounded by the configuration, never by what clients send (requests for unconfigured
+//! domains share the `domain=""` series).
+//!
+//! `/metrics` serves the classic text format (0.0.4) by default and OpenMetrics to a
+//! scraper that asks for it (`Accept: application/openmetrics-text`); see [`Format`].
 //!
 //! | metric | type | labels |
 //! | --- | --- | --- |
@@ -18,11 +23,17 @@
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
 
+mod lock_free;
+
 use crate::listener::ConnectionMetrics;
 use crate::store::health::Health;
+use lock_free::{LatencyHistogram, StoreUp};
+use prometheus_client::encoding::{prometheus_text, text};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
 use std::collections::HashMap;
-use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -66,36 +77,89 @@ const ERROR_KINDS: [(ErrorKind, &str); 4] = [
     (ErrorKind::StoreOverloaded, "store_overloaded"),
 ];
 
-/// Upper bounds of the store latency buckets, in seconds.
-const BUCKETS: [f64; 16] = [
-    0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025,
-    0.05, 0.1, 0.25, 0.5, 1.0,
-];
+const REQUEST_RESULTS: [&str; 3] = ["ok", "over_limit", "error"];
+const RELOAD_RESULTS: [&str; 2] = ["success", "failure"];
 
-/// Per-domain decision counters, indexed like [`OUTCOMES`].
-#[derive(Debug, Default)]
-pub struct DomainCounters([AtomicU64; 4]);
+/// A label set of fixed names and values known at compile time.
+pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
+
+/// `floodgate_decisions_total`'s label set: the domain, then the result.
+type DecisionLabels = [(&'static str, String); 2];
+
+/// Per-domain decision counters, indexed like [`OUTCOMES`]: handles on the series of one
+/// domain, so counting is an atomic increment.
+#[derive(Debug)]
+pub struct DomainCounters([Counter; 4]);
 
 impl DomainCounters {
+    /// The series of `domain` in `family`, created now.
+    fn new(family: &Family<DecisionLabels, Counter>, domain: &str) -> Self {
+        DomainCounters(OUTCOMES.map(|(_, result)| {
+            family.get_or_create_owned(&[("domain", domain.to_owned()), ("result", result.into())])
+        }))
+    }
+
     /// Counts one descriptor decision.
     pub fn record(&self, outcome: Outcome) {
-        self.0[outcome as usize].fetch_add(1, Ordering::Relaxed);
+        self.0[outcome as usize].inc();
+    }
+}
+
+/// A counter per label value of `name`, created now and registered as `family` (whose
+/// exported name gains `_total`).
+fn counters<const N: usize>(
+    registry: &mut Registry,
+    family: &str,
+    help: &str,
+    name: &'static str,
+    values: [&'static str; N],
+) -> [Counter; N] {
+    let f = Family::<StaticLabels, Counter>::default();
+    let handles = values.map(|v| f.get_or_create_owned(&[(name, v)]));
+    registry.register(family, help, f);
+    handles
+}
+
+/// Which exposition format a scrape gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The Prometheus text format 0.0.4: what every scraper reads, and the default.
+    Classic,
+    /// OpenMetrics 1.0 text, for a scraper that asks for it.
+    OpenMetrics,
+}
+
+impl Format {
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text`, else the classic format.
+    pub fn from_accept(accept: Option<&str>) -> Format {
+        match accept {
+            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
+            _ => Format::Classic,
+        }
+    }
+
+    /// The `Content-Type` of an exposition in this format.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            Format::Classic => prometheus_text::CONTENT_TYPE,
+            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        }
     }
 }
 
 /// Every metric the server exports.
 #[derive(Debug)]
 pub struct Metrics {
-    store: &'static str,
+    registry: Registry,
+    decisions: Family<DecisionLabels, Counter>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
-    requests: [AtomicU64; 3],
-    errors: [AtomicU64; 4],
-    reloads: [AtomicU64; 2],
-    latency_buckets: [AtomicU64; BUCKETS.len() + 1],
-    latency_sum_ns: AtomicU64,
-    latency_count: AtomicU64,
-    store_cells: AtomicU64,
+    requests: [Counter; 3],
+    errors: [Counter; 4],
+    reloads: [Counter; 2],
+    latency: LatencyHistogram,
+    store_cells: Gauge,
     health: Arc<Health>,
     /// The gRPC listener's connections (see [`crate::listener`]).
     pub connections: Arc<ConnectionMetrics>,
@@ -120,19 +184,67 @@ impl Metrics {
 
     /// Empty metrics for a store whose reachability `health` tracks.
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
+        let mut registry = Registry::default();
+        let decisions = Family::<DecisionLabels, Counter>::default();
+        let unknown_domain = Arc::new(DomainCounters::new(&decisions, ""));
+        registry.register(
+            "floodgate_decisions",
+            "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
+            decisions.clone(),
+        );
+        let requests = counters(
+            &mut registry,
+            "floodgate_requests",
+            "ShouldRateLimit calls, by answer",
+            "result",
+            REQUEST_RESULTS,
+        );
+        let errors = counters(
+            &mut registry,
+            "floodgate_errors",
+            "Calls answered with a gRPC error, by cause",
+            "kind",
+            ERROR_KINDS.map(|(_, label)| label),
+        );
+        let reloads = counters(
+            &mut registry,
+            "floodgate_config_reloads",
+            "Configuration changes seen, by result (a failure keeps the previous configuration)",
+            "result",
+            RELOAD_RESULTS,
+        );
+        let latency = LatencyHistogram::new(store);
+        registry.register(
+            "floodgate_store_latency_seconds",
+            "Time the store took to decide one request",
+            latency.handle(),
+        );
+        let cells = Family::<StaticLabels, Gauge>::default();
+        let store_cells = cells.get_or_create_owned(&[("store", store)]);
+        registry.register(
+            "floodgate_store_cells",
+            "Cells the store holds (memory store: one per counter plus one per sliding log entry)",
+            cells,
+        );
+        registry.register(
+            "floodgate_store_up",
+            "1 while the store answers, 0 while it is unreachable (calls then answer UNAVAILABLE)",
+            StoreUp::new(store, health.clone()),
+        );
+        let connections = Arc::new(ConnectionMetrics::default());
+        connections.register(&mut registry);
         Metrics {
-            store,
+            registry,
+            decisions,
             domains: RwLock::default(),
-            unknown_domain: Arc::default(),
-            requests: Default::default(),
-            errors: Default::default(),
-            reloads: Default::default(),
-            latency_buckets: Default::default(),
-            latency_sum_ns: AtomicU64::new(0),
-            latency_count: AtomicU64::new(0),
-            store_cells: AtomicU64::new(0),
+            unknown_domain,
+            requests,
+            errors,
+            reloads,
+            latency,
+            store_cells,
             health,
-            connections: Arc::default(),
+            connections,
         }
     }
 
@@ -152,7 +264,9 @@ impl Metrics {
             return c.clone();
         }
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
-        map.entry(name.clone()).or_default().clone()
+        map.entry(name.clone())
+            .or_insert_with(|| Arc::new(DomainCounters::new(&self.decisions, name)))
+            .clone()
     }
 
     /// Creates the counters of every configured domain, so they export zeros before traffic.
@@ -160,7 +274,8 @@ impl Metrics {
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         for name in names {
             if !map.contains_key(name) {
-                map.insert(Arc::from(name), Arc::default());
+                let counters = Arc::new(DomainCounters::new(&self.decisions, name));
+                map.insert(Arc::from(name), counters);
             }
         }
     }
@@ -172,213 +287,48 @@ impl Metrics {
 
     /// Counts one answered request.
     pub fn request(&self, result: RequestResult) {
-        self.requests[result as usize].fetch_add(1, Ordering::Relaxed);
+        self.requests[result as usize].inc();
     }
 
     /// Counts one failed request.
     pub fn error(&self, kind: ErrorKind) {
-        self.errors[kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.errors[kind as usize].inc();
         self.request(RequestResult::Error);
     }
 
     /// Counts one configuration reload.
     pub fn reload(&self, success: bool) {
-        self.reloads[usize::from(!success)].fetch_add(1, Ordering::Relaxed);
+        self.reloads[usize::from(!success)].inc();
     }
 
     /// Records how long one store call took.
     pub fn store_latency(&self, took: Duration) {
-        let secs = took.as_secs_f64();
-        let bucket = BUCKETS
-            .iter()
-            .position(|b| secs <= *b)
-            .unwrap_or(BUCKETS.len());
-        self.latency_buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        self.latency_sum_ns.fetch_add(ns, Ordering::Relaxed);
-        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency.observe(took);
     }
 
     /// Sets the store's size gauge.
     pub fn set_store_cells(&self, cells: usize) {
-        self.store_cells.store(cells as u64, Ordering::Relaxed);
+        self.store_cells
+            .set(i64::try_from(cells).unwrap_or(i64::MAX));
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The classic Prometheus text exposition of every metric.
     pub fn render(&self) -> String {
+        self.render_as(Format::Classic)
+    }
+
+    /// The exposition of every metric in `format`.
+    pub fn render_as(&self, format: Format) -> String {
         let mut out = String::with_capacity(4096);
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        header(&mut out, "floodgate_decisions_total", "counter", "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK).");
-        let mut domains: Vec<(Arc<str>, Arc<DomainCounters>)> = self
-            .domains
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        domains.sort_by(|a, b| a.0.cmp(&b.0));
-        domains.push((Arc::from(""), self.unknown_domain.clone()));
-        for (name, c) in &domains {
-            for (o, label) in OUTCOMES {
-                let _ = writeln!(
-                    out,
-                    "floodgate_decisions_total{{domain=\"{}\",result=\"{label}\"}} {}",
-                    escape(name),
-                    get(&c.0[o as usize])
-                );
-            }
-        }
-        header(
-            &mut out,
-            "floodgate_requests_total",
-            "counter",
-            "ShouldRateLimit calls, by answer.",
-        );
-        for (i, label) in ["ok", "over_limit", "error"].iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "floodgate_requests_total{{result=\"{label}\"}} {}",
-                get(&self.requests[i])
-            );
-        }
-        header(
-            &mut out,
-            "floodgate_errors_total",
-            "counter",
-            "Calls answered with a gRPC error, by cause.",
-        );
-        for (k, label) in ERROR_KINDS {
-            let _ = writeln!(
-                out,
-                "floodgate_errors_total{{kind=\"{label}\"}} {}",
-                get(&self.errors[k as usize])
-            );
-        }
-        header(
-            &mut out,
-            "floodgate_config_reloads_total",
-            "counter",
-            "Configuration changes seen, by result (a failure keeps the previous configuration).",
-        );
-        for (i, label) in ["success", "failure"].iter().enumerate() {
-            let _ = writeln!(
-                out,
-                "floodgate_config_reloads_total{{result=\"{label}\"}} {}",
-                get(&self.reloads[i])
-            );
-        }
-        header(
-            &mut out,
-            "floodgate_store_latency_seconds",
-            "histogram",
-            "Time the store took to decide one request.",
-        );
-        let mut cumulative = 0;
-        for (i, bound) in BUCKETS.iter().enumerate() {
-            cumulative += get(&self.latency_buckets[i]);
-            let _ = writeln!(out, "floodgate_store_latency_seconds_bucket{{store=\"{}\",le=\"{bound}\"}} {cumulative}", self.store);
-        }
-        cumulative += get(&self.latency_buckets[BUCKETS.len()]);
-        let _ = writeln!(
-            out,
-            "floodgate_store_latency_seconds_bucket{{store=\"{}\",le=\"+Inf\"}} {cumulative}",
-            self.store
-        );
-        let sum = get(&self.latency_sum_ns) as f64 / 1e9;
-        let _ = writeln!(
-            out,
-            "floodgate_store_latency_seconds_sum{{store=\"{}\"}} {sum}",
-            self.store
-        );
-        let _ = writeln!(
-            out,
-            "floodgate_store_latency_seconds_count{{store=\"{}\"}} {}",
-            self.store,
-            get(&self.latency_count)
-        );
-        header(
-            &mut out,
-            "floodgate_store_cells",
-            "gauge",
-            "Cells the store holds (memory store: one per counter plus one per sliding log entry).",
-        );
-        let _ = writeln!(
-            out,
-            "floodgate_store_cells{{store=\"{}\"}} {}",
-            self.store,
-            get(&self.store_cells)
-        );
-        header(
-            &mut out,
-            "floodgate_store_up",
-            "gauge",
-            "1 while the store answers, 0 while it is unreachable (calls then answer UNAVAILABLE).",
-        );
-        let _ = writeln!(
-            out,
-            "floodgate_store_up{{store=\"{}\"}} {}",
-            self.store,
-            u8::from(self.health.is_up())
-        );
-        self.connections.render(&mut out);
+        // Writing to a String cannot fail, and our own metrics' encoders only fail when the
+        // writer does; an error would leave a truncated exposition, never a panic.
+        let _ = match format {
+            Format::Classic => prometheus_text::encode(&mut out, &self.registry),
+            Format::OpenMetrics => text::encode(&mut out, &self.registry),
+        };
         out
     }
 }
 
-fn header(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-}
-
-/// Escapes a label value per the exposition format.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn renders_counters_and_a_cumulative_histogram() {
-        let m = Metrics::new("memory");
-        let web: Arc<str> = Arc::from("we\"b");
-        m.domain(&web).record(Outcome::Ok);
-        m.domain(&web).record(Outcome::ShadowOverLimit);
-        m.unknown_domain().record(Outcome::NoLimit);
-        m.store_latency(Duration::from_micros(30));
-        m.store_latency(Duration::from_secs(2));
-        m.reload(false);
-        let text = m.render();
-        assert!(text.contains("floodgate_decisions_total{domain=\"we\\\"b\",result=\"ok\"} 1"));
-        assert!(text.contains(
-            "floodgate_decisions_total{domain=\"we\\\"b\",result=\"shadow_over_limit\"} 1"
-        ));
-        assert!(text.contains("floodgate_decisions_total{domain=\"\",result=\"no_limit\"} 1"));
-        assert!(text
-            .contains("floodgate_store_latency_seconds_bucket{store=\"memory\",le=\"0.00005\"} 1"));
-        assert!(
-            text.contains("floodgate_store_latency_seconds_bucket{store=\"memory\",le=\"1\"} 1")
-        );
-        assert!(
-            text.contains("floodgate_store_latency_seconds_bucket{store=\"memory\",le=\"+Inf\"} 2")
-        );
-        assert!(text.contains("floodgate_store_latency_seconds_count{store=\"memory\"} 2"));
-        assert!(text.contains("floodgate_config_reloads_total{result=\"failure\"} 1"));
-        assert!(text.contains("floodgate_store_up{store=\"memory\"} 1"));
-    }
-
-    #[test]
-    fn store_up_follows_health() {
-        let health = Arc::new(Health::default());
-        let m = Metrics::with_health("redis", health.clone());
-        m.error(ErrorKind::StoreOverloaded);
-        assert!(health.set_down("connection refused"));
-        let text = m.render();
-        assert!(text.contains("floodgate_store_up{store=\"redis\"} 0"));
-        assert!(text.contains("floodgate_errors_total{kind=\"store_overloaded\"} 1"));
-        assert!(health.set_up());
-        assert!(m.render().contains("floodgate_store_up{store=\"redis\"} 1"));
-    }
-}
+mod tests;

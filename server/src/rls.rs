@@ -4,8 +4,8 @@
 //! crate never sees a protobuf type.
 
 use crate::algorithm::{Decision, Unit, NANOS_PER_SECOND};
-use crate::config::{self, Rule};
-use crate::metrics::{ErrorKind, Metrics, Outcome, RequestResult};
+use crate::config::{self, Domain, Rule};
+use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
     rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
 };
@@ -47,19 +47,12 @@ impl<S: Store> RlsService<S> {
         }
     }
 
-    /// Decides one request; `Err` is the gRPC status to answer.
+    /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
+    /// to ask the store (configuration only), `call_store`, then `respond`.
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        // Quirk: an empty domain cannot name a configuration. Answer an error, not OK with
-        // UNKNOWN codes, so Envoy's failure mode (fail open or closed) applies.
-        if req.domain.is_empty() {
+        if let Err(status) = validate(&req) {
             self.metrics.error(ErrorKind::InvalidArgument);
-            return Err(Status::invalid_argument("domain must not be empty"));
-        }
-        if req.descriptors.len() > MAX_DESCRIPTORS {
-            self.metrics.error(ErrorKind::InvalidArgument);
-            return Err(Status::invalid_argument(format!(
-                "at most {MAX_DESCRIPTORS} descriptors per request"
-            )));
+            return Err(status);
         }
         let config = self.config.get();
         let domain = config.domain(&req.domain);
@@ -69,100 +62,145 @@ impl<S: Store> RlsService<S> {
             // is configured for it, so nothing is limited.
             None => self.metrics.unknown_domain(),
         };
-        // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
-        // sends) means 1.
-        let request_hits = u64::from(req.hits_addend.max(1));
+        let plan = plan(domain, &req);
+        let decisions = self.call_store(&plan.checks, &req.domain).await?;
+        let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
+        self.metrics.request(result);
+        Ok(response)
+    }
 
-        let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
-        let mut checks = Vec::new();
-        for d in &req.descriptors {
-            let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
-            let rule = domain.and_then(|dom| dom.find(entries()).map(|r| (dom, r)));
-            if let Some((dom, r)) = rule {
-                if let Some(limit) = r.limit {
-                    checks.push(Check {
-                        key: CounterKey::new(&dom.name, entries()),
-                        limit,
-                        // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
-                        // is distinguishable) overrides the request's; 0 there means 1 too.
-                        hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
-                        shadow: r.shadow,
-                    });
-                }
-            }
-            rules.push(rule.map(|(_, r)| r));
+    /// Asks the store about `checks` (none: no call), timing it; a failure is counted by
+    /// cause and answered UNAVAILABLE.
+    async fn call_store(&self, checks: &[Check], domain: &str) -> Result<Vec<Decision>, Status> {
+        if checks.is_empty() {
+            return Ok(Vec::new());
         }
-
-        let decisions = if checks.is_empty() {
-            Vec::new()
-        } else {
-            let started = Instant::now();
-            let result = self.store.check(&checks).await;
-            self.metrics.store_latency(started.elapsed());
-            // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
-            // what Envoy's `failure_mode_deny` is defined over.
-            result.map_err(|e| {
-                let kind = match e {
-                    StoreError::Full(_) => ErrorKind::StoreFull,
-                    StoreError::Unavailable(_) => ErrorKind::StoreUnavailable,
-                    StoreError::Overloaded(_) => ErrorKind::StoreOverloaded,
-                };
-                self.metrics.error(kind);
-                // The Redis store logs its own failures, rate-limited: an outage must not
-                // write a line per request.
-                if matches!(e, StoreError::Full(_)) {
-                    tracing::warn!(domain = %req.domain, error = %e, "store error");
-                }
-                Status::unavailable(e.to_string())
-            })?
-        };
-
-        // Quirk: one status per request descriptor, in request order, limited or not.
-        let mut decided = decisions.into_iter();
-        let mut statuses = Vec::with_capacity(rules.len());
-        let mut limited = Vec::new();
-        for rule in rules {
-            let (status, outcome) = match rule {
-                None => (no_limit_status(0), Outcome::NoLimit),
-                // Quirk: the reference service answers `unlimited` with no current_limit
-                // and the largest remaining count.
-                Some(Rule { limit: None, .. }) => (no_limit_status(u32::MAX), Outcome::NoLimit),
-                Some(r) => {
-                    let Some(d) = decided.next() else {
-                        return Err(Status::internal("store answered too few decisions"));
-                    };
-                    let status = limited_status(r, &d);
-                    if !r.shadow {
-                        limited.push(status.clone());
-                    }
-                    let outcome = match (d.allowed, r.shadow) {
-                        (true, _) => Outcome::Ok,
-                        (false, true) => Outcome::ShadowOverLimit,
-                        (false, false) => Outcome::OverLimit,
-                    };
-                    (status, outcome)
-                }
+        let started = Instant::now();
+        let result = self.store.check(checks).await;
+        self.metrics.store_latency(started.elapsed());
+        // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
+        // what Envoy's `failure_mode_deny` is defined over.
+        result.map_err(|e| {
+            let kind = match e {
+                StoreError::Full(_) => ErrorKind::StoreFull,
+                StoreError::Unavailable(_) => ErrorKind::StoreUnavailable,
+                StoreError::Overloaded(_) => ErrorKind::StoreOverloaded,
             };
-            counters.record(outcome);
-            statuses.push(status);
-        }
-        let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
-        self.metrics.request(if over {
-            RequestResult::OverLimit
-        } else {
-            RequestResult::Ok
-        });
-        Ok(RateLimitResponse {
-            overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
-            response_headers_to_add: if self.response_headers {
-                draft03_headers(&limited)
-            } else {
-                Vec::new()
-            },
-            statuses,
-            ..Default::default()
+            self.metrics.error(kind);
+            // The Redis store logs its own failures, rate-limited: an outage must not
+            // write a line per request.
+            if matches!(e, StoreError::Full(_)) {
+                tracing::warn!(%domain, error = %e, "store error");
+            }
+            Status::unavailable(e.to_string())
         })
     }
+}
+
+/// Refuses a request no configuration can answer, as INVALID_ARGUMENT.
+fn validate(req: &RateLimitRequest) -> Result<(), Status> {
+    // Quirk: an empty domain cannot name a configuration. Answer an error, not OK with
+    // UNKNOWN codes, so Envoy's failure mode (fail open or closed) applies.
+    if req.domain.is_empty() {
+        return Err(Status::invalid_argument("domain must not be empty"));
+    }
+    if req.descriptors.len() > MAX_DESCRIPTORS {
+        return Err(Status::invalid_argument(format!(
+            "at most {MAX_DESCRIPTORS} descriptors per request"
+        )));
+    }
+    Ok(())
+}
+
+/// What one request asks of the store, worked out from the configuration alone.
+struct Plan<'c> {
+    /// The rule each request descriptor matched, in request order (`None`: no match).
+    rules: Vec<Option<&'c Rule>>,
+    /// One counter check per matched rule that has a limit, in request order.
+    checks: Vec<Check>,
+}
+
+/// Matches every descriptor of `req` against `domain` (`None`: unconfigured).
+fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
+    // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
+    // sends) means 1.
+    let request_hits = u64::from(req.hits_addend.max(1));
+    let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
+    let mut checks = Vec::new();
+    for d in &req.descriptors {
+        let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
+        let rule = domain.and_then(|dom| dom.find(entries()).map(|r| (dom, r)));
+        if let Some((dom, r)) = rule {
+            if let Some(limit) = r.limit {
+                checks.push(Check {
+                    key: CounterKey::new(&dom.name, entries()),
+                    limit,
+                    // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
+                    // is distinguishable) overrides the request's; 0 there means 1 too.
+                    hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
+                    shadow: r.shadow,
+                });
+            }
+        }
+        rules.push(rule.map(|(_, r)| r));
+    }
+    Plan { rules, checks }
+}
+
+/// The answer to a request whose descriptors matched `rules`, given the store's
+/// `decisions` (one per limited rule, in order); counts each descriptor in `counters`.
+fn respond(
+    rules: &[Option<&Rule>],
+    decisions: Vec<Decision>,
+    counters: &DomainCounters,
+    response_headers: bool,
+) -> Result<(RateLimitResponse, RequestResult), Status> {
+    // Quirk: one status per request descriptor, in request order, limited or not.
+    let mut decided = decisions.into_iter();
+    let mut statuses = Vec::with_capacity(rules.len());
+    let mut limited = Vec::new();
+    for rule in rules {
+        let (status, outcome) = match rule {
+            None => (no_limit_status(0), Outcome::NoLimit),
+            // Quirk: the reference service answers `unlimited` with no current_limit
+            // and the largest remaining count.
+            Some(Rule { limit: None, .. }) => (no_limit_status(u32::MAX), Outcome::NoLimit),
+            Some(r) => {
+                let Some(d) = decided.next() else {
+                    return Err(Status::internal("store answered too few decisions"));
+                };
+                let status = limited_status(r, &d);
+                if !r.shadow {
+                    limited.push(status.clone());
+                }
+                let outcome = match (d.allowed, r.shadow) {
+                    (true, _) => Outcome::Ok,
+                    (false, true) => Outcome::ShadowOverLimit,
+                    (false, false) => Outcome::OverLimit,
+                };
+                (status, outcome)
+            }
+        };
+        counters.record(outcome);
+        statuses.push(status);
+    }
+    let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
+    let response = RateLimitResponse {
+        overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
+        response_headers_to_add: if response_headers {
+            draft03_headers(&limited)
+        } else {
+            Vec::new()
+        },
+        statuses,
+        ..Default::default()
+    };
+    let result = if over {
+        RequestResult::OverLimit
+    } else {
+        RequestResult::Ok
+    };
+    Ok((response, result))
 }
 
 #[tonic::async_trait]

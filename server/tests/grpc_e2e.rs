@@ -158,6 +158,22 @@ async fn healthz_and_metrics() {
         m("floodgate_store_latency_seconds_count{store=\"memory\"}").await,
         Some(4.0)
     );
+    // The classic text format unless the scraper asks for OpenMetrics.
+    let classic = server.get_raw("/metrics", "").await.to_ascii_lowercase();
+    assert!(
+        classic.contains("content-type: text/plain; version=0.0.4"),
+        "{classic}"
+    );
+    assert!(classic.contains("# type floodgate_requests_total counter"));
+    let accept = "Accept: application/openmetrics-text;version=1.0.0,text/plain;q=0.5\r\n";
+    let open = server.get_raw("/metrics", accept).await;
+    assert!(
+        open.to_ascii_lowercase()
+            .contains("content-type: application/openmetrics-text; version=1.0.0"),
+        "{open}"
+    );
+    assert!(open.contains("floodgate_requests_total{result=\"over_limit\"} 1\n"));
+    assert!(open.ends_with("# EOF\n"));
     assert_eq!(server.get("/nope").await.0, 404);
 }
 

@@ -9,7 +9,6 @@ use super::{Closed, ConnectionMetrics, Limits, PREFACE_LEN};
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -69,7 +68,7 @@ impl Guarded {
         limits: Limits,
         metrics: Arc<ConnectionMetrics>,
     ) -> Guarded {
-        metrics.open.fetch_add(1, Ordering::Relaxed);
+        metrics.open.inc();
         let now = Instant::now();
         Guarded {
             stream,
@@ -118,7 +117,7 @@ impl Guarded {
 
 impl Drop for Guarded {
     fn drop(&mut self) {
-        self.metrics.open.fetch_sub(1, Ordering::Relaxed);
+        self.metrics.open.dec();
     }
 }
 

@@ -99,11 +99,7 @@ impl Server {
 
     /// `GET path` on the HTTP side: status code and body.
     pub async fn get(&self, path: &str) -> (u16, String) {
-        let mut s = tokio::net::TcpStream::connect(self.http).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
-        s.write_all(req.as_bytes()).await.unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).await.unwrap();
+        let raw = self.get_raw(path, "").await;
         let status = raw
             .split(' ')
             .nth(1)
@@ -114,6 +110,18 @@ impl Server {
             .map(|(_, b)| b.to_owned())
             .unwrap_or_default();
         (status, body)
+    }
+
+    /// The whole HTTP/1.1 answer (status line, headers, body) to `GET path` sent with the
+    /// extra request `headers` (each line ending in `\r\n`).
+    pub async fn get_raw(&self, path: &str, headers: &str) -> String {
+        let mut s = tokio::net::TcpStream::connect(self.http).await.unwrap();
+        let req =
+            format!("GET {path} HTTP/1.1\r\nHost: test\r\n{headers}Connection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).await.unwrap();
+        raw
     }
 
     /// The value of one metric series, e.g. `floodgate_requests_total{result="ok"}`.

@@ -1,0 +1,66 @@
+//! The Redis Cluster path: a request is grouped by slot; one slot is one exact call, more
+//! are decided in two phases (`peek` on every slot, then `commit` only if nothing enforced
+//! is over). The module documentation of [`super`] states the guarantee this gives.
+
+use super::outage::Failure;
+use super::script::CallTimes;
+use super::{key, Inner};
+use crate::algorithm::Decision;
+use crate::store::Check;
+use futures_util::future::join_all;
+use redis::cluster_async::ClusterConnection;
+use std::collections::BTreeMap;
+
+impl Inner {
+    /// Groups by slot: one exact call when there is one slot, else peek then commit.
+    pub(super) async fn decide_cluster(
+        &self,
+        conn: ClusterConnection,
+        batch: &[Check],
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
+        let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
+        for (i, c) in batch.iter().enumerate() {
+            let slot = key::slot(&key::redis_key(&c.key, &c.limit));
+            groups.entry(slot).or_default().push(i);
+        }
+        if groups.len() == 1 {
+            let items: Vec<&Check> = batch.iter().collect();
+            return self.call(&mut conn.clone(), &items, "commit", now).await;
+        }
+        let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
+        let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);
+        if blocked {
+            return Ok(peek);
+        }
+        self.call_groups(&conn, batch, &groups, "commit", now).await
+    }
+
+    /// One call per slot group, sent concurrently; the answers back in batch order.
+    async fn call_groups(
+        &self,
+        conn: &ClusterConnection,
+        batch: &[Check],
+        groups: &BTreeMap<u16, Vec<usize>>,
+        mode: &str,
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
+        let calls = groups.values().map(|idx| {
+            let mut conn = conn.clone();
+            async move {
+                let items: Vec<&Check> = idx.iter().map(|&i| &batch[i]).collect();
+                self.call(&mut conn, &items, mode, now).await
+            }
+        });
+        let answers = join_all(calls).await;
+        let mut out: Vec<Option<Decision>> = vec![None; batch.len()];
+        for (idx, answer) in groups.values().zip(answers) {
+            for (&i, d) in idx.iter().zip(answer?) {
+                out[i] = Some(d);
+            }
+        }
+        out.into_iter()
+            .map(|d| d.ok_or_else(|| Failure::Reply("a slot group went unanswered".into())))
+            .collect()
+    }
+}

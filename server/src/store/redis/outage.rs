@@ -1,0 +1,167 @@
+//! Outage handling: what a failed call means for the store's health, the breaker that
+//! marks it down after [`FAILURES_TO_DOWN`] connectivity failures, the throttle that keeps
+//! an outage to one log line per [`LOG_EVERY`], and the probe that brings it back up.
+
+use super::Inner;
+use crate::store::health::Health;
+use redis::RedisError;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// How often the store probes Redis.
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+
+/// At most one failure log line per this interval while Redis fails.
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// Consecutive connectivity failures that mark the store down.
+const FAILURES_TO_DOWN: u32 = 3;
+
+/// What went wrong with one call, for health and logs.
+pub(super) enum Failure {
+    /// Redis could not be reached or did not answer in time: counts towards "down".
+    Connectivity(String),
+    /// Redis answered with an error or a reply the store does not understand.
+    Reply(String),
+}
+
+impl Failure {
+    /// The failure's text, for logs and the UNAVAILABLE status.
+    pub(super) fn message(&self) -> &str {
+        match self {
+            Failure::Connectivity(m) | Failure::Reply(m) => m,
+        }
+    }
+}
+
+impl From<RedisError> for Failure {
+    fn from(e: RedisError) -> Self {
+        if e.is_io_error()
+            || e.is_timeout()
+            || e.is_connection_dropped()
+            || e.is_connection_refusal()
+            || e.is_cluster_error()
+        {
+            Failure::Connectivity(e.to_string())
+        } else {
+            Failure::Reply(e.to_string())
+        }
+    }
+}
+
+/// The store's health breaker and its log throttle, fed by every call and probe.
+pub(super) struct Outage {
+    /// Up or down, shared with `/healthz` and `floodgate_store_up`.
+    pub(super) health: Arc<Health>,
+    consecutive_failures: AtomicU32,
+    log: Mutex<LogState>,
+    failed_since_log: AtomicU64,
+}
+
+struct LogState {
+    last: Option<Instant>,
+    down_since: Option<Instant>,
+}
+
+impl Outage {
+    /// A breaker reporting to `health`, with no failures yet.
+    pub(super) fn new(health: Arc<Health>) -> Self {
+        Outage {
+            health,
+            consecutive_failures: AtomicU32::new(0),
+            log: Mutex::new(LogState {
+                last: None,
+                down_since: None,
+            }),
+            failed_since_log: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a call refused because the store is known down (logged, throttled).
+    pub(super) fn refused_while_down(&self) {
+        self.failed_since_log.fetch_add(1, Ordering::Relaxed);
+        self.log_throttled(&self.health.reason());
+    }
+
+    /// Records a success; the first after an outage marks the store up and says so.
+    pub(super) fn succeeded(&self) {
+        self.consecutive_failures.store(0, Ordering::Relaxed);
+        if self.health.set_up() {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            let down_for = log.down_since.take().map(|t| t.elapsed());
+            let failed = self.failed_since_log.swap(0, Ordering::Relaxed);
+            log.last = None;
+            tracing::info!(?down_for, failed_calls = failed, "Redis reachable again");
+        }
+    }
+
+    /// Records a failure; `probe` failures mark the store down at once.
+    pub(super) fn failed(&self, f: &Failure, probe: bool) {
+        if !probe {
+            self.failed_since_log.fetch_add(1, Ordering::Relaxed);
+        }
+        let down = match f {
+            Failure::Connectivity(reason) => {
+                let n = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
+                (probe || n >= FAILURES_TO_DOWN) && self.health.set_down(reason)
+            }
+            Failure::Reply(_) => false,
+        };
+        if down {
+            let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+            log.down_since = Some(Instant::now());
+            log.last = Some(Instant::now());
+            tracing::warn!(
+                error = f.message(),
+                "Redis unreachable: answering UNAVAILABLE until it is back"
+            );
+        } else {
+            self.log_throttled(f.message());
+        }
+    }
+
+    /// At most one line per [`LOG_EVERY`], saying how many calls failed since the last.
+    fn log_throttled(&self, error: &str) {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if log.last.is_some_and(|t| t.elapsed() < LOG_EVERY) {
+            return;
+        }
+        log.last = Some(Instant::now());
+        let failed = self.failed_since_log.swap(0, Ordering::Relaxed);
+        if failed == 0 {
+            return;
+        }
+        tracing::warn!(
+            failed_calls = failed,
+            error,
+            up = self.health.is_up(),
+            "Redis calls failing"
+        );
+    }
+}
+
+impl Inner {
+    /// One probe: connects if needed and `PING`s (`TIME` on a single Redis), within the timeout.
+    pub(super) async fn probe(&self) {
+        let t = self.options.timeout;
+        let result = tokio::time::timeout(t, self.conn.ping(&self.redis_clock)).await;
+        match result {
+            Ok(Ok(())) => self.outage.succeeded(),
+            Ok(Err(f)) => self.outage.failed(&f, true),
+            Err(_) => self.outage.failed(
+                &Failure::Connectivity(format!("no answer to the probe within {t:?}")),
+                true,
+            ),
+        }
+    }
+}
+
+/// Probes every [`PROBE_EVERY`] for as long as the store exists.
+pub(super) async fn probe_forever(inner: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(PROBE_EVERY).await;
+        let Some(inner) = inner.upgrade() else { return };
+        inner.probe().await;
+    }
+}

@@ -1,0 +1,149 @@
+//! The decision script on the wire: the `EVALSHA` command a batch becomes, and the reply
+//! it answers, parsed into decisions. `check.lua`'s header is the contract both follow.
+
+use super::outage::Failure;
+use super::{key, Inner};
+use crate::algorithm::{Algorithm, Decision};
+use crate::store::Check;
+use redis::{ErrorKind, ServerErrorKind, Value};
+
+/// The decision script (see its header for the KEYS/ARGV contract).
+pub const SCRIPT: &str = include_str!("check.lua");
+
+/// Hits above this never fit any limit (limits and bursts are `u32`), so the script gets
+/// at most this many; it keeps the script's arithmetic within exact doubles.
+const MAX_SCRIPT_HITS: u64 = 1 << 32;
+
+/// What the script answers, past its deadline, instead of decisions: it changed nothing.
+const LATE: &[u8] = b"late";
+
+/// When a call runs: the instant the script decides at, and the instant past which it must
+/// do nothing. Each is a decimal count of microseconds in Redis's clock, or empty: Redis's
+/// `TIME`, and no deadline.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTimes {
+    /// Empty in production (the script reads `TIME`); tests pass a fake clock's time.
+    pub now_us: String,
+    /// The caller's deadline in Redis's clock (see [`super::deadline`]); empty for none.
+    pub not_after_us: String,
+}
+
+/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"), with KEYS and ARGV as
+/// `check.lua` documents them. The bench runs this same command in `redis-benchmark`.
+pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) -> redis::Cmd {
+    let mut cmd = redis::cmd("EVALSHA");
+    cmd.arg(sha).arg(batch.len());
+    for c in batch {
+        cmd.arg(key::redis_key(&c.key, &c.limit));
+    }
+    cmd.arg(mode).arg(&times.now_us).arg(&times.not_after_us);
+    for c in batch {
+        let burst = match c.limit.algorithm {
+            Algorithm::TokenBucket { burst } => burst.get(),
+            _ => 0,
+        };
+        cmd.arg(key::algorithm_code(c.limit.algorithm))
+            .arg(c.limit.requests_per_unit.get())
+            .arg(c.limit.unit.seconds())
+            .arg(burst)
+            // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
+            .arg(c.hits.clamp(1, MAX_SCRIPT_HITS))
+            .arg(if c.shadow { "1" } else { "0" });
+    }
+    cmd
+}
+
+/// The script's reply: three values per item then Redis's time in µs (the decisions and
+/// that time), or [`LATE`].
+fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Failure> {
+    if let [Value::BulkString(b)] = reply {
+        if b == LATE {
+            // Redis got to the call after its caller gave up: as a timeout.
+            return Err(Failure::Connectivity(
+                "Redis ran the call after its deadline and changed nothing".into(),
+            ));
+        }
+    }
+    let Some((Value::Int(redis_now), reply)) = reply.split_last() else {
+        return Err(Failure::Reply("script answered no time".into()));
+    };
+    if reply.len() != 3 * items {
+        return Err(Failure::Reply(format!(
+            "script answered {} values for {items} items",
+            reply.len() + 1
+        )));
+    }
+    let decisions = reply
+        .chunks_exact(3)
+        .map(|v| {
+            let allowed = match &v[0] {
+                Value::Int(1) => true,
+                Value::Int(0) => false,
+                other => return Err(bad_value("allowed", other)),
+            };
+            let remaining = match &v[1] {
+                Value::Int(n) => u32::try_from((*n).max(0)).unwrap_or(u32::MAX),
+                other => return Err(bad_value("remaining", other)),
+            };
+            let reset_in_ns = match &v[2] {
+                Value::BulkString(b) => {
+                    parse_saturating(b).ok_or_else(|| bad_value("reset", &v[2]))?
+                }
+                other => return Err(bad_value("reset", other)),
+            };
+            Ok(Decision {
+                allowed,
+                remaining,
+                reset_in_ns,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((decisions, *redis_now))
+}
+
+fn bad_value(what: &str, v: &Value) -> Failure {
+    Failure::Reply(format!("script answered {what} = {v:?}"))
+}
+
+/// A decimal string as a `u64`, saturating (as the Rust algorithms do) when larger.
+fn parse_saturating(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &d in digits {
+        n = n.saturating_mul(10).saturating_add(u64::from(d - b'0'));
+    }
+    Some(n)
+}
+
+impl Inner {
+    /// One `EVALSHA`; on `NOSCRIPT` (a restarted or flushed Redis) loads the script and
+    /// sends it again.
+    pub(super) async fn call<C: redis::aio::ConnectionLike + Send>(
+        &self,
+        conn: &mut C,
+        items: &[&Check],
+        mode: &str,
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
+        let cmd = script_cmd(self.script.get_hash(), items, mode, now);
+        let reply: Vec<Value> = match cmd.query_async(conn).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.script.load_async(conn).await?;
+                cmd.query_async(conn).await?
+            }
+            other => other?,
+        };
+        let (decisions, redis_now) = parse_reply(&reply, items.len())?;
+        if self.clock.get().is_none() {
+            // Every answer is also a reading of Redis's clock (see `deadline`).
+            self.redis_clock
+                .observe(redis_now, self.redis_clock.local_us());
+        }
+        Ok(decisions)
+    }
+}
+
+#[cfg(test)]
+mod tests;
