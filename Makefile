@@ -23,7 +23,7 @@ export FLOODGATE_WASM   := $(abspath $(WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server clean
+.PHONY: help setup wasm-target envoy redis oci-tools promtool wasm bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server fuzz clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -33,6 +33,7 @@ help:
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
+	@echo "make fuzz   - every fuzz target under libFuzzer, FUZZ_SECONDS (default 600) each"
 
 setup: wasm-target envoy redis oci-tools promtool
 
@@ -107,6 +108,13 @@ fmt:
 bench-server: redis
 	cargo bench -p floodgate-server --bench algorithms
 	cargo bench -p floodgate-server --bench rls
+
+# Every parser that takes outside bytes under libFuzzer (cargo-fuzz, on stable), one target
+# after another; exits non-zero on any crash. `make test` replays the same targets over
+# their committed corpus and reproducers on stable (fuzz/tests/replay.rs), no tools needed.
+FUZZ_SECONDS ?= 600
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 clean:
 	cargo clean
