@@ -2,14 +2,20 @@
 # `make fuzz`: every fuzz target under libFuzzer (cargo-fuzz) for FUZZ_SECONDS each, one at a
 # time; prints executions per target and exits non-zero if any target crashed.
 #
-# Stable Rust is enough: RUSTC_BOOTSTRAP=1 lets cargo-fuzz pass its few -Z flags, and
-# `-s none` leaves out the address sanitizer (it needs nightly's -Zsanitizer). The limits
-# the issue sets are enforced without it: one allocation over 64 MiB aborts inside the
-# target (fuzz/src/cap.rs), and libFuzzer's own -rss_limit_mb bounds the whole process.
+# Stable Rust is enough: with `-s none` (no address sanitizer, which needs -Zsanitizer)
+# cargo-fuzz passes rustc only stable flags (-Cpasses=sancov-module, -Cllvm-args=...), so
+# neither nightly nor RUSTC_BOOTSTRAP is needed. `-a` keeps debug assertions and overflow
+# checks on, as in `cargo test`: an arithmetic overflow on input is a finding. The limits
+# the issue sets hold without a sanitizer: one allocation over 64 MiB aborts inside the
+# target (fuzz/src/cap.rs), and libFuzzer's -rss_limit_mb bounds the whole process.
 #
 # FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all), FUZZ_TIMEOUT (seconds one input
 # may take, default 10). New inputs that reach new code go to fuzz/corpus/<target>/; a
 # crash is saved in fuzz/artifacts/<target>/ (see the README's Fuzzing section).
+#
+# `scripts/fuzz.sh <cargo-fuzz command> ARGS...` runs that command with the same build
+# settings instead (so it reuses the build), e.g. `scripts/fuzz.sh cmin rls_answer` or
+# `scripts/fuzz.sh run rls_answer fuzz/artifacts/rls_answer/crash-...` to reproduce.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,11 +24,16 @@ timeout=${FUZZ_TIMEOUT:-10}
 targets=${FUZZ_TARGETS:-"filter_config rls_answer descriptors server_config server_request"}
 
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked || exit 1
-export RUSTC_BOOTSTRAP=1
 # The workspace release profile has `lto = true` (for the wasm module); under LTO the
 # coverage pass never reaches the dependencies, so libFuzzer would see only the target.
 export CARGO_PROFILE_RELEASE_LTO=false
-fuzz=(cargo fuzz run --sanitizer none --release --features libfuzzer)
+settings=(--sanitizer none --release --debug-assertions --features libfuzzer)
+if [ $# -gt 0 ]; then
+    command=$1
+    shift
+    exec cargo fuzz "$command" "${settings[@]}" "$@"
+fi
+fuzz=(cargo fuzz run "${settings[@]}")
 
 failed=0
 summary=()
