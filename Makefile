@@ -36,7 +36,7 @@ export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak clean
+.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak fuzz clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -47,6 +47,7 @@ help:
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
 	@echo "make soak   - SOAK_SECONDS (600) of mixed load while Redis, the server and the listener change"
+	@echo "make fuzz   - every fuzz target under libFuzzer, FUZZ_SECONDS (default 600) each"
 
 setup: wasm-target wasm-opt envoy redis oci-tools promtool
 
@@ -156,6 +157,13 @@ SOAK_RATE    ?= 200
 soak: envoy redis wasm server-debug
 	cargo build -q -p floodgate-integration --bin soak
 	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_RATE=$(SOAK_RATE) target/debug/soak
+
+# Every parser that takes outside bytes under libFuzzer (cargo-fuzz, on stable), one target
+# after another; exits non-zero on any crash. `make test` replays the same targets over
+# their committed corpus and reproducers on stable (fuzz/tests/replay.rs), no tools needed.
+FUZZ_SECONDS ?= 600
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh
 
 clean:
 	cargo clean
