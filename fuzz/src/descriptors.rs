@@ -2,14 +2,16 @@
 //! decision ([`floodgate::limiter::Limiter`]): which rules apply, their values, cost
 //! headers, the local buckets in a small table, the encoded RLS request, and the answer.
 //!
-//! Input fields (see [`crate::input`]), each read as header bytes are by the host layer
-//! (invalid UTF-8 replaced): `:path`, `:method`, `:authority`, the peer address,
-//! `x-tenant`, `x-user`, `x-cost`, `x-global-cost`, `content-type`; the rest of the input
-//! is the rate limit service's response message. An absent field is an absent header.
+//! Input fields (see [`crate::input`]), raw bytes as the host layer reads them: `:path`,
+//! `:method`, `:authority`, the peer address (as text, invalid UTF-8 replaced, the way
+//! the host reads a property), `x-tenant`, `x-user`, `x-cost`, `x-global-cost`,
+//! `content-type`; the rest of the input is the rate limit service's response message.
+//! An absent field is an absent header. A header field holding LF (which no header value
+//! can hold) is that header sent once per line: two or more lines are a repeated header.
 
 use crate::input::Fields;
 use floodgate::config::Config;
-use floodgate::descriptor::{self, RequestView};
+use floodgate::descriptor::{self, Lookup, RequestView};
 use floodgate::limiter::{Limiter, Verdict};
 use floodgate::metrics::Tally;
 use floodgate::proto::envoy::service::ratelimit::v3::RateLimitRequest;
@@ -57,13 +59,23 @@ const HEADERS: [&str; 5] = [
 pub fn run(data: &[u8]) {
     let limiter = limiter();
     let (mut request, rest) = request(data);
-    for applied in descriptor::applicable(&limiter.config().rules, &mut request) {
-        let entries = &limiter.config().rules[applied.rule].entries;
-        assert_eq!(applied.values.len(), entries.len(), "one value per entry");
-        assert!(
-            applied.values.iter().all(|v| !v.is_empty()),
-            "an empty value"
-        );
+    let config = limiter.config();
+    let max_value = config.max_descriptor_value_bytes;
+    // A refusal (a bad cost, a repeated header, a value too long or not UTF-8 for a
+    // global rule) is a fine answer; what applies must be well formed.
+    if let Ok(applied) = descriptor::applicable(&config.rules, max_value, &mut request) {
+        for applied in applied {
+            let entries = &config.rules[applied.rule].entries;
+            assert_eq!(applied.values.len(), entries.len(), "one value per entry");
+            assert!(
+                applied.values.iter().all(|v| !v.is_empty()),
+                "an empty value"
+            );
+            assert!(
+                applied.values.iter().all(|v| v.len() <= max_value),
+                "a value longer than max_descriptor_value_bytes"
+            );
+        }
     }
     let store = Shared::default();
     let mut tally = Tally::new(limiter.config().rules.len());
@@ -80,8 +92,9 @@ pub fn run(data: &[u8]) {
             limiter.answer(ask.pending, answer, &mut request, now, &store, &mut tally);
         }
     }
+    // 8 slots, and the table's record of how many slot keys exist.
     assert!(
-        store.map.borrow().len() <= 8,
+        store.map.borrow().len() <= 8 + 1,
         "shared data outgrew max_buckets"
     );
     tally.drain().for_each(drop);
@@ -100,16 +113,18 @@ fn limiter() -> &'static Limiter {
 /// The request the fields describe, and the bytes after them.
 fn request(data: &[u8]) -> (Request, &[u8]) {
     let mut fields = Fields::new(data);
+    let owned = |fields: &mut Fields| fields.bytes().map(<[u8]>::to_vec);
     let mut request = Request {
-        path: fields.text(),
-        method: fields.text(),
-        authority: fields.text(),
+        path: owned(&mut fields),
+        method: owned(&mut fields),
+        authority: owned(&mut fields),
         peer: fields.text(),
         headers: HashMap::new(),
     };
     for name in HEADERS {
-        if let Some(value) = fields.text() {
-            request.headers.insert(name, value);
+        if let Some(value) = fields.bytes() {
+            let lines = value.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+            request.headers.insert(name, lines);
         }
     }
     (request, fields.rest())
@@ -118,24 +133,34 @@ fn request(data: &[u8]) -> (Request, &[u8]) {
 /// A request as the host layer sees one.
 #[derive(Debug)]
 struct Request {
-    path: Option<String>,
-    method: Option<String>,
-    authority: Option<String>,
+    path: Option<Vec<u8>>,
+    method: Option<Vec<u8>>,
+    authority: Option<Vec<u8>>,
     peer: Option<String>,
-    headers: HashMap<&'static str, String>,
+    /// Each header's values, one per line it was sent on.
+    headers: HashMap<&'static str, Vec<Vec<u8>>>,
 }
 
 impl RequestView for Request {
-    fn header(&mut self, name: &str) -> Option<String> {
-        self.headers.get(name).cloned()
+    fn header(&mut self, name: &str) -> Lookup {
+        match self.headers.get(name).map(Vec::as_slice) {
+            None | Some([]) => Lookup::Absent,
+            Some([one]) => Lookup::One(one.clone()),
+            Some(_) => Lookup::Repeated,
+        }
     }
-    fn raw_path(&mut self) -> Option<String> {
+    fn content_type(&mut self) -> Option<Vec<u8>> {
+        // Envoy keeps one content-type, joining repeats with a comma.
+        let values = self.headers.get("content-type")?;
+        Some(values.join(&b","[..]))
+    }
+    fn raw_path(&mut self) -> Option<Vec<u8>> {
         self.path.clone()
     }
-    fn method(&mut self) -> Option<String> {
+    fn method(&mut self) -> Option<Vec<u8>> {
         self.method.clone()
     }
-    fn authority(&mut self) -> Option<String> {
+    fn authority(&mut self) -> Option<Vec<u8>> {
         self.authority.clone()
     }
     fn peer_address(&mut self) -> Option<String> {
