@@ -172,7 +172,11 @@ async fn sliding_window_log_has_no_boundary_burst<St: Store>(h: &Harness<St>) {
     };
     assert_eq!(h.one(&two).await, d(false, 0, US));
     let three = Check { hits: 3, ..c };
-    assert_eq!(h.one(&three).await, d(false, 0, US), "even if it never fits");
+    assert_eq!(
+        h.one(&three).await,
+        d(false, 0, US),
+        "even if it never fits"
+    );
 }
 
 async fn sliding_window_counter_weighs_the_previous_window<St: Store>(h: &Harness<St>) {
