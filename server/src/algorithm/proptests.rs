@@ -35,9 +35,17 @@ fn replay(l: &Limit, requests: &[(u64, u64)]) -> Vec<Decision> {
             // request is admitted then, and not a nanosecond before (0: one hit fits now).
             if !d.allowed {
                 let one_hit_at = |t: u64| decide(&state, t, l, 1).0.allowed;
-                assert!(one_hit_at(now + d.reset_in_ns), "{l:?} at {now} + {}", d.reset_in_ns);
+                assert!(
+                    one_hit_at(now + d.reset_in_ns),
+                    "{l:?} at {now} + {}",
+                    d.reset_in_ns
+                );
                 if d.reset_in_ns > 0 {
-                    assert!(!one_hit_at(now + d.reset_in_ns - 1), "{l:?} at {now} + {} - 1", d.reset_in_ns);
+                    assert!(
+                        !one_hit_at(now + d.reset_in_ns - 1),
+                        "{l:?} at {now} + {} - 1",
+                        d.reset_in_ns
+                    );
                 }
             }
             state.apply(u);

@@ -140,7 +140,10 @@ mod tests {
         let d = step(&mut s, 6 * S + S / 4, &l, 3);
         assert!(!d.allowed);
         assert_eq!(d.remaining, 2);
-        assert_eq!(d.reset_in_ns, 0, "one hit fits now: only a cost of 3 is too much");
+        assert_eq!(
+            d.reset_in_ns, 0,
+            "one hit fits now: only a cost of 3 is too much"
+        );
         let d = step(&mut s, 6 * S + S / 4, &l, 2);
         assert!(d.allowed);
         assert_eq!(d.remaining, 0);

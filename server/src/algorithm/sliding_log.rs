@@ -186,9 +186,15 @@ mod tests {
             assert!(!d.allowed);
             assert_eq!(d.reset_in_ns, S - 300, "the first leaves at 1 s");
         }
-        assert!(step(&mut s, S + 100, &l, 1).allowed, "two left, one came: 2 live");
+        assert!(
+            step(&mut s, S + 100, &l, 1).allowed,
+            "two left, one came: 2 live"
+        );
         let d = step(&mut s, S + 100, &l, 2);
         assert!(!d.allowed);
-        assert_eq!(d.reset_in_ns, 0, "one hit fits now: only a cost of 2 is too much");
+        assert_eq!(
+            d.reset_in_ns, 0,
+            "one hit fits now: only a cost of 2 is too much"
+        );
     }
 }
