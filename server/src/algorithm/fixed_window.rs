@@ -50,10 +50,13 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         };
         (decision, next)
     } else {
+        // One hit is admitted again when the window ends (a new window starts empty, and
+        // every limit admits at least one), or now if this request only failed on its cost.
+        let one_hit_fits = current.count < limit.rpu();
         let decision = Decision {
             allowed: false,
             remaining: clamp_u32(limit.rpu().saturating_sub(current.count)),
-            reset_in_ns,
+            reset_in_ns: if one_hit_fits { 0 } else { reset_in_ns },
         };
         (decision, current)
     }

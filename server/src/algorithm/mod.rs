@@ -8,9 +8,13 @@
 //! look fuller for a while, never panics.
 //!
 //! Every decision reports `remaining` (whole requests still admissible) and `reset_in_ns`:
-//! when admitted, the time until the limit is fully available again; when denied, the time
-//! after which the same request would be admitted (or, if it never can be because `hits`
-//! exceeds the limit, the time until the limit is full again).
+//! when admitted, the time until the limit is fully available again; when denied, the exact
+//! time until a request of **one hit** would be admitted, whatever this request's cost: 0
+//! when one hit fits now (only the cost was too much). A filter may reject every request of
+//! the descriptor for that long without asking (issue 11's over-limit cache), so it must
+//! never be longer than the truth: each algorithm solves for the first nanosecond at which
+//! one hit fits, rounding up only where that instant falls between two nanoseconds (one ns
+//! earlier is then still over). `proptests` checks both edges for every denial.
 
 pub mod fixed_window;
 pub mod sliding_counter;
@@ -130,8 +134,8 @@ pub struct Decision {
     pub allowed: bool,
     /// Whole requests still admissible now (after this one, when admitted).
     pub remaining: u32,
-    /// Admitted: ns until fully available again. Denied: ns until the same request would
-    /// be admitted (until full again when it never can be).
+    /// Admitted: ns until fully available again. Denied: ns until one hit would be
+    /// admitted (0 if one fits now), never more: an over-limit cache trusts it.
     pub reset_in_ns: u64,
 }
 

@@ -31,25 +31,27 @@ fn replay(l: &Limit, requests: &[(u64, u64)]) -> Vec<Decision> {
         .iter()
         .map(|&(now, hits)| {
             let (d, u) = decide(&state, now, l, hits);
-            // Exact retry time: the same request is admitted then, not a nanosecond before.
-            if !d.allowed && hits <= capacity(l) {
-                assert!(decide(&state, now + d.reset_in_ns, l, hits).0.allowed);
+            // Exact retry time, what the filter's over-limit cache relies on: a one-hit
+            // request is admitted then, and not a nanosecond before (0: one hit fits now).
+            if !d.allowed {
+                let one_hit_at = |t: u64| decide(&state, t, l, 1).0.allowed;
+                assert!(
+                    one_hit_at(now + d.reset_in_ns),
+                    "{l:?} at {now} + {}",
+                    d.reset_in_ns
+                );
                 if d.reset_in_ns > 0 {
-                    assert!(!decide(&state, now + d.reset_in_ns - 1, l, hits).0.allowed);
+                    assert!(
+                        !one_hit_at(now + d.reset_in_ns - 1),
+                        "{l:?} at {now} + {} - 1",
+                        d.reset_in_ns
+                    );
                 }
             }
             state.apply(u);
             d
         })
         .collect()
-}
-
-/// The most hits one request can ever be admitted with.
-fn capacity(l: &Limit) -> u64 {
-    match l.algorithm {
-        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
-        _ => l.rpu(),
-    }
 }
 
 /// Hits admitted in the window `(end − P, end]`.

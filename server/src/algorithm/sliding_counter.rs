@@ -88,17 +88,22 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         };
         return (decision, next);
     }
-    let retry_at = if hits > rpu {
-        cur.idle_at(limit)
-    } else if cur.current + hits <= rpu {
-        // Later in this window: previous × (period − e) ≤ room × period. `previous` is not
-        // zero, or the request would have fitted.
-        let room = u128::from(rpu - cur.current - hits) * p;
+    // When one hit fits again. The estimate only falls as time passes, so this is the
+    // first ns at which `estimate + period ≤ budget`, solved in integers: with `previous`
+    // weighted by `period − e`, the condition `previous × (period − e) ≤ room` holds from
+    // `e = period − ⌊room / previous⌋` on, exactly (`period − e` is a whole number).
+    let retry_at = if estimate + p <= budget {
+        // Only this request's cost was too much.
+        now_ns
+    } else if cur.current < rpu {
+        // Later in this window. `previous` is not zero, or one hit would fit now.
+        let room = u128::from(rpu - cur.current - 1) * p;
         let shrink = u64::try_from(room / u128::from(cur.previous.max(1))).unwrap_or(period);
         start.saturating_add(period - shrink.min(period))
     } else {
-        // In the next window the current count becomes the weighted one.
-        let room = u128::from(rpu - hits) * p;
+        // In the next window the current count becomes the weighted one (with a limit of
+        // one, it must slide out entirely: the window after).
+        let room = u128::from(rpu - 1) * p;
         let shrink = u64::try_from(room / u128::from(cur.current.max(1))).unwrap_or(period);
         start
             .saturating_add(period)
@@ -135,12 +140,20 @@ mod tests {
         let d = step(&mut s, 6 * S + S / 4, &l, 3);
         assert!(!d.allowed);
         assert_eq!(d.remaining, 2);
-        // 3 fit once the weight is 7/10: at 0.3 s into the window.
-        assert_eq!(d.reset_in_ns, S * 3 / 10 - S / 4);
+        assert_eq!(
+            d.reset_in_ns, 0,
+            "one hit fits now: only a cost of 3 is too much"
+        );
         let d = step(&mut s, 6 * S + S / 4, &l, 2);
         assert!(d.allowed);
         assert_eq!(d.remaining, 0);
         assert_eq!(d.reset_in_ns, 8 * S - (6 * S + S / 4));
+        // 7.5 + 2 + 1 > 10: one more hit fits once the weight is 7/10, 0.3 s in.
+        let d = step(&mut s, 6 * S + S / 4, &l, 1);
+        assert!(!d.allowed);
+        assert_eq!(d.reset_in_ns, S * 3 / 10 - S / 4);
+        assert!(!step(&mut s, 6 * S + S * 3 / 10 - 1, &l, 1).allowed);
+        assert!(step(&mut s, 6 * S + S * 3 / 10, &l, 1).allowed);
     }
 
     #[test]

@@ -97,21 +97,24 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         };
         return (decision, update);
     }
-    let live_entries = state.entries.iter().skip(expired);
-    let reset_at = if hits > rpu {
-        // Never fits: report when the log is empty.
-        state.idle_at(limit)
+    // One hit fits once `live + 1 - rpu` of the oldest live hits have left the window: the
+    // entry whose running total reaches that many leaves at its time plus one period (the
+    // window is half-open, so it is inside one ns before). Nothing must leave: 0.
+    let must_leave = (live + 1).saturating_sub(rpu);
+    let reset_at = if must_leave == 0 {
+        now_ns
     } else {
-        // The request fits once enough of the oldest hits have left the window.
-        let must_leave = after - rpu;
         let mut left = 0u64;
-        live_entries
+        state
+            .entries
+            .iter()
+            .skip(expired)
             .map(|e| {
                 left = left.saturating_add(e.hits);
                 (e, left)
             })
             .find(|(_, left)| *left >= must_leave)
-            .map_or(0, |(e, _)| e.at_ns.saturating_add(period))
+            .map_or(now_ns, |(e, _)| e.at_ns.saturating_add(period))
     };
     let decision = Decision {
         allowed: false,
@@ -177,14 +180,21 @@ mod tests {
         step(&mut s, 0, &l, 1);
         step(&mut s, 100, &l, 1);
         step(&mut s, 200, &l, 1);
-        let d = step(&mut s, 300, &l, 2);
+        // Whatever the cost, the answer is when one hit fits: when the oldest leaves.
+        for hits in [1, 2, 4] {
+            let d = step(&mut s, 300, &l, hits);
+            assert!(!d.allowed);
+            assert_eq!(d.reset_in_ns, S - 300, "the first leaves at 1 s");
+        }
+        assert!(
+            step(&mut s, S + 100, &l, 1).allowed,
+            "two left, one came: 2 live"
+        );
+        let d = step(&mut s, S + 100, &l, 2);
         assert!(!d.allowed);
         assert_eq!(
-            d.reset_in_ns,
-            S + 100 - 300,
-            "two must leave: the second at 1 s + 100"
+            d.reset_in_ns, 0,
+            "one hit fits now: only a cost of 2 is too much"
         );
-        let d = step(&mut s, 300, &l, 4);
-        assert_eq!(d.reset_in_ns, S + 200 - 300, "never fits: until empty");
     }
 }

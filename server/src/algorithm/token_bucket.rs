@@ -58,16 +58,14 @@ pub fn decide(
         (decision, State { tat: new_tat })
     } else {
         let debt = start - now;
-        let reset_in_ns = if cost > capacity {
-            // Never fits: report when the bucket is full again.
-            div_ceil_u128(debt, rate)
-        } else {
-            div_ceil_u128(ahead - capacity, rate)
-        };
+        // One hit fits once the debt plus one token is within the capacity: after
+        // `debt + token - capacity` scaled units, rounded up to whole ns so that waiting
+        // that long is enough (and one ns less is not). 0 when one token is there now.
+        let one_hit_over = (debt + token).saturating_sub(capacity);
         let decision = Decision {
             allowed: false,
             remaining: whole_tokens(capacity.saturating_sub(debt), token),
-            reset_in_ns,
+            reset_in_ns: div_ceil_u128(one_hit_over, rate),
         };
         (decision, *state)
     }

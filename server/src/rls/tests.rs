@@ -141,6 +141,28 @@ fn over_limit_shows_in_the_status_and_overall() {
 }
 
 #[test]
+fn over_limit_duration_is_until_one_hit_fits_and_zero_when_one_fits_now() {
+    let svc = service(100, false);
+    let user = |v: &str, hits| request("web", vec![desc(&[("user", v)], hits)], 0);
+    for _ in 0..2 {
+        block_on(svc.decide(user("a", None))).unwrap();
+    }
+    let r = block_on(svc.decide(user("a", Some(2)))).unwrap();
+    assert_eq!(r.statuses[0].code, Code::OverLimit as i32);
+    let until = |seconds, nanos| Some(prost_types::Duration { seconds, nanos });
+    assert_eq!(
+        r.statuses[0].duration_until_reset,
+        until(0, 750_000_000),
+        "the window's end"
+    );
+    // One of 2 used: a cost of 2 is over, but one hit would be admitted now.
+    block_on(svc.decide(user("b", None))).unwrap();
+    let r = block_on(svc.decide(user("b", Some(2)))).unwrap();
+    assert_eq!(r.statuses[0].code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].duration_until_reset, until(0, 0));
+}
+
+#[test]
 fn shadow_mode_answers_ok_and_counts_the_would_be_rejection() {
     let svc = service(100, false);
     let ip = || desc(&[("ip", "1.2.3.4")], None);

@@ -23,7 +23,9 @@
 --           "never fits"), shadow ("1": never blocks the others).
 -- Returns   {"late"} past ARGV[3]. Otherwise 3 values per item, in order: allowed (1/0),
 --           remaining (integer), and the ns until reset as a decimal string (it can exceed
---           2^53); then the instant decided at, in microseconds (Redis's clock, or ARGV[2]).
+--           2^53): admitted, until the limit is fully available; denied, exactly until one
+--           hit would be admitted ("0": one fits now), as in src/algorithm/mod.rs; then the
+--           instant decided at, in microseconds (Redis's clock, or ARGV[2]).
 --
 -- All or nothing: every item is decided first against state as it stands (an item on a
 -- counter already used earlier in the same call sees that earlier item's hits), nothing
@@ -176,6 +178,8 @@ function fw.decide(s, it)
   if after <= it.rpu then
     return true, it.rpu - after, fmt(reset), { w = cur.w, c = after }
   end
+  -- Denied: one hit fits at the window's end, or now if only the cost was too much.
+  if cur.c < it.rpu then reset = 0 end
   return false, math.max(it.rpu - cur.c, 0), fmt(reset), cur
 end
 function fw.save(key, s, it)
@@ -198,10 +202,11 @@ function tb.decide(s, it)
   local capacity = mul(token, it.burst)
   local start = s.tat
   if cmp(start, now) < 0 then start = now end
+  local debt = sub(start, now)
+  -- Denied: one hit fits once debt + one token is within the capacity (ns, rounded up).
+  local function one_hit_ns() return str(ceil_div(sub(add(debt, token), capacity), it.rpu)) end
   if it.hits > it.burst then
-    -- Never fits: report when the bucket is full again.
-    local debt = sub(start, now)
-    return false, whole_tokens(sub(capacity, debt), it), str(ceil_div(debt, it.rpu)), s
+    return false, whole_tokens(sub(capacity, debt), it), one_hit_ns(), s
   end
   local new_tat = add(start, mul(token, it.hits))
   local ahead = sub(new_tat, now)
@@ -209,8 +214,7 @@ function tb.decide(s, it)
     local reset = ceil_div(ahead, it.rpu)
     return true, whole_tokens(sub(capacity, ahead), it), str(reset), { tat = new_tat, reset = reset }
   end
-  local debt = sub(start, now)
-  return false, whole_tokens(sub(capacity, debt), it), str(ceil_div(sub(ahead, capacity), it.rpu)), s
+  return false, whole_tokens(sub(capacity, debt), it), one_hit_ns(), s
 end
 function tb.save(key, s)
   -- Full again (as good as absent) after `reset` ns; in ms, rounded up.
@@ -257,15 +261,11 @@ function swl.decide(s, it, key)
                 pend = s.pend + it.hits, pend_at = at }
     return true, it.rpu - after, fmt((at + it.period_us - it.now) * 1000), n
   end
-  local reset_at
-  if it.hits > it.rpu then
-    -- Never fits: report when the log is empty.
-    reset_at = s.pend_at or (s.newest and s.newest.at)
-    if not reset_at then reset_at = it.now - it.period_us end
-  else
-    -- Fits once `must_leave` of the oldest live hits have left: find the first entry
-    -- whose cumulative count reaches them (binary search by rank).
-    local must_leave = after - it.rpu
+  -- Denied: one hit fits once `must_leave` of the oldest live hits have left: find the
+  -- first entry whose cumulative count reaches them (binary search by rank). None: now.
+  local must_leave = live + 1 - it.rpu
+  local reset_at = it.now - it.period_us
+  if must_leave > 0 then
     local base = s.oldest and (s.oldest.cum - s.oldest.hits) or 0
     if s.oldest and s.newest.cum - base >= must_leave then
       local lo, hi = s.expired, s.n - 1
@@ -326,15 +326,14 @@ function swc.decide(s, it)
     return true, remaining(used), fmt(math.max(swc_idle_at_us(n, it) - it.now, 0) * 1000), n
   end
   local P_ns = it.unit_s * 1000000000
-  local rel -- ns from now until the retry instant
-  if it.hits > it.rpu then
-    rel = (swc_idle_at_us(cur, it) - it.now) * 1000
-  else
+  local rel = 0 -- ns from now until one hit fits: 0 if it does now
+  if cmp(add(estimate, big(P)), budget) > 0 then
+    -- First e with weighted x (P - e) <= room x P: e = P - floor(room x P / weighted).
     local room, by, ends
-    if cur.c + it.hits <= it.rpu then
-      room, by, ends = it.rpu - cur.c - it.hits, cur.p, P_ns
+    if cur.c < it.rpu then
+      room, by, ends = it.rpu - cur.c - 1, cur.p, P_ns
     else
-      room, by, ends = it.rpu - it.hits, cur.c, 2 * P_ns
+      room, by, ends = it.rpu - 1, cur.c, 2 * P_ns
     end
     local shrink = div(mul(big(P_ns), room), math.max(by, 1))
     local sh = P_ns
