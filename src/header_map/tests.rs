@@ -1,19 +1,8 @@
 use super::*;
 
-/// The host's encoding of `pairs`.
+/// The host's encoding of `pairs`, as the host layer writes it for the host.
 pub fn encode(pairs: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut out = (pairs.len() as u32).to_le_bytes().to_vec();
-    for (k, v) in pairs {
-        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
-    }
-    for (k, v) in pairs {
-        out.extend_from_slice(k.as_bytes());
-        out.push(0);
-        out.extend_from_slice(v);
-        out.push(0);
-    }
-    out
+    crate::host::memory::encode_pairs(pairs)
 }
 
 #[test]

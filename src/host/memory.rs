@@ -32,18 +32,21 @@ pub unsafe fn take_buffer(data: *mut u8, size: usize) -> Vec<u8> {
 /// The ABI's encoding of a list of pairs: a count, every (key, value) length, then every
 /// key and value each followed by a NUL byte. All integers little-endian u32.
 /// [`crate::header_map::HeaderMap::decode`] reads it back.
-pub fn encode_pairs(pairs: &[(&str, &str)]) -> Vec<u8> {
-    let text: usize = pairs.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+pub fn encode_pairs<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> Vec<u8> {
+    let text: usize = pairs
+        .iter()
+        .map(|(k, v)| k.len() + v.as_ref().len() + 2)
+        .sum();
     let mut out = Vec::with_capacity(4 + 8 * pairs.len() + text);
     out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
     for (k, v) in pairs {
         out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(v.as_ref().len() as u32).to_le_bytes());
     }
     for (k, v) in pairs {
         out.extend_from_slice(k.as_bytes());
         out.push(0);
-        out.extend_from_slice(v.as_bytes());
+        out.extend_from_slice(v.as_ref());
         out.push(0);
     }
     out

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 
 #[test]
 fn an_empty_list_is_a_zero_count() {
-    assert_eq!(encode_pairs(&[]), [0, 0, 0, 0]);
+    assert_eq!(encode_pairs::<&str>(&[]), [0, 0, 0, 0]);
 }
 
 #[test]
