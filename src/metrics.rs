@@ -67,7 +67,8 @@ pub enum Global {
     FallbackAllowed,
     /// Requests the service could not decide that a fallback bucket rejected.
     FallbackDenied,
-    /// Gauge: slots of the bucket table in use (at most `max_buckets`).
+    /// Gauge: slots of the bucket table in use (at most the largest `max_buckets` configured
+    /// since Envoy started: slot keys outlive a smaller table).
     Buckets,
     /// Requests refused because a cost or descriptor header was sent more than once.
     DuplicateHeader,
