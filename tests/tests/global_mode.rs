@@ -142,6 +142,7 @@ fn over_limit() -> RateLimitResponse {
                 seconds: 42,
                 nanos: 0,
             }),
+            quota: None,
         }],
         response_headers_to_add: vec![header("x-rls-reason", "tenant quota")],
         raw_body: b"tenant quota exhausted, try later\n".to_vec(),

@@ -243,6 +243,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
                 seconds: 30,
                 nanos: 0,
             }),
+            quota: None,
         })
         .collect();
     Answer::Response(
