@@ -28,8 +28,8 @@ mod wrk;
 
 use cases::{
     cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
-    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
-    RAW_NOOP, SERVER_CONFIG, STACK,
+    FLOODGATE_CACHED, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_REJECTED, NATIVE_GLOBAL,
+    NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -239,6 +239,13 @@ async fn main() {
         println!(
             "floodgate reject path: {ratio:.2} x the native filter's CPU per rejected request \
              (median of per-round ratios; target <= 1.5)"
+        );
+    }
+    if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
+        let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
+        println!(
+            "floodgate cached over-limit path: {ratio:.2} x the native local_ratelimit's CPU \
+             per rejected request (median of per-round ratios; target <= 1.5)"
         );
     }
     let at = |name: &str| {
