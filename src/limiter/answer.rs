@@ -83,14 +83,11 @@ impl Limiter {
                 shadow_denied,
             };
             record(finished, tally);
-            if let Some(cache) = self
-                .over_limit
-                .as_ref()
-                .filter(|_| !pending.cache_keys.is_empty())
-            {
+            // Only read the clock when there is a denial to remember.
+            if self.over_limit.is_some() && !pending.cache_keys.is_empty() {
                 if let Some(now) = clock.now() {
                     let keys = &pending.cache_keys;
-                    self.remember_denials(cache, keys, &shadows, &decided, now, store, tally);
+                    self.remember_denials(keys, &shadows, &decided, now, store, tally);
                 }
             }
             if let (false, Some(now)) = (pending.held.is_empty(), clock.now()) {

@@ -13,7 +13,7 @@ use super::{client_protocol, Clock, Limiter};
 use crate::config::Limit;
 use crate::descriptor::{self, Applied, RequestView};
 use crate::metrics::Tally;
-use crate::over_limit::{Denial, OverLimitCache};
+use crate::over_limit::Denial;
 use crate::response::{self, Reply, Standing};
 use crate::rls::Decided;
 use crate::shared::SharedData;
@@ -125,7 +125,6 @@ impl Limiter {
     /// (`duration_until_reset` > 0), and the body and headers fit an entry.
     pub(super) fn remember_denials(
         &self,
-        cache: &OverLimitCache,
         keys: &[CacheKey],
         shadows: &[bool],
         decided: &Decided,
@@ -133,7 +132,10 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) {
-        if decided.standings.len() != keys.len() {
+        let Some(cache) = &self.over_limit else {
+            return;
+        };
+        if keys.is_empty() || decided.standings.len() != keys.len() {
             // The service did not say which descriptors are over, nor until when.
             return;
         }
