@@ -6,10 +6,11 @@
 //! the request, calls the rate limit service, and hands whatever comes back to
 //! [`Limiter::answer`] for the final verdict.
 //!
-//! Order: local rules first (cheap; a local rejection means no call to the service),
-//! then one `ShouldRateLimit` call for all global rules. A request rejected by the
-//! service gives back the local tokens it took, so a rejected request consumes nothing
-//! locally. The answer's half, and what happens when the service cannot answer (degraded
+//! Order: the over-limit cache first (a request it rejects takes no local token and makes
+//! no call; see `cached`), local rules next (cheap; a local rejection means no call to
+//! the service), then one `ShouldRateLimit` call for all global rules. A request
+//! rejected by the service gives back the local tokens it took, so a rejected request
+//! consumes nothing locally. The answer's half, and what happens when the service cannot answer (degraded
 //! mode), is in [`answer`](Limiter::answer).
 //!
 //! Each step returns what it found out as a value: the request's input (refused or not),
@@ -148,7 +149,8 @@ impl Limiter {
     }
 
     /// Whether any rule keeps buckets in shared data: a local rule, or a global rule with
-    /// a fallback. A global-only configuration without fallbacks needs no bucket table.
+    /// a fallback. A global-only configuration without fallbacks needs no bucket table
+    /// (only the over-limit cache's keys, see [`Limiter::over_limit_cache`]).
     pub fn needs_table(&self) -> bool {
         self.config.rules.iter().any(|r| {
             matches!(
