@@ -85,6 +85,9 @@ pub const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
 pub const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
 /// floodgate global mode with a fallback bucket on its rule.
 pub const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodgate-server";
+/// floodgate global mode with `rls.cache_over_limit: false`: against [`FLOODGATE_GLOBAL`],
+/// what the over-limit cache's look-up (one shared-data read) costs an allowed request.
+pub const FLOODGATE_GLOBAL_NO_CACHE: &str = "floodgate global, cache off -> floodgate-server";
 /// floodgate global mode over its limit: every request but the first rejected from the
 /// over-limit cache, with no call. Paired with [`NATIVE_REJECTED`].
 pub const FLOODGATE_CACHED: &str = "floodgate global, over limit (cached)";
@@ -190,6 +193,9 @@ fn over_limit_plugin() -> Value {
 pub fn global_cases() -> Vec<Case> {
     let floodgate = floodgate_filter(&global_plugin());
     let cached = floodgate_filter(&over_limit_plugin());
+    let mut no_cache = global_plugin();
+    no_cache["rls"]["cache_over_limit"] = json!(false);
+    let no_cache = floodgate_filter(&no_cache);
     let fallback = floodgate_filter(&fallback_plugin());
     let native = json!({
         "name": "envoy.filters.http.ratelimit",
@@ -214,6 +220,7 @@ pub fn global_cases() -> Vec<Case> {
         },
         case(FLOODGATE_GLOBAL, vec![floodgate], false),
         case(FLOODGATE_FALLBACK, vec![fallback], false),
+        case(FLOODGATE_GLOBAL_NO_CACHE, vec![no_cache], false),
         case(FLOODGATE_CACHED, vec![cached], true),
         // The least any wasm filter can do for the same call (bench/call-floor).
         case(
