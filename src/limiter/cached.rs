@@ -53,7 +53,8 @@ impl Limiter {
         let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
             return none;
         };
-        let keys: Vec<(CacheKey, bool)> = applied
+        // (rule, key, shadow) for each global rule, in descriptor order.
+        let global: Vec<(usize, CacheKey, bool)> = applied
             .iter()
             .zip(costs)
             .filter_map(|(a, &cost)| {
@@ -61,47 +62,40 @@ impl Limiter {
                 matches!(rule.limit, Limit::Global { .. }).then(|| {
                     let fingerprint =
                         descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values);
-                    (CacheKey { fingerprint, cost }, rule.shadow)
+                    (a.rule, CacheKey { fingerprint, cost }, rule.shadow)
                 })
             })
             .collect();
-        if keys.iter().all(|(_, shadow)| *shadow) {
+        let keys = || global.iter().map(|&(_, key, _)| key).collect();
+        if global.iter().all(|&(_, _, shadow)| shadow) {
             return none;
         }
         let Some(now) = clock.now() else {
             // No clock: nothing to compare with; the call decides.
             return Lookup {
-                keys: keys.into_iter().map(|(k, _)| k).collect(),
+                keys: keys(),
                 reply: None,
             };
         };
+        // (rule, denial) for each enforced rule remembered as over for this cost.
         let mut found: Vec<(usize, Denial)> = Vec::new();
         let mut failed = 0;
-        for (index, (key, _)) in keys.iter().enumerate().filter(|(_, (_, s))| !s) {
+        for &(rule, key, _) in global.iter().filter(|&&(_, _, shadow)| !shadow) {
             match cache.lookup(store, key.fingerprint, key.cost, now) {
-                Ok(Some(denial)) => found.push((index, denial)),
+                Ok(Some(denial)) => found.push((rule, denial)),
                 Ok(None) => {}
                 Err(_) => failed += 1,
             }
         }
-        let rules: Vec<usize> = applied
-            .iter()
-            .filter(|a| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
-            .map(|a| a.rule)
-            .collect();
-        let hit_rules: Vec<usize> = found
-            .iter()
-            .filter_map(|(i, _)| rules.get(*i))
-            .copied()
-            .collect();
+        let rejected_by: Vec<usize> = found.iter().map(|&(rule, _)| rule).collect();
         record(
             Outcome::CacheLookedUp {
                 failed,
-                rejected_by: &hit_rules,
+                rejected_by: &rejected_by,
             },
             tally,
         );
-        let keys = keys.into_iter().map(|(k, _)| k).collect();
+        let keys = keys();
         let Some((_, first)) = found.first() else {
             return Lookup { keys, reply: None };
         };
