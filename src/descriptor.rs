@@ -262,6 +262,19 @@ pub fn fallback_fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u12
     keyed_fingerprint(0x6661_6c6c_626b_3031, rule, quota, values)
 }
 
+/// The identity of a global rule's descriptor in the over-limit cache: the service's
+/// domain, the rule and its values, hashed with its own key ("overlim1"). The domain is
+/// in it because two plugin configurations of one Envoy share its shared data.
+pub fn over_limit_fingerprint(domain: &str, rule: &str, values: &[Vec<u8>]) -> u128 {
+    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, 0x6f76_6572_6c69_6d31);
+    write_field(&mut h, domain.as_bytes());
+    write_field(&mut h, rule.as_bytes());
+    for v in values {
+        write_field(&mut h, v);
+    }
+    h.finish128().as_u128()
+}
+
 fn keyed_fingerprint(key: u64, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
     let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, key);
     write_field(&mut h, rule.as_bytes());

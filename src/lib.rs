@@ -33,6 +33,7 @@ pub mod limiter;
 pub mod local;
 pub mod log_throttle;
 pub mod metrics;
+pub mod over_limit;
 pub mod proto;
 pub mod protocol;
 pub mod response;

@@ -6,10 +6,11 @@
 //! the request, calls the rate limit service, and hands whatever comes back to
 //! [`Limiter::answer`] for the final verdict.
 //!
-//! Order: local rules first (cheap; a local rejection means no call to the service),
-//! then one `ShouldRateLimit` call for all global rules. A request rejected by the
-//! service gives back the local tokens it took, so a rejected request consumes nothing
-//! locally. The answer's half, and what happens when the service cannot answer (degraded
+//! Order: the over-limit cache first (a request it rejects takes no local token and makes
+//! no call; see `cached`), local rules next (cheap; a local rejection means no call to
+//! the service), then one `ShouldRateLimit` call for all global rules. A request
+//! rejected by the service gives back the local tokens it took, so a rejected request
+//! consumes nothing locally. The answer's half, and what happens when the service cannot answer (degraded
 //! mode), is in [`answer`](Limiter::answer).
 //!
 //! Each step returns what it found out as a value: the request's input (refused or not),
@@ -22,10 +23,12 @@ use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::descriptor::{self, Refusal, RequestView};
 use crate::local::{Held, PerBucket, Take};
 use crate::metrics::Tally;
+use crate::over_limit::OverLimitCache;
 use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
 use crate::table::Table;
+use cached::CacheKey;
 use record::{record, Outcome};
 
 /// What the host must do with a request.
@@ -73,6 +76,32 @@ pub struct Pending {
     local: PerBucket<Standing>,
     /// A local shadow rule would have rejected the request.
     shadow_denied: bool,
+    /// The global rules as the over-limit cache knows them, one per rule asked about
+    /// (empty when the cache is off).
+    cache_keys: Vec<CacheKey>,
+}
+
+/// The host clock, read at most once and only when a step needs it.
+pub(crate) struct Clock<F> {
+    read: Option<F>,
+    now: Option<u64>,
+}
+
+impl<F: FnOnce() -> Option<u64>> Clock<F> {
+    fn new(read: F) -> Clock<F> {
+        Clock {
+            read: Some(read),
+            now: None,
+        }
+    }
+
+    /// The time, read on first use (`None`: the clock failed).
+    fn now(&mut self) -> Option<u64> {
+        if let Some(read) = self.read.take() {
+            self.now = read();
+        }
+        self.now
+    }
 }
 
 /// The configured filter, ready to decide requests.
@@ -80,13 +109,28 @@ pub struct Pending {
 pub struct Limiter {
     config: Config,
     table: Table,
+    over_limit: Option<OverLimitCache>,
 }
 
 impl Limiter {
     /// A limiter for a validated configuration.
     pub fn new(config: Config) -> Limiter {
         let table = Table::new(config.max_buckets);
-        Limiter { config, table }
+        let over_limit = config
+            .rls
+            .as_ref()
+            .and_then(|rls| rls.over_limit_cache_slots)
+            .map(OverLimitCache::new);
+        Limiter {
+            config,
+            table,
+            over_limit,
+        }
+    }
+
+    /// The over-limit cache, unless it is switched off or no rule is global.
+    pub fn over_limit_cache(&self) -> Option<&OverLimitCache> {
+        self.over_limit.as_ref()
     }
 
     /// The configuration in force.
@@ -105,7 +149,8 @@ impl Limiter {
     }
 
     /// Whether any rule keeps buckets in shared data: a local rule, or a global rule with
-    /// a fallback. A global-only configuration without fallbacks needs no bucket table.
+    /// a fallback. A global-only configuration without fallbacks needs no bucket table
+    /// (only the over-limit cache's keys, see [`Limiter::over_limit_cache`]).
     pub fn needs_table(&self) -> bool {
         self.config.rules.iter().any(|r| {
             matches!(
@@ -134,11 +179,25 @@ impl Limiter {
             Ok(costs) => costs,
             Err(refusal) => return refuse(&refusal, request, tally),
         };
+        let mut clock = Clock::new(now_ns);
+        // The over-limit cache first: a request it rejects takes no local tokens.
+        let lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request, tally);
+        if let Some(reply) = lookup.reply {
+            let finished = Outcome::Finished {
+                allowed: false,
+                shadow_denied: false,
+            };
+            record(finished, tally);
+            return Verdict::Reject(reply);
+        }
         // Local rules: take from the shared buckets.
         let takes = self.local_takes(&applied, &costs);
-        let mut pending = Pending::default();
+        let mut pending = Pending {
+            cache_keys: lookup.keys,
+            ..Pending::default()
+        };
         if !takes.is_empty() {
-            match self.use_buckets(&takes, now_ns(), store, tally) {
+            match self.use_buckets(&takes, clock.now(), store, tally) {
                 Ok(local) if local.allowed => {
                     pending.held = local.held;
                     pending.local = local.standings;
@@ -169,7 +228,10 @@ impl Limiter {
         }
         // Global rules: one call for all of them.
         match self.global_request(&applied, &costs, &mut pending) {
-            Some(message) => Verdict::Ask(Box::new(Ask { message, pending })),
+            Some(message) => {
+                record(Outcome::Asked, tally);
+                Verdict::Ask(Box::new(Ask { message, pending }))
+            }
             None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
         }
     }
@@ -224,6 +286,7 @@ fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) 
 mod answer;
 mod ask;
 mod buckets;
+mod cached;
 mod record;
 
 #[cfg(test)]

@@ -85,11 +85,19 @@ pub enum Global {
     HostErrorResume,
     /// Local replies (rejections, refusals) that could not be sent.
     HostErrorLocalReply,
+    /// Calls made to the rate limit service.
+    RlsCalls,
+    /// Requests rejected from the over-limit cache, with no call.
+    OverLimitCached,
+    /// Live over-limit cache entries evicted because their set was full.
+    OverLimitCacheEvictions,
+    /// Denials not cached because the service's body and headers do not fit an entry.
+    OverLimitCacheTooLarge,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 29] = [
+    pub const ALL: [Global; 33] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -119,6 +127,10 @@ impl Global {
         Global::HostErrorContext,
         Global::HostErrorResume,
         Global::HostErrorLocalReply,
+        Global::RlsCalls,
+        Global::OverLimitCached,
+        Global::OverLimitCacheEvictions,
+        Global::OverLimitCacheTooLarge,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -153,6 +165,10 @@ impl Global {
             Global::HostErrorContext => "floodgate.host_error.context",
             Global::HostErrorResume => "floodgate.host_error.resume",
             Global::HostErrorLocalReply => "floodgate.host_error.local_reply",
+            Global::RlsCalls => "floodgate.rls.calls",
+            Global::OverLimitCached => "floodgate.over_limit_cached",
+            Global::OverLimitCacheEvictions => "floodgate.over_limit_cache.evictions",
+            Global::OverLimitCacheTooLarge => "floodgate.over_limit_cache.too_large",
         }
     }
 

@@ -148,35 +148,7 @@ impl Table {
     /// past the old record are not in any running table's reach (a table of `n` slots
     /// only touches keys `0..n`), so creating them cannot overwrite a bucket.
     pub fn prepare(&self, store: &impl SharedData) -> Result<u32, StoreError> {
-        let mut created = 0;
-        for _ in 0..RECORD_ATTEMPTS {
-            let record = store.get(key::SLOTS_KEY)?;
-            let existing = record.as_ref().map_or(0, |r| key::decode_count(&r.value));
-            if existing >= self.size {
-                return Ok(created);
-            }
-            for index in existing..self.size {
-                let slot_key = self.key(index);
-                if store.get(&slot_key)?.is_none() {
-                    store.create(&slot_key, &[])?;
-                    created += 1;
-                }
-            }
-            let count = key::encode_count(self.size);
-            let recorded = match record {
-                Some(r) => store.set(key::SLOTS_KEY, &count, r.cas),
-                None => store
-                    .create(key::SLOTS_KEY, &count)
-                    .map_err(SetError::Store),
-            };
-            match recorded {
-                Ok(()) => return Ok(created),
-                // Someone else recorded meanwhile: read their record and compare again.
-                Err(SetError::Conflict) => continue,
-                Err(SetError::Store(e)) => return Err(e),
-            }
-        }
-        Ok(created)
+        prepare_keys(store, key::SLOTS_KEY, self.size, |index| self.key(index))
     }
 
     /// The bytes of `slot` as this table stores them (its salt mixed in).
@@ -284,6 +256,44 @@ impl Table {
             .get(&self.key(index))?
             .and_then(|read| self.decode(&read.value).map(|slot| (slot, read.cas))))
     }
+}
+
+/// Creates the keys `key(0..size)` that do not exist yet, and records in `count_key` how
+/// many exist, so that a later call only reads that record (see [`Table::prepare`]).
+/// Returns the number of keys created.
+pub fn prepare_keys(
+    store: &impl SharedData,
+    count_key: &str,
+    size: u32,
+    key: impl Fn(u32) -> SlotKey,
+) -> Result<u32, StoreError> {
+    let mut created = 0;
+    for _ in 0..RECORD_ATTEMPTS {
+        let record = store.get(count_key)?;
+        let existing = record.as_ref().map_or(0, |r| key::decode_count(&r.value));
+        if existing >= size {
+            return Ok(created);
+        }
+        for index in existing..size {
+            let slot_key = key(index);
+            if store.get(&slot_key)?.is_none() {
+                store.create(&slot_key, &[])?;
+                created += 1;
+            }
+        }
+        let count = key::encode_count(size);
+        let recorded = match record {
+            Some(r) => store.set(count_key, &count, r.cas),
+            None => store.create(count_key, &count).map_err(SetError::Store),
+        };
+        match recorded {
+            Ok(()) => return Ok(created),
+            // Someone else recorded meanwhile: read their record and compare again.
+            Err(SetError::Conflict) => continue,
+            Err(SetError::Store(e)) => return Err(e),
+        }
+    }
+    Ok(created)
 }
 
 #[cfg(test)]

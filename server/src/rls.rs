@@ -219,6 +219,7 @@ fn no_limit_status(remaining: u32) -> DescriptorStatus {
         current_limit: None,
         limit_remaining: remaining,
         duration_until_reset: None,
+        quota: None,
     }
 }
 
@@ -240,6 +241,7 @@ fn limited_status(rule: &Rule, d: &Decision) -> DescriptorStatus {
         }),
         limit_remaining: d.remaining,
         duration_until_reset: Some(duration(d.reset_in_ns)),
+        quota: None,
     }
 }
 

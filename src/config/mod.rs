@@ -37,6 +37,10 @@ pub const DEFAULT_BODY: &str = "rate limited\n";
 pub const DEFAULT_FAILURE_STATUS: u16 = 500;
 /// How long a request waits for the rate limit service when `rls.timeout_ms` is not set.
 pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
+/// Denials the over-limit cache holds when `rls.over_limit_cache_slots` is not set.
+pub const DEFAULT_OVER_LIMIT_CACHE_SLOTS: u32 = 1024;
+/// The largest accepted `rls.over_limit_cache_slots`.
+pub const MAX_OVER_LIMIT_CACHE_SLOTS: u32 = 65_536;
 /// The longest accepted `rls.timeout_ms`.
 pub const MAX_RLS_TIMEOUT_MS: u32 = 60_000;
 
@@ -72,6 +76,9 @@ pub struct RlsConfig {
     pub timeout_ms: u32,
     /// What happens when the service cannot answer (default: allow).
     pub failure_mode: FailureMode,
+    /// The over-limit cache (`rls.cache_over_limit`, on by default): how many denials
+    /// this Envoy remembers so that it need not ask again; `None`: switched off.
+    pub over_limit_cache_slots: Option<NonZeroU32>,
 }
 
 /// What limits a rule's requests.

@@ -122,7 +122,8 @@ fn global_rules_and_the_rate_limit_service_parse() {
             cluster: "ratelimit".into(),
             domain: "edge".into(),
             timeout_ms: 20,
-            failure_mode: FailureMode::Allow
+            failure_mode: FailureMode::Allow,
+            over_limit_cache_slots: NonZeroU32::new(1024),
         })
     );
     assert_eq!(

@@ -4,8 +4,9 @@ use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
     DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
-    DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES, MAX_MAX_BUCKETS,
-    MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES,
+    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_SLOTS,
+    MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -100,7 +101,28 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         domain: r.domain,
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
+        over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
     })
+}
+
+/// The over-limit cache's size, or `None` when it is switched off.
+fn over_limit_cache(
+    on: Option<bool>,
+    slots: Option<u64>,
+) -> Result<Option<NonZeroU32>, ConfigError> {
+    const AT: &str = "rls.over_limit_cache_slots";
+    let n = slots.unwrap_or(u64::from(DEFAULT_OVER_LIMIT_CACHE_SLOTS));
+    if n > u64::from(MAX_OVER_LIMIT_CACHE_SLOTS) {
+        return Err(ConfigError::new(
+            AT,
+            format!("must be at most {MAX_OVER_LIMIT_CACHE_SLOTS}"),
+        ));
+    }
+    let n = u32::try_from(n)
+        .ok()
+        .and_then(NonZeroU32::new)
+        .ok_or_else(|| ConfigError::new(AT, "must be at least 1"))?;
+    Ok(on.unwrap_or(true).then_some(n))
 }
 
 fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {

@@ -35,6 +35,10 @@ pub struct Rls {
     pub timeout_ms: Option<u64>,
     #[serde(default)]
     pub failure_mode: Option<FailureMode>,
+    #[serde(default)]
+    pub cache_over_limit: Option<bool>,
+    #[serde(default)]
+    pub over_limit_cache_slots: Option<u64>,
 }
 
 /// A global limit: decided by the rate limit service, which holds the numbers.

@@ -87,6 +87,20 @@ fn configure() -> Result<Plugin, String> {
     } else {
         0
     };
+    // The over-limit cache's keys, before traffic like the bucket table's.
+    if let Some(cache) = limiter.over_limit_cache() {
+        let created = cache.prepare(&HostShared).map_err(|e| {
+            format!(
+                "cannot create the over-limit cache in shared data (status {})",
+                e.status
+            )
+        })?;
+        log::info!(
+            "over-limit cache: {} sets of {} entries ({created} created)",
+            cache.sets(),
+            crate::over_limit::WAYS
+        );
+    }
     let metric_ids = metrics::definitions(&limiter.config().rules)
         .iter()
         .map(|(kind, name)| {

@@ -21,7 +21,7 @@
 //! and a rule goes back to the service's answer as soon as there is one.
 
 use super::record::{record, rule_counter, Outcome};
-use super::{client_protocol, Limiter, Pending, Verdict};
+use super::{client_protocol, Clock, Limiter, Pending, Verdict};
 use crate::config::FailureMode;
 use crate::descriptor::RequestView;
 use crate::local::{self, Held, PerBucket};
@@ -33,8 +33,8 @@ use crate::shared::SharedData;
 impl Limiter {
     /// The final verdict for a request that waited for the rate limit service. The
     /// request is read (its `content-type`) only to reject it, and `now_ns` is called
-    /// only to give local tokens back or, when the service failed, to use fallback
-    /// buckets.
+    /// (at most once) only to give local tokens back, to remember a denial in the
+    /// over-limit cache or, when the service failed, to use fallback buckets.
     pub fn answer(
         &self,
         pending: Pending,
@@ -47,6 +47,7 @@ impl Limiter {
         let Some(rls) = self.rls() else {
             return Verdict::Continue(Default::default());
         };
+        let mut clock = Clock::new(now_ns);
         let shadows: Vec<bool> = pending
             .rules
             .iter()
@@ -57,7 +58,7 @@ impl Limiter {
             Err(failure) => {
                 record(Outcome::RlsFailed(failure), tally);
                 let clock_needed = !pending.held.is_empty() || !pending.fallbacks.is_empty();
-                let now = if clock_needed { now_ns() } else { None };
+                let now = if clock_needed { clock.now() } else { None };
                 return self.degraded(pending, rls.failure_mode, request, now, store, tally);
             }
         };
@@ -82,7 +83,14 @@ impl Limiter {
                 shadow_denied,
             };
             record(finished, tally);
-            if let (false, Some(now)) = (pending.held.is_empty(), now_ns()) {
+            // Only read the clock when there is a denial to remember.
+            if self.over_limit.is_some() && !pending.cache_keys.is_empty() {
+                if let Some(now) = clock.now() {
+                    let keys = &pending.cache_keys;
+                    self.remember_denials(keys, &shadows, &decided, now, store, tally);
+                }
+            }
+            if let (false, Some(now)) = (pending.held.is_empty(), clock.now()) {
                 local::give_back(&self.table, store, &pending.held, now);
             }
             let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());

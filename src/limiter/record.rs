@@ -9,6 +9,7 @@ use crate::config::FailureMode;
 use crate::descriptor::Refusal;
 use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
+use crate::over_limit::Stored;
 use crate::rls::Failure;
 
 /// Something that happened while deciding a request, to be counted.
@@ -44,6 +45,19 @@ pub(super) enum Outcome<'a> {
         /// Whether they let the request through.
         allowed: bool,
     },
+    /// The over-limit cache was looked up for the request's enforced global rules.
+    CacheLookedUp {
+        /// Look-ups that failed in shared data (the call decides those rules).
+        failed: u32,
+        /// The rules whose remembered denial rejects the request (empty: none does).
+        rejected_by: &'a [usize],
+    },
+    /// The service's denial could not be remembered: its body and headers do not fit.
+    CacheTooLarge,
+    /// A denial was written to the cache (`None`: shared data failed).
+    CacheStored(Option<Stored>),
+    /// A call to the rate limit service is made.
+    Asked,
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -138,6 +152,25 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             };
             tally.add(fallback, 1);
         }
+        Outcome::CacheLookedUp {
+            failed,
+            rejected_by,
+        } => {
+            tally.add(Global::ErrorSharedData, failed);
+            if !rejected_by.is_empty() {
+                tally.add(Global::OverLimitCached, 1);
+            }
+            for &rule in rejected_by {
+                tally.rule(rule, PerRule::Denied);
+            }
+        }
+        Outcome::CacheTooLarge => tally.add(Global::OverLimitCacheTooLarge, 1),
+        Outcome::CacheStored(None) => tally.add(Global::ErrorSharedData, 1),
+        Outcome::CacheStored(Some(stored)) => {
+            tally.add(Global::OverLimitCacheEvictions, u32::from(stored.evicted));
+            tally.add(Global::CasConflicts, stored.conflicts);
+        }
+        Outcome::Asked => tally.add(Global::RlsCalls, 1),
         Outcome::Finished {
             allowed,
             shadow_denied,

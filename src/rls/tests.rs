@@ -145,6 +145,7 @@ fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorSta
             seconds: reset_s,
             nanos: 0,
         }),
+        quota: None,
     }
 }
 
@@ -297,4 +298,27 @@ fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
     assert_eq!(d.response_headers, vec![("x-good".into(), "1".to_string())]);
     assert_eq!(d.request_headers, vec![("x-good-req".into(), "1".into())]);
     assert_eq!(d.dropped_headers, 7);
+}
+
+/// A service that grants quotas (`DescriptorStatus.quota`, field 5, and
+/// `RateLimitResponse.quota`, field 7) is decided exactly as one that does not: the
+/// filter does not spend grants yet, and must not fail on them.
+#[test]
+fn answers_carrying_quota_grants_decode_as_without_them() {
+    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+    let grant = Quota {
+        requests: 50,
+        expiration_specifier: Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
+            seconds: 1_900_000_000,
+            nanos: 0,
+        })),
+        id: "lease-1".into(),
+    };
+    let plain = response(Code::OverLimit, vec![status(Code::OverLimit, 0, 30, 10)]);
+    let mut granted = plain.clone();
+    granted.statuses[0].quota = Some(grant.clone());
+    granted.quota = Some(grant);
+    let expected = interpret(&answer(plain), &[false]).unwrap();
+    assert_eq!(interpret(&answer(granted), &[false]).unwrap(), expected);
 }

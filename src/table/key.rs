@@ -23,11 +23,17 @@ impl SlotKey {
 
     /// The key of slot `index`: `floodgate/v2/<index>`.
     pub fn new(index: u32) -> SlotKey {
+        SlotKey::with_prefix(PREFIX, index)
+    }
+
+    /// The key `<prefix><index>`, for another fixed table of keys in the same shared
+    /// data (the over-limit cache). `prefix` is ours, at most 22 bytes.
+    pub fn with_prefix(prefix: &[u8], index: u32) -> SlotKey {
         let mut key = SlotKey {
             buf: [0; SlotKey::CAPACITY],
             len: 0,
         };
-        key.push(PREFIX);
+        key.push(prefix);
         key.push_number(index);
         key
     }

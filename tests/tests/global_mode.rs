@@ -87,9 +87,11 @@ async fn two_envoys_share_one_global_limit() {
         let (sa, sb) = (a.stats().await, b.stats().await);
         let sum =
             |name: &str| sa.get(name).copied().unwrap_or(0) + sb.get(name).copied().unwrap_or(0);
+        // A rejection is the service's answer or, once one is in, the over-limit cache's.
         let counted = (
             sum("wasmcustom.floodgate.rls.ok"),
-            sum("wasmcustom.floodgate.rls.over_limit"),
+            sum("wasmcustom.floodgate.rls.over_limit")
+                + sum("wasmcustom.floodgate.over_limit_cached"),
         );
         (counted == (30, 70)).then_some(())
     })
@@ -142,6 +144,7 @@ fn over_limit() -> RateLimitResponse {
                 seconds: 42,
                 nanos: 0,
             }),
+            quota: None,
         }],
         response_headers_to_add: vec![header("x-rls-reason", "tenant quota")],
         raw_body: b"tenant quota exhausted, try later\n".to_vec(),
@@ -167,6 +170,22 @@ async fn an_over_limit_answer_carries_the_body_and_headers() {
     assert_eq!(reply.header("x-ratelimit-remaining"), Some("0"));
     assert_eq!(reply.header("x-ratelimit-reset"), Some("42"));
     assert_eq!(reply.header("x-rls-reason"), Some("tenant quota"));
+    // The over-limit cache answers the next ones with the same reply, counting down.
+    let again = get(
+        &client(),
+        &envoy.url("ingress", "/"),
+        &[("x-tenant-id", "acme")],
+    )
+    .await;
+    assert_eq!(again.status, 429);
+    assert_eq!(again.body, reply.body);
+    assert_eq!(again.header("x-rls-reason"), Some("tenant quota"));
+    let wait: u64 = again
+        .header("retry-after")
+        .expect("retry-after")
+        .parse()
+        .expect("seconds");
+    assert!((41..=42).contains(&wait), "retry-after {wait}");
 
     let grpc = grpc_client()
         .post(envoy.url("ingress", "/demo.Greeter/SayHello"))
@@ -182,7 +201,10 @@ async fn an_over_limit_answer_carries_the_body_and_headers() {
     );
     assert_eq!(upstream.count(), 0);
     envoy
-        .expect_stat("wasmcustom.floodgate.rls.over_limit", 2)
+        .expect_stat("wasmcustom.floodgate.rls.over_limit", 1)
+        .await;
+    envoy
+        .expect_stat("wasmcustom.floodgate.over_limit_cached", 2)
         .await;
 }
 

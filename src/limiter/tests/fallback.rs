@@ -99,6 +99,7 @@ fn a_failed_call_is_decided_by_the_fallback_bucket_and_counted() {
             ("floodgate.fallback.allowed".into(), 6),
             ("floodgate.fallback.denied".into(), 16),
             ("floodgate.buckets".into(), 2),
+            ("floodgate.rls.calls".into(), 22),
             ("floodgate.rule.tenant-global.allowed".into(), 6),
             ("floodgate.rule.tenant-global.denied".into(), 16),
         ]
@@ -174,6 +175,7 @@ fn an_answer_takes_the_rule_back_and_nothing_sticks() {
         );
         assert!(matches!(ok, Verdict::Continue(_)), "{ok:?}");
     }
+    let cache_writes = store.writes();
     let over = through(
         &l,
         &store,
@@ -181,6 +183,8 @@ fn an_answer_takes_the_rule_back_and_nothing_sticks() {
         &mut tenant("b"),
         rls_answer(Code::OverLimit, &[Code::OverLimit]),
     );
+    // The denial is remembered in the over-limit cache (one write of its set), nothing else.
+    assert_eq!(store.writes(), cache_writes + 1);
     match over {
         Verdict::Reject(Reply::Http { headers, .. }) => {
             assert_eq!(
@@ -190,7 +194,7 @@ fn an_answer_takes_the_rule_back_and_nothing_sticks() {
         }
         other => panic!("the service's rejection holds, got {other:?}"),
     }
-    assert_eq!(store.writes(), writes);
+    assert_eq!(store.writes(), writes + 1);
 }
 
 /// A global rule with a fallback, one without, and a local rule.
@@ -376,6 +380,7 @@ fn a_fallback_that_cannot_be_used_takes_the_local_failure_mode() {
             ("floodgate.failure_mode_denied".into(), 1),
             ("floodgate.error.clock".into(), 1),
             ("floodgate.rls.error.unavailable".into(), 1),
+            ("floodgate.rls.calls".into(), 1),
         ]
     );
 }

@@ -14,6 +14,11 @@ const LAYERED: &str = r#"{
   ]
 }"#;
 
+/// `config` with the over-limit cache switched off.
+pub(super) fn no_cache(config: &str) -> String {
+    config.replacen(r#""rls": {"#, r#""rls": {"cache_over_limit": false, "#, 1)
+}
+
 #[test]
 fn only_local_rules_need_the_bucket_table() {
     assert!(limiter(LAYERED).0.needs_table());
@@ -21,7 +26,19 @@ fn only_local_rules_need_the_bucket_table() {
         "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#;
     let (l, store, mut tally) = limiter(global_only);
     assert!(!l.needs_table());
-    // It works without one: the call is asked for, nothing touches shared data.
+    // It needs the over-limit cache's keys (256 sets and their count), no bucket table:
+    // the call is asked for, and looking the cache up writes nothing.
+    assert_eq!(store.keys(), 257);
+    let writes = store.writes();
+    ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    assert_eq!((store.keys(), store.writes()), (257, writes));
+    // With the cache off, nothing at all touches shared data.
+    let off = global_only.replace(
+        r#""domain": "d""#,
+        r#""domain": "d", "cache_over_limit": false"#,
+    );
+    let (l, store, mut tally) = limiter(&off);
+    assert!(l.over_limit_cache().is_none());
     ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
     assert_eq!((store.keys(), store.writes()), (0, 0));
 }
@@ -89,7 +106,8 @@ fn a_local_rejection_means_no_call() {
 
 #[test]
 fn a_global_rejection_gives_local_tokens_back() {
-    let (l, store, mut tally) = limiter(LAYERED);
+    // With the cache off, every request is asked about (see the cache's own tests).
+    let (l, store, mut tally) = limiter(&no_cache(LAYERED));
     for _ in 0..5 {
         let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
         let over = rls_answer(Code::OverLimit, &[Code::OverLimit, Code::Ok]);

@@ -21,9 +21,13 @@ pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let tally = Tally::new(config.rules.len());
     let limiter = Limiter::new(config);
     let store = MemoryShared::default();
-    // As the host does: a global-only configuration gets no bucket table.
+    // As the host does: a global-only configuration gets no bucket table, and the
+    // over-limit cache its own keys when it is on.
     if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
+    }
+    if let Some(cache) = limiter.over_limit_cache() {
+        cache.prepare(&store).unwrap();
     }
     (limiter, store, tally)
 }
@@ -243,6 +247,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
                 seconds: 30,
                 nanos: 0,
             }),
+            quota: None,
         })
         .collect();
     Answer::Response(
@@ -265,6 +270,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
     )
 }
 
+mod cached;
 mod fallback;
 mod global;
 mod refusal;

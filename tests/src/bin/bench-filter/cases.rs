@@ -85,6 +85,12 @@ pub const NATIVE_GLOBAL: &str = "native ratelimit -> floodgate-server";
 pub const FLOODGATE_GLOBAL: &str = "floodgate global -> floodgate-server";
 /// floodgate global mode with a fallback bucket on its rule.
 pub const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodgate-server";
+/// floodgate global mode with `rls.cache_over_limit: false`: against [`FLOODGATE_GLOBAL`],
+/// what the over-limit cache's look-up (one shared-data read) costs an allowed request.
+pub const FLOODGATE_GLOBAL_NO_CACHE: &str = "floodgate global, cache off -> floodgate-server";
+/// floodgate global mode over its limit: every request but the first rejected from the
+/// over-limit cache, with no call. Paired with [`NATIVE_REJECTED`].
+pub const FLOODGATE_CACHED: &str = "floodgate global, over limit (cached)";
 /// The least a wasm filter can do for the same call (`bench/call-floor`).
 pub const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
 
@@ -148,6 +154,10 @@ descriptors:
     rate_limit:
       unit: second
       requests_per_unit: 4000000000
+  - key: over
+    rate_limit:
+      unit: hour
+      requests_per_unit: 1
 ";
 
 /// floodgate's configuration for the global cases: one descriptor, fail closed.
@@ -170,9 +180,22 @@ fn fallback_plugin() -> Value {
     plugin
 }
 
-/// The global cases: native, floodgate (with and without a fallback), the call floor.
+/// The global configuration on a descriptor the service limits to 1 per hour: after the
+/// first request, the over-limit cache rejects every one.
+fn over_limit_plugin() -> Value {
+    let mut plugin = global_plugin();
+    plugin["rules"][0]["descriptors"] = json!([{"key": "over", "value": "all"}]);
+    plugin
+}
+
+/// The global cases: native, floodgate (with and without a fallback, and over its limit
+/// from the over-limit cache), the call floor.
 pub fn global_cases() -> Vec<Case> {
     let floodgate = floodgate_filter(&global_plugin());
+    let cached = floodgate_filter(&over_limit_plugin());
+    let mut no_cache = global_plugin();
+    no_cache["rls"]["cache_over_limit"] = json!(false);
+    let no_cache = floodgate_filter(&no_cache);
     let fallback = floodgate_filter(&fallback_plugin());
     let native = json!({
         "name": "envoy.filters.http.ratelimit",
@@ -197,6 +220,8 @@ pub fn global_cases() -> Vec<Case> {
         },
         case(FLOODGATE_GLOBAL, vec![floodgate], false),
         case(FLOODGATE_FALLBACK, vec![fallback], false),
+        case(FLOODGATE_GLOBAL_NO_CACHE, vec![no_cache], false),
+        case(FLOODGATE_CACHED, vec![cached], true),
         // The least any wasm filter can do for the same call (bench/call-floor).
         case(
             CALL_FLOOR,

@@ -28,8 +28,8 @@ mod wrk;
 
 use cases::{
     cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
-    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
-    RAW_NOOP, SERVER_CONFIG, STACK,
+    FLOODGATE_CACHED, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
+    FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -241,6 +241,13 @@ async fn main() {
              (median of per-round ratios; target <= 1.5)"
         );
     }
+    if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
+        let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
+        println!(
+            "floodgate cached over-limit path: {ratio:.2} x the native local_ratelimit's CPU \
+             per rejected request (median of per-round ratios; target <= 1.5)"
+        );
+    }
     let at = |name: &str| {
         cases
             .iter()
@@ -262,7 +269,13 @@ async fn main() {
     // Paired per round: each wasm filter against the native filter it ran beside.
     if let Some(native) = index(NATIVE_GLOBAL) {
         let wasm_global = cases.iter().enumerate().filter(|(_, c)| {
-            [FLOODGATE_GLOBAL, FLOODGATE_FALLBACK, CALL_FLOOR].contains(&c.name.as_str())
+            [
+                FLOODGATE_GLOBAL,
+                FLOODGATE_GLOBAL_NO_CACHE,
+                FLOODGATE_FALLBACK,
+                CALL_FLOOR,
+            ]
+            .contains(&c.name.as_str())
                 || c.name.ends_with(" global")
         });
         for (ours, case) in wasm_global {

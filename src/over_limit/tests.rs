@@ -1,0 +1,172 @@
+use super::*;
+use crate::testing::MemoryShared;
+
+const S: u64 = 1_000_000_000;
+
+fn cache(slots: u32) -> OverLimitCache {
+    OverLimitCache::new(NonZeroU32::new(slots).unwrap())
+}
+
+fn denial(fingerprint: u128, until_ns: u64, min_cost: u32) -> Denial {
+    Denial {
+        fingerprint,
+        until_ns,
+        min_cost,
+        limit: 10,
+        body: Vec::new(),
+        headers: Vec::new(),
+    }
+}
+
+/// The key format is what a running Envoy's shared data holds: change it deliberately.
+#[test]
+fn key_format_is_pinned() {
+    assert_eq!(&*OverLimitCache::key(7), "floodgate/v2/olc/7");
+    assert_eq!(
+        &*OverLimitCache::key(u32::MAX),
+        "floodgate/v2/olc/4294967295"
+    );
+    assert_eq!(SETS_KEY, "floodgate/v2/olc/sets");
+    assert_eq!(cache(1024).sets(), 256);
+    assert_eq!(cache(1).sets(), 1);
+    assert_eq!(cache(5).sets(), 2, "rounded up to whole sets");
+}
+
+#[test]
+fn the_cost_rule_covers_costlier_requests_until_the_instant() {
+    let d = denial(1, 100 * S, 10);
+    assert!(d.covers(10, 50 * S));
+    assert!(d.covers(11, 50 * S));
+    assert!(!d.covers(9, 50 * S), "a cheaper request asks the service");
+    assert!(!d.covers(1, 50 * S));
+    assert!(d.covers(10, 100 * S - 1));
+    assert!(!d.covers(10, 100 * S), "expired at the instant");
+    assert!(!d.covers(u32::MAX, 200 * S));
+}
+
+#[test]
+fn the_standing_counts_down_to_the_instant() {
+    let d = denial(1, 100 * S, 1);
+    let at = |now| d.standing(now);
+    assert_eq!(at(58 * S).retry_ns, Some(42 * S));
+    assert_eq!(at(58 * S).reset_ns, Some(42 * S));
+    assert_eq!(at(58 * S).remaining, 0);
+    assert_eq!(at(58 * S).limit, 10);
+    assert!(at(58 * S).rejects());
+    // retry-after rounds up as for the service's own answer.
+    assert_eq!(
+        crate::response::retry_after_seconds(&[at(100 * S - S / 2)]),
+        Some(1)
+    );
+    assert_eq!(
+        crate::response::retry_after_seconds(&[at(58 * S)]),
+        Some(42)
+    );
+}
+
+#[test]
+fn sets_round_trip_and_stop_at_garbage() {
+    let mut a = denial(u128::MAX, 5, 3);
+    a.body = b"slow down\n".to_vec();
+    a.headers = vec![
+        ("x-why".into(), "tenant".into()),
+        ("x-e".into(), String::new()),
+    ];
+    let b = denial(2, 6, 1);
+    let bytes = encode_set(&[a.clone(), b.clone()]);
+    assert_eq!(bytes.len(), a.encoded_len() + b.encoded_len());
+    assert_eq!(decode_set(&bytes), vec![a.clone(), b]);
+    let mut torn = encode_set(std::slice::from_ref(&a));
+    torn.extend_from_slice(&[1, 2, 3]);
+    assert_eq!(decode_set(&torn), vec![a]);
+    assert_eq!(decode_set(b"junk"), Vec::new());
+}
+
+#[test]
+fn entries_are_bounded() {
+    let mut d = denial(1, 5, 1);
+    d.body = vec![b'x'; ENTRY_MAX - FIXED_LEN];
+    assert!(d.fits());
+    d.body.push(b'x');
+    assert!(!d.fits(), "one byte more than an entry holds");
+    let mut h = denial(1, 5, 1);
+    h.headers = vec![("x-a".into(), "v".repeat(ENTRY_MAX))];
+    assert!(!h.fits());
+}
+
+#[test]
+fn a_stored_denial_is_found_by_every_reader_until_it_expires() {
+    let store = MemoryShared::default();
+    let c = cache(16);
+    assert_eq!(c.prepare(&store).unwrap(), 4);
+    assert_eq!(c.prepare(&store).unwrap(), 0, "idempotent");
+    let stored = c.store(&store, denial(9, 10 * S, 5), S).unwrap();
+    assert_eq!(stored, Stored::default());
+    assert_eq!(
+        c.lookup(&store, 9, 5, 2 * S).unwrap(),
+        Some(denial(9, 10 * S, 5))
+    );
+    assert_eq!(c.lookup(&store, 9, 4, 2 * S).unwrap(), None, "cheaper");
+    assert_eq!(
+        c.lookup(&store, 8, 5, 2 * S).unwrap(),
+        None,
+        "another descriptor"
+    );
+    assert_eq!(c.lookup(&store, 9, 5, 10 * S).unwrap(), None, "expired");
+}
+
+#[test]
+fn a_cheaper_denial_replaces_the_entry_and_a_dominated_one_writes_nothing() {
+    let store = MemoryShared::default();
+    let c = cache(4);
+    c.prepare(&store).unwrap();
+    c.store(&store, denial(9, 10 * S, 5), S).unwrap();
+    let writes = store.writes();
+    c.store(&store, denial(9, 9 * S, 7), S).unwrap();
+    assert_eq!(store.writes(), writes, "the entry already says more");
+    c.store(&store, denial(9, 10 * S, 2), S).unwrap();
+    assert_eq!(
+        c.lookup(&store, 9, 2, S).unwrap().map(|d| d.min_cost),
+        Some(2)
+    );
+    let set = decode_set(&store.get("floodgate/v2/olc/0").unwrap().unwrap().value);
+    assert_eq!(set.len(), 1, "one entry per descriptor");
+}
+
+#[test]
+fn a_full_set_evicts_the_entry_expiring_first_and_expired_entries_are_free() {
+    let store = MemoryShared::default();
+    let c = cache(4); // one set
+    c.prepare(&store).unwrap();
+    for fp in 0..4u128 {
+        let stored = c
+            .store(&store, denial(fp, (10 + fp as u64) * S, 1), S)
+            .unwrap();
+        assert!(!stored.evicted);
+    }
+    let stored = c.store(&store, denial(99, 50 * S, 1), S).unwrap();
+    assert!(stored.evicted);
+    assert_eq!(
+        c.lookup(&store, 0, 1, S).unwrap(),
+        None,
+        "expired first: evicted"
+    );
+    assert!(c.lookup(&store, 1, 1, S).unwrap().is_some());
+    // At 12 s, entries 0..=2 would have expired: room without evicting.
+    let stored = c.store(&store, denial(100, 50 * S, 1), 12 * S).unwrap();
+    assert!(!stored.evicted);
+    let set = decode_set(&store.get("floodgate/v2/olc/0").unwrap().unwrap().value);
+    assert!(set.len() <= WAYS as usize);
+    assert!(
+        set.iter().all(|e| e.until_ns > 12 * S),
+        "expired entries dropped"
+    );
+}
+
+#[test]
+fn shared_data_failures_are_errors() {
+    let c = cache(4);
+    let broken = crate::testing::Broken(7);
+    assert!(c.lookup(&broken, 1, 1, S).is_err());
+    assert!(c.store(&broken, denial(1, 2 * S, 1), S).is_err());
+}
