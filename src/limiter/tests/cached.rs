@@ -23,7 +23,7 @@ fn req(tenant_id: &str, cost: u32) -> FakeRequest {
 }
 
 /// The service's denial: `codes` per descriptor, 30 s until reset, a body and a header.
-fn denial(codes: &[Code]) -> Answer {
+fn denial_message(codes: &[Code]) -> RateLimitResponse {
     let Answer::Response(bytes) = rls_answer(Code::OverLimit, codes) else {
         unreachable!()
     };
@@ -38,7 +38,12 @@ fn denial(codes: &[Code]) -> Answer {
             },
         );
     }
-    Answer::Response(r.encode_to_vec())
+    r
+}
+
+/// [`denial_message`] as the service sends it.
+fn denial(codes: &[Code]) -> Answer {
+    Answer::Response(denial_message(codes).encode_to_vec())
 }
 
 /// Asks and answers one request at `now`.
@@ -236,10 +241,7 @@ fn one_remembered_descriptor_rejects_a_request_with_several_global_rules() {
 #[test]
 fn denials_without_an_instant_or_for_shadow_rules_are_not_remembered() {
     let (l, store, mut tally) = limiter(TWO_GLOBAL);
-    let Answer::Response(bytes) = denial(&[Code::OverLimit]) else {
-        unreachable!()
-    };
-    let mut r = RateLimitResponse::decode(bytes.as_slice()).unwrap();
+    let mut r = denial_message(&[Code::OverLimit]);
     r.statuses[0].duration_until_reset = None;
     through(
         &l,
@@ -284,10 +286,7 @@ fn denials_without_an_instant_or_for_shadow_rules_are_not_remembered() {
 #[test]
 fn a_denial_too_large_to_keep_is_not_remembered_and_counted() {
     let (l, store, mut tally) = limiter(TWO_GLOBAL);
-    let Answer::Response(bytes) = denial(&[Code::OverLimit]) else {
-        unreachable!()
-    };
-    let mut r = RateLimitResponse::decode(bytes.as_slice()).unwrap();
+    let mut r = denial_message(&[Code::OverLimit]);
     r.raw_body = vec![b'x'; crate::over_limit::ENTRY_MAX];
     through(
         &l,
