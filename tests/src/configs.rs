@@ -133,6 +133,18 @@ pub fn bootstrap_dynamic(lds: &std::path::Path, clusters: Vec<Value>) -> String 
     bootstrap.to_string()
 }
 
+/// A plugin with one global rule on `x-tenant-id` (domain `edge` on cluster `ratelimit`) and
+/// an `x-cost` cost header, failing closed with 503: what the hostile-input and
+/// hostile-service tests send their requests through.
+pub fn global_tenant_plugin() -> Value {
+    json!({
+        "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 2000, "failure_mode": "deny"},
+        "rules": [{"name": "per-tenant", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+                   "cost": {"header": "x-cost"}, "global": {}}],
+        "failure_status": 503
+    })
+}
+
 /// The common case: listener `ingress` with floodgate configured by `plugin`, routing to
 /// `upstream`.
 pub fn floodgate_local(plugin: &Value, upstream: SocketAddr) -> String {

@@ -10,16 +10,6 @@ use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::RateLimitResponse;
 use serde_json::{json, Value};
 
-/// One global rule on `x-tenant-id` with an `x-cost` cost header, failing closed.
-fn global() -> Value {
-    json!({
-        "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 2000, "failure_mode": "deny"},
-        "rules": [{"name": "per-tenant", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-                   "cost": {"header": "x-cost"}, "global": {}}],
-        "failure_status": 503
-    })
-}
-
 /// One local rule on `x-tenant-id` (one token, never refilled) with an `x-cost` header.
 fn local(extra: Value) -> Value {
     let mut plugin = json!({"rules": [{
@@ -135,7 +125,7 @@ async fn grpc_web_and_odd_content_types_get_a_refusal_they_understand() {
     assert_eq!(upstream.count(), 4);
 
     // Fail closed: the rate limit service's cluster does not exist.
-    let mut plugin = global();
+    let mut plugin = configs::global_tenant_plugin();
     plugin["rls"]["cluster"] = json!("no-such-cluster");
     let closed = Envoy::start(&configs::floodgate_local(&plugin, upstream.addr()), 2).await;
     for (content_type, expect) in CONTENT_TYPES {
@@ -211,7 +201,11 @@ async fn a_global_rule_refuses_values_the_service_cannot_receive() {
     .await;
     let upstream = Upstream::start().await;
     let envoy = Envoy::start(
-        &configs::floodgate_global(&global(), upstream.addr(), rls.addr()),
+        &configs::floodgate_global(
+            &configs::global_tenant_plugin(),
+            upstream.addr(),
+            rls.addr(),
+        ),
         2,
     )
     .await;

@@ -9,7 +9,7 @@ use floodgate_integration::{burst, client, configs, Envoy, Upstream};
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::RateLimitResponse;
 use floodgate_server::proto::HeaderValue;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Instant;
 
 fn header(key: &str, value: &str) -> HeaderValue {
@@ -18,16 +18,6 @@ fn header(key: &str, value: &str) -> HeaderValue {
         value: value.into(),
         raw_value: vec![],
     }
-}
-
-/// One global rule on `x-tenant-id` with an `x-cost` cost header, failing closed.
-fn global() -> Value {
-    json!({
-        "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 2000, "failure_mode": "deny"},
-        "rules": [{"name": "per-tenant", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-                   "cost": {"header": "x-cost"}, "global": {}}],
-        "failure_status": 503
-    })
 }
 
 /// Every way the issue found to break a response or an upstream request with the
@@ -77,7 +67,11 @@ async fn service_headers_cannot_inject_lines_or_break_an_allowed_request() {
     let rls = Scripted::start(hostile_headers(Code::Ok)).await;
     let upstream = Upstream::start().await;
     let envoy = Envoy::start(
-        &configs::floodgate_global(&global(), upstream.addr(), rls.addr()),
+        &configs::floodgate_global(
+            &configs::global_tenant_plugin(),
+            upstream.addr(),
+            rls.addr(),
+        ),
         2,
     )
     .await;
@@ -116,7 +110,11 @@ async fn service_headers_cannot_inject_lines_into_a_rejection() {
     let rls = Scripted::start(hostile_headers(Code::OverLimit)).await;
     let upstream = Upstream::start().await;
     let envoy = Envoy::start(
-        &configs::floodgate_global(&global(), upstream.addr(), rls.addr()),
+        &configs::floodgate_global(
+            &configs::global_tenant_plugin(),
+            upstream.addr(),
+            rls.addr(),
+        ),
         2,
     )
     .await;
@@ -135,7 +133,7 @@ async fn service_headers_cannot_inject_lines_into_a_rejection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_storm_of_failures_logs_a_bounded_number_of_lines() {
     let upstream = Upstream::start().await;
-    let mut plugin = global();
+    let mut plugin = configs::global_tenant_plugin();
     plugin["rls"]["cluster"] = json!("no-such-cluster");
     plugin["rls"]["failure_mode"] = json!("allow");
     let envoy = Envoy::start(&configs::floodgate_local(&plugin, upstream.addr()), 2).await;
@@ -168,7 +166,7 @@ async fn a_storm_of_failures_logs_a_bounded_number_of_lines() {
 async fn an_overflowing_circuit_breaker_logs_a_bounded_number_of_lines() {
     let rls = Silent::start().await;
     let upstream = Upstream::start().await;
-    let mut plugin = global();
+    let mut plugin = configs::global_tenant_plugin();
     plugin["rls"]["timeout_ms"] = json!(300);
     plugin["rls"]["failure_mode"] = json!("allow");
     // One call at a time to the service: every other request overflows the breaker.
