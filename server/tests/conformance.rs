@@ -19,7 +19,7 @@ use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
 use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
-use floodgate_server::store::{Check, CounterKey, Store};
+use floodgate_server::store::{Check, CounterKey, Counting, Store};
 use one_hit::*;
 use proptest::prelude::*;
 use std::num::NonZeroU32;
@@ -238,6 +238,71 @@ async fn a_rejected_request_consumes_nothing<St: Store>(h: &Harness<St>) {
     }
 }
 
+async fn a_rejected_request_reports_the_remaining_that_holds<St: Store>(h: &Harness<St>) {
+    h.at(W);
+    for algorithm in all_algorithms(10) {
+        let name = algorithm.name();
+        let tight = h.check(
+            &format!("{name}-tight"),
+            limit(1, Unit::Minute, Algorithm::FixedWindow),
+        );
+        let loose = Check {
+            hits: 2,
+            ..h.check(&format!("{name}-loose"), limit(10, Unit::Minute, algorithm))
+        };
+        let twice = [tight.clone(), loose.clone(), loose.clone()];
+        let admitted = h.ask(&twice).await;
+        assert_eq!(
+            admitted.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+            [(true, 0), (true, 8), (true, 6)],
+            "{name}: admitted, each told what is left after it"
+        );
+        let rejected = h.ask(&twice).await;
+        assert_eq!(
+            rejected.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+            [(false, 0), (true, 6), (true, 6)],
+            "{name}: rejected, so the loose limit still has its 6"
+        );
+        assert_eq!(h.one(&loose).await.remaining, 4, "{name}: and 6 - 2 = 4 now");
+    }
+}
+
+/// Run on stores built with `Counting::PerDescriptor` (`--counting per-descriptor`).
+async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request<St: Store>(
+    h: &Harness<St>,
+) {
+    h.at(W);
+    for algorithm in all_algorithms(10) {
+        let name = algorithm.name();
+        let tight = h.check(
+            &format!("{name}-tight"),
+            limit(1, Unit::Minute, Algorithm::FixedWindow),
+        );
+        let loose = Check {
+            hits: 2,
+            ..h.check(&format!("{name}-loose"), limit(10, Unit::Minute, algorithm))
+        };
+        let both = [tight.clone(), loose.clone()];
+        assert_eq!(h.allowed(&both).await, [true, true], "{name}");
+        // Rejected by the tight limit, yet the loose one is drained, as the reference does.
+        for left in [6, 4, 2, 0] {
+            let ds = h.ask(&both).await;
+            assert_eq!(
+                ds.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+                [(false, 0), (true, left)],
+                "{name}"
+            );
+        }
+        let ds = h.ask(&both).await;
+        assert_eq!(
+            ds.iter().map(|d| d.allowed).collect::<Vec<_>>(),
+            [false, false],
+            "{name}: the loose limit is spent by requests that were all rejected"
+        );
+        assert!(!h.one(&loose).await.allowed, "{name}");
+    }
+}
+
 async fn a_shadow_limit_never_blocks_the_others<St: Store>(h: &Harness<St>) {
     h.at(W);
     let shadow = Check {
@@ -387,6 +452,7 @@ macro_rules! for_each_scenario {
             sliding_window_log_has_no_boundary_burst,
             sliding_window_counter_weighs_the_previous_window,
             a_rejected_request_consumes_nothing,
+            a_rejected_request_reports_the_remaining_that_holds,
             a_shadow_limit_never_blocks_the_others,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
@@ -415,11 +481,20 @@ macro_rules! test_per_scenario {
 }
 
 async fn redis_store(target: Target, clock: &Arc<ManualClock>) -> RedisStore {
+    redis_store_counting(target, clock, Counting::AllOrNothing).await
+}
+
+async fn redis_store_counting(
+    target: Target,
+    clock: &Arc<ManualClock>,
+    counting: Counting,
+) -> RedisStore {
     let options = RedisOptions {
         target,
         // Generous: tests share two cores with Redis and each other.
         timeout: Duration::from_secs(5),
         max_in_flight: 1024,
+        counting,
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await
@@ -446,6 +521,22 @@ mod memory {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let clock = Arc::new(ManualClock::new(W));
+        let store = Arc::new(
+            MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone())
+                .with_counting(Counting::PerDescriptor),
+        );
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis {
@@ -467,6 +558,22 @@ mod redis {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let server = RedisServer::start();
+        let clock = Arc::new(ManualClock::new(W));
+        let store =
+            redis_store_counting(Target::Single(server.url()), &clock, Counting::PerDescriptor)
+                .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis_cluster {
@@ -490,6 +597,21 @@ mod redis_cluster {
             };
         }
         for_each_scenario!(run_all);
+        // Per-descriptor counting: a request spanning slots skips the peek phase.
+        let clock = Arc::new(ManualClock::new(W));
+        let store = redis_store_counting(
+            Target::Cluster(cluster.seeds()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
     }
 }
 
