@@ -12,6 +12,8 @@
 
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
+#[path = "conformance/rejected.rs"]
+mod rejected;
 mod support;
 
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
@@ -21,6 +23,7 @@ use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Counting, Store};
 use one_hit::*;
+use rejected::*;
 use proptest::prelude::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -235,71 +238,6 @@ async fn a_rejected_request_consumes_nothing<St: Store>(h: &Harness<St>) {
     // Only the admitted request counted: 10 - 1 - this one.
     for c in [loose, counter, fixed] {
         assert_eq!(h.one(&c).await.remaining, 8, "{:?}", c.limit.algorithm);
-    }
-}
-
-async fn a_rejected_request_reports_the_remaining_that_holds<St: Store>(h: &Harness<St>) {
-    h.at(W);
-    for algorithm in all_algorithms(10) {
-        let name = algorithm.name();
-        let tight = h.check(
-            &format!("{name}-tight"),
-            limit(1, Unit::Minute, Algorithm::FixedWindow),
-        );
-        let loose = Check {
-            hits: 2,
-            ..h.check(&format!("{name}-loose"), limit(10, Unit::Minute, algorithm))
-        };
-        let twice = [tight.clone(), loose.clone(), loose.clone()];
-        let admitted = h.ask(&twice).await;
-        assert_eq!(
-            admitted.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
-            [(true, 0), (true, 8), (true, 6)],
-            "{name}: admitted, each told what is left after it"
-        );
-        let rejected = h.ask(&twice).await;
-        assert_eq!(
-            rejected.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
-            [(false, 0), (true, 6), (true, 6)],
-            "{name}: rejected, so the loose limit still has its 6"
-        );
-        assert_eq!(h.one(&loose).await.remaining, 4, "{name}: and 6 - 2 = 4 now");
-    }
-}
-
-/// Run on stores built with `Counting::PerDescriptor` (`--counting per-descriptor`).
-async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request<St: Store>(
-    h: &Harness<St>,
-) {
-    h.at(W);
-    for algorithm in all_algorithms(10) {
-        let name = algorithm.name();
-        let tight = h.check(
-            &format!("{name}-tight"),
-            limit(1, Unit::Minute, Algorithm::FixedWindow),
-        );
-        let loose = Check {
-            hits: 2,
-            ..h.check(&format!("{name}-loose"), limit(10, Unit::Minute, algorithm))
-        };
-        let both = [tight.clone(), loose.clone()];
-        assert_eq!(h.allowed(&both).await, [true, true], "{name}");
-        // Rejected by the tight limit, yet the loose one is drained, as the reference does.
-        for left in [6, 4, 2, 0] {
-            let ds = h.ask(&both).await;
-            assert_eq!(
-                ds.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
-                [(false, 0), (true, left)],
-                "{name}"
-            );
-        }
-        let ds = h.ask(&both).await;
-        assert_eq!(
-            ds.iter().map(|d| d.allowed).collect::<Vec<_>>(),
-            [false, false],
-            "{name}: the loose limit is spent by requests that were all rejected"
-        );
-        assert!(!h.one(&loose).await.allowed, "{name}");
     }
 }
 
