@@ -110,9 +110,10 @@ impl DomainCounters {
     fn new(families: &DomainFamilies, domain: &str) -> Self {
         DomainCounters {
             decisions: OUTCOMES.map(|(_, result)| {
-                families
-                    .decisions
-                    .get_or_create_owned(&[("domain", domain.to_owned()), ("result", result.into())])
+                families.decisions.get_or_create_owned(&[
+                    ("domain", domain.to_owned()),
+                    ("result", result.into()),
+                ])
             }),
             near_limit: families
                 .near_limit

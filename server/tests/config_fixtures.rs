@@ -171,7 +171,6 @@ fn merge_domains_still_refuses_a_descriptor_defined_twice() {
         &merged,
     )
     .unwrap_err();
-    let expected =
-        fs::read_to_string(format!("{MERGE}/invalid/duplicate_descriptor.err")).unwrap();
+    let expected = fs::read_to_string(format!("{MERGE}/invalid/duplicate_descriptor.err")).unwrap();
     assert_eq!(e.to_string(), expected.trim_end());
 }

@@ -23,8 +23,8 @@ use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Counting, Store};
 use one_hit::*;
-use rejected::*;
 use proptest::prelude::*;
+use rejected::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -501,9 +501,12 @@ mod redis {
     async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
         let server = RedisServer::start();
         let clock = Arc::new(ManualClock::new(W));
-        let store =
-            redis_store_counting(Target::Single(server.url()), &clock, Counting::PerDescriptor)
-                .await;
+        let store = redis_store_counting(
+            Target::Single(server.url()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
         let domain = "per-descriptor".to_owned();
         super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
             store,

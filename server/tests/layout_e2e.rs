@@ -74,10 +74,7 @@ async fn the_reference_runtime_layout_reloads_on_a_root_symlink_swap() {
     }
     let current = root.path().join("current");
     symlink("v1", &current).unwrap();
-    let server = Server::start(
-        &current.join("ratelimit"),
-        &["--watch-interval-ms", "50"],
-    );
+    let server = Server::start(&current.join("ratelimit"), &["--watch-interval-ms", "50"]);
     assert_eq!(user_limit(&server).await, 5);
     swap_symlink(&current, "v2");
     await_reloads(&server, 1.0).await;
@@ -89,7 +86,10 @@ async fn a_configmap_mount_reloads_when_its_data_link_is_swapped() {
     // What the kubelet writes: a timestamped directory, `..data` pointing at it, and each
     // key a symlink through `..data`.
     let mount = tempfile::tempdir().unwrap();
-    for (version, rpu) in [("..2026_12_01_10_00_00.1", 5), ("..2026_12_01_10_05_00.2", 9)] {
+    for (version, rpu) in [
+        ("..2026_12_01_10_00_00.1", 5),
+        ("..2026_12_01_10_05_00.2", 9),
+    ] {
         let dir = mount.path().join(version);
         std::fs::create_dir(&dir).unwrap();
         std::fs::write(dir.join("edge.yaml"), limit_file(rpu)).unwrap();
@@ -118,11 +118,21 @@ async fn merge_domains_serves_one_domain_from_several_files_and_reloads_them() {
     let mut client = server.client().await;
     let path = || envoy_request("edge", vec![descriptor(&[("path", "/a")])]);
     let r = ask(&mut client, path()).await.unwrap();
-    assert_eq!(r.statuses[0].limit_remaining, 2, "b.yaml's limit, in the same domain");
+    assert_eq!(
+        r.statuses[0].limit_remaining, 2,
+        "b.yaml's limit, in the same domain"
+    );
     let tmp = dir.path().join(".b.tmp");
-    std::fs::write(&tmp, b.replace("requests_per_unit: 3", "requests_per_unit: 30")).unwrap();
+    std::fs::write(
+        &tmp,
+        b.replace("requests_per_unit: 3", "requests_per_unit: 30"),
+    )
+    .unwrap();
     std::fs::rename(&tmp, dir.path().join("b.yaml")).unwrap();
     await_reloads(&server, 1.0).await;
     let r = ask(&mut client, path()).await.unwrap();
-    assert_eq!(r.statuses[0].limit_remaining, 29, "a changed limit starts afresh");
+    assert_eq!(
+        r.statuses[0].limit_remaining, 29,
+        "a changed limit starts afresh"
+    );
 }

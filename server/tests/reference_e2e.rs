@@ -65,7 +65,10 @@ async fn answers_like_the_reference(server: &Server) {
     assert_eq!(r.statuses[0].limit_remaining, 0);
     let plain = envoy_request("migrate", vec![descriptor(&[("user", "o")])]);
     let r = ask(&mut client, plain).await.unwrap();
-    assert_eq!(r.statuses[0].limit_remaining, 1, "the configured counter is its own");
+    assert_eq!(
+        r.statuses[0].limit_remaining, 1,
+        "the configured counter is its own"
+    );
 
     // A rejected request: the over descriptor reports 0, the other what it really has.
     let both = || {
@@ -112,7 +115,10 @@ async fn counts_per_descriptor(server: &Server) {
     }
     let r = ask(&mut client, both()).await.unwrap();
     assert_eq!(r.overall_code, Code::OverLimit as i32);
-    assert_eq!(r.statuses[0].limit_remaining, 94, "six requests, two admitted");
+    assert_eq!(
+        r.statuses[0].limit_remaining, 94,
+        "six requests, two admitted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -190,7 +196,10 @@ fn flags_that_cannot_work_are_refused() {
     let out = run(&["--near-limit-ratio", "1.5"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("\"1.5\" is not a ratio between 0 and 1"), "{err}");
+    assert!(
+        err.contains("\"1.5\" is not a ratio between 0 and 1"),
+        "{err}"
+    );
     let out = run(&["--response-headers", "--limit-response-headers"]);
     assert!(!out.status.success(), "two header styles at once");
     assert!(run(&["--counting", "per-descriptor"]).status.success());

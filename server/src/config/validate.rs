@@ -16,7 +16,10 @@ pub(super) fn config(files: &Files, options: &LoadOptions) -> Result<Config, Con
     let mut domains: HashMap<String, Domain> = HashMap::new();
     for (file, text) in &files.files {
         let parsed = parse_yaml(file, text)?;
-        if let Some(first) = domains.get_mut(&parsed.domain).filter(|_| options.merge_domains) {
+        if let Some(first) = domains
+            .get_mut(&parsed.domain)
+            .filter(|_| options.merge_domains)
+        {
             // `--merge-domains` (the reference's MERGE_DOMAIN_CONFIG): this file's
             // descriptors join the domain's top level; a sibling defined twice is still a
             // duplicate, reported at this file's descriptor.

@@ -268,7 +268,10 @@ mod tests {
 
     #[test]
     fn a_shadow_denial_does_not_reject_and_remaining_saturates() {
-        let batch = [check("s", 1, 1, true), check("a", u32::MAX, u64::MAX, false)];
+        let batch = [
+            check("s", 1, 1, true),
+            check("a", u32::MAX, u64::MAX, false),
+        ];
         let ds = [decision(false, 0), decision(true, u32::MAX - 1)];
         assert!(!rejected(&batch, &ds));
         let mut ds = [decision(true, u32::MAX - 1)];

@@ -21,17 +21,27 @@ pub async fn a_rejected_request_reports_the_remaining_that_holds<St: Store>(h: &
         let twice = [tight.clone(), loose.clone(), loose.clone()];
         let admitted = h.ask(&twice).await;
         assert_eq!(
-            admitted.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+            admitted
+                .iter()
+                .map(|d| (d.allowed, d.remaining))
+                .collect::<Vec<_>>(),
             [(true, 0), (true, 8), (true, 6)],
             "{name}: admitted, each told what is left after it"
         );
         let rejected = h.ask(&twice).await;
         assert_eq!(
-            rejected.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+            rejected
+                .iter()
+                .map(|d| (d.allowed, d.remaining))
+                .collect::<Vec<_>>(),
             [(false, 0), (true, 6), (true, 6)],
             "{name}: rejected, so the loose limit still has its 6"
         );
-        assert_eq!(h.one(&loose).await.remaining, 4, "{name}: and 6 - 2 = 4 now");
+        assert_eq!(
+            h.one(&loose).await.remaining,
+            4,
+            "{name}: and 6 - 2 = 4 now"
+        );
     }
 }
 
@@ -56,7 +66,9 @@ pub async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request<St
         for left in [6, 4, 2, 0] {
             let ds = h.ask(&both).await;
             assert_eq!(
-                ds.iter().map(|d| (d.allowed, d.remaining)).collect::<Vec<_>>(),
+                ds.iter()
+                    .map(|d| (d.allowed, d.remaining))
+                    .collect::<Vec<_>>(),
                 [(false, 0), (true, left)],
                 "{name}"
             );

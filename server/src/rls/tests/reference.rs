@@ -19,8 +19,7 @@ fn over_limit_reports_no_remaining_even_when_some_is_left() {
     let svc = service(100, false);
     // 2 per second: one used, so a cost of 2 is over with 1 left.
     block_on(svc.decide(request("web", vec![desc(&[("user", "a")], None)], 0))).unwrap();
-    let r = block_on(svc.decide(request("web", vec![desc(&[("user", "a")], Some(2))], 0)))
-        .unwrap();
+    let r = block_on(svc.decide(request("web", vec![desc(&[("user", "a")], Some(2))], 0))).unwrap();
     assert_eq!(r.statuses[0].code, Code::OverLimit as i32);
     assert_eq!(r.statuses[0].limit_remaining, 0);
 }
@@ -31,7 +30,10 @@ fn a_rejected_request_reports_what_its_other_limits_really_have() {
     let both = || {
         request(
             "web",
-            vec![desc(&[("plan", "free")], None), desc(&[("user", "a")], None)],
+            vec![
+                desc(&[("plan", "free")], None),
+                desc(&[("user", "a")], None),
+            ],
             0,
         )
     };
@@ -43,7 +45,10 @@ fn a_rejected_request_reports_what_its_other_limits_really_have() {
         let r = block_on(svc.decide(both())).unwrap();
         assert_eq!(r.overall_code, Code::OverLimit as i32);
         assert_eq!(r.statuses[0].code, Code::Ok as i32);
-        assert_eq!(r.statuses[0].limit_remaining, 98, "not 97: nothing was taken");
+        assert_eq!(
+            r.statuses[0].limit_remaining, 98,
+            "not 97: nothing was taken"
+        );
         assert_eq!(r.statuses[1].limit_remaining, 0);
     }
 }
@@ -107,7 +112,11 @@ fn an_override_applies_where_nothing_matched_but_never_in_an_unknown_domain() {
         0,
     )))
     .unwrap();
-    assert_eq!(r.statuses, [no_limit_status(0)], "an unknown domain has no limits");
+    assert_eq!(
+        r.statuses,
+        [no_limit_status(0)],
+        "an unknown domain has no limits"
+    );
 }
 
 #[test]
@@ -123,12 +132,15 @@ fn an_override_is_never_in_shadow_mode() {
 #[test]
 fn an_override_of_zero_blocks_and_a_bad_unit_is_invalid_argument() {
     let svc = service(100, false);
-    let r = block_on(svc.decide(request("web", vec![overridden(&[("user", "z")], 0, 1)], 0)))
-        .unwrap();
+    let r =
+        block_on(svc.decide(request("web", vec![overridden(&[("user", "z")], 0, 1)], 0))).unwrap();
     assert_eq!(r.overall_code, Code::OverLimit as i32);
     assert_eq!(r.statuses[0].limit_remaining, 0);
     assert_eq!(
-        r.statuses[0].current_limit.as_ref().map(|l| l.requests_per_unit),
+        r.statuses[0]
+            .current_limit
+            .as_ref()
+            .map(|l| l.requests_per_unit),
         Some(0)
     );
     let e = block_on(svc.decide(request("web", vec![overridden(&[("user", "z")], 5, 0)], 0)))
@@ -146,7 +158,10 @@ fn over_user(svc: &RlsService<MemoryStore<ManualClock>>) -> RateLimitResponse {
     }
     block_on(svc.decide(request(
         "web",
-        vec![desc(&[("plan", "free")], None), desc(&[("user", "g")], None)],
+        vec![
+            desc(&[("plan", "free")], None),
+            desc(&[("user", "g")], None),
+        ],
         0,
     )))
     .unwrap()
@@ -163,7 +178,11 @@ fn global_shadow_mode_answers_ok_and_keeps_the_statuses() {
     );
     let r = over_user(&svc);
     assert_eq!(r.overall_code, Code::Ok as i32);
-    assert_eq!(r.statuses[1].code, Code::OverLimit as i32, "the status still says so");
+    assert_eq!(
+        r.statuses[1].code,
+        Code::OverLimit as i32,
+        "the status still says so"
+    );
     let text = svc.metrics.render();
     assert!(
         text.contains("floodgate_requests_total{result=\"shadow_over_limit\"} 1"),

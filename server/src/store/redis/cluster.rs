@@ -26,7 +26,9 @@ impl Inner {
         }
         if groups.len() == 1 {
             let items: Vec<&Check> = batch.iter().collect();
-            return self.call(&mut conn.clone(), &items, self.commit_mode(), now).await;
+            return self
+                .call(&mut conn.clone(), &items, self.commit_mode(), now)
+                .await;
         }
         if self.options.counting.consumes_rejected() {
             // Per-descriptor counting: no slot waits for the others' verdict.
