@@ -13,7 +13,8 @@
 //! | metric | type | labels |
 //! | --- | --- | --- |
 //! | `floodgate_decisions_total` | counter | `domain`, `result` (`ok`, `over_limit`, `shadow_over_limit`, `no_limit`) |
-//! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `error`) |
+//! | `floodgate_near_limit_total` | counter | `domain` (OK decisions above `--near-limit-ratio` of their limit) |
+//! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `shadow_over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
 //! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
@@ -77,7 +78,7 @@ const ERROR_KINDS: [(ErrorKind, &str); 4] = [
     (ErrorKind::StoreOverloaded, "store_overloaded"),
 ];
 
-const REQUEST_RESULTS: [&str; 3] = ["ok", "over_limit", "error"];
+const REQUEST_RESULTS: [&str; 4] = ["ok", "over_limit", "shadow_over_limit", "error"];
 const RELOAD_RESULTS: [&str; 2] = ["success", "failure"];
 
 /// A label set of fixed names and values known at compile time.
@@ -86,22 +87,48 @@ pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
 type DecisionLabels = [(&'static str, String); 2];
 
-/// Per-domain decision counters, indexed like [`OUTCOMES`]: handles on the series of one
-/// domain, so counting is an atomic increment.
+/// `floodgate_near_limit_total`'s label set: the domain.
+type DomainLabels = [(&'static str, String); 1];
+
+/// The per-domain families, from which each domain's handles are made.
+#[derive(Debug, Clone, Default)]
+struct DomainFamilies {
+    decisions: Family<DecisionLabels, Counter>,
+    near_limit: Family<DomainLabels, Counter>,
+}
+
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], and near-limit decisions.
+/// Handles on the series of one domain, so counting is an atomic increment.
 #[derive(Debug)]
-pub struct DomainCounters([Counter; 4]);
+pub struct DomainCounters {
+    decisions: [Counter; 4],
+    near_limit: Counter,
+}
 
 impl DomainCounters {
-    /// The series of `domain` in `family`, created now.
-    fn new(family: &Family<DecisionLabels, Counter>, domain: &str) -> Self {
-        DomainCounters(OUTCOMES.map(|(_, result)| {
-            family.get_or_create_owned(&[("domain", domain.to_owned()), ("result", result.into())])
-        }))
+    /// The series of `domain` in `families`, created now.
+    fn new(families: &DomainFamilies, domain: &str) -> Self {
+        DomainCounters {
+            decisions: OUTCOMES.map(|(_, result)| {
+                families.decisions.get_or_create_owned(&[
+                    ("domain", domain.to_owned()),
+                    ("result", result.into()),
+                ])
+            }),
+            near_limit: families
+                .near_limit
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
+        }
     }
 
     /// Counts one descriptor decision.
     pub fn record(&self, outcome: Outcome) {
-        self.0[outcome as usize].inc();
+        self.decisions[outcome as usize].inc();
+    }
+
+    /// Counts one OK decision above the near-limit ratio (also counted by `record`).
+    pub fn near_limit(&self) {
+        self.near_limit.inc();
     }
 }
 
@@ -152,10 +179,10 @@ impl Format {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
+    families: DomainFamilies,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
-    requests: [Counter; 3],
+    requests: [Counter; 4],
     errors: [Counter; 4],
     reloads: [Counter; 2],
     latency: LatencyHistogram,
@@ -172,6 +199,8 @@ pub enum RequestResult {
     Ok,
     /// OVER_LIMIT.
     OverLimit,
+    /// Over a limit, answered OK because of `--shadow-mode`.
+    ShadowOverLimit,
     /// A gRPC error.
     Error,
 }
@@ -185,17 +214,22 @@ impl Metrics {
     /// Empty metrics for a store whose reachability `health` tracks.
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         let mut registry = Registry::default();
-        let decisions = Family::<DecisionLabels, Counter>::default();
-        let unknown_domain = Arc::new(DomainCounters::new(&decisions, ""));
+        let families = DomainFamilies::default();
+        let unknown_domain = Arc::new(DomainCounters::new(&families, ""));
         registry.register(
             "floodgate_decisions",
             "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-            decisions.clone(),
+            families.decisions.clone(),
+        );
+        registry.register(
+            "floodgate_near_limit",
+            "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
+            families.near_limit.clone(),
         );
         let requests = counters(
             &mut registry,
             "floodgate_requests",
-            "ShouldRateLimit calls, by answer",
+            "ShouldRateLimit calls, by answer (shadow_over_limit: over, answered OK under --shadow-mode)",
             "result",
             REQUEST_RESULTS,
         );
@@ -235,7 +269,7 @@ impl Metrics {
         connections.register(&mut registry);
         Metrics {
             registry,
-            decisions,
+            families,
             domains: RwLock::default(),
             unknown_domain,
             requests,
@@ -265,7 +299,7 @@ impl Metrics {
         }
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         map.entry(name.clone())
-            .or_insert_with(|| Arc::new(DomainCounters::new(&self.decisions, name)))
+            .or_insert_with(|| Arc::new(DomainCounters::new(&self.families, name)))
             .clone()
     }
 
@@ -274,7 +308,7 @@ impl Metrics {
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         for name in names {
             if !map.contains_key(name) {
-                let counters = Arc::new(DomainCounters::new(&self.decisions, name));
+                let counters = Arc::new(DomainCounters::new(&self.families, name));
                 map.insert(Arc::from(name), counters);
             }
         }

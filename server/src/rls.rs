@@ -1,18 +1,24 @@
 //! The one module that speaks Envoy's RLS v3: `ShouldRateLimit` in, statuses out.
 //!
 //! Every protocol quirk is handled here and commented where it is handled. The rest of the
-//! crate never sees a protobuf type.
+//! crate never sees a protobuf type. [`plan`] works out what applies to each descriptor,
+//! the store decides, this file answers; [`headers`] writes the optional response headers.
 
-use crate::algorithm::{Decision, Unit, NANOS_PER_SECOND};
-use crate::config::{self, Domain, Rule};
+mod headers;
+mod plan;
+
+pub use headers::{HeaderNames, ResponseHeaders};
+
+use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
+use crate::config;
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
     rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::proto::HeaderValue;
-use crate::store::{Check, CounterKey, Store, StoreError};
+use crate::store::{Check, Store, StoreError};
+use plan::{plan, Applied};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
@@ -21,50 +27,70 @@ use tonic::{Request, Response, Status};
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
 
+/// How answers are shaped, from the operator's flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Headers added to answers (`--response-headers`, `--limit-response-headers`).
+    pub headers: ResponseHeaders,
+    /// `--shadow-mode`: decide and count as usual, answer every request OK overall.
+    pub shadow_mode: bool,
+    /// `--near-limit-ratio`: an OK decision leaving more than this share of its limit
+    /// used is counted in `floodgate_near_limit_total`.
+    pub near_limit_ratio: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            headers: ResponseHeaders::None,
+            shadow_mode: false,
+            near_limit_ratio: 0.8,
+        }
+    }
+}
+
 /// The RLS gRPC service over a store.
 #[derive(Debug)]
 pub struct RlsService<S> {
     config: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
-    response_headers: bool,
+    options: Options,
 }
 
 impl<S: Store> RlsService<S> {
-    /// A service deciding with `store` under the configuration in `config`; with
-    /// `response_headers`, answers carry draft-03 `x-ratelimit-*` headers.
-    pub fn new(
-        config: config::Shared,
-        store: S,
-        metrics: Arc<Metrics>,
-        response_headers: bool,
-    ) -> Self {
+    /// A service deciding with `store` under the configuration in `config`, answering as
+    /// `options` says.
+    pub fn new(config: config::Shared, store: S, metrics: Arc<Metrics>, options: Options) -> Self {
         RlsService {
             config,
             store,
             metrics,
-            response_headers,
+            options,
         }
     }
 
     /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
-    /// to ask the store (configuration only), `call_store`, then `respond`.
+    /// to ask the store (configuration and request only), `call_store`, then `respond`.
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        if let Err(status) = validate(&req) {
-            self.metrics.error(ErrorKind::InvalidArgument);
-            return Err(status);
-        }
         let config = self.config.get();
         let domain = config.domain(&req.domain);
+        let planned = validate(&req).and_then(|()| plan(domain, &req));
+        let plan = match planned {
+            Ok(p) => p,
+            Err(status) => {
+                self.metrics.error(ErrorKind::InvalidArgument);
+                return Err(status);
+            }
+        };
         let counters = match domain {
             Some(d) => self.metrics.domain(&d.name),
             // Quirk: an unknown domain is not an error in the reference service: nothing
             // is configured for it, so nothing is limited.
             None => self.metrics.unknown_domain(),
         };
-        let plan = plan(domain, &req);
         let decisions = self.call_store(&plan.checks, &req.domain).await?;
-        let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
+        let (response, result) = respond(&plan.applied, decisions, &counters, &self.options)?;
         self.metrics.request(result);
         Ok(response)
     }
@@ -104,6 +130,13 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
     if req.domain.is_empty() {
         return Err(Status::invalid_argument("domain must not be empty"));
     }
+    // Quirk: the reference refuses an empty descriptor list with this message (as gRPC
+    // UNKNOWN, a Go error without a code); we give it the code that says what it is.
+    if req.descriptors.is_empty() {
+        return Err(Status::invalid_argument(
+            "rate limit descriptor list must not be empty",
+        ));
+    }
     if req.descriptors.len() > MAX_DESCRIPTORS {
         return Err(Status::invalid_argument(format!(
             "at most {MAX_DESCRIPTORS} descriptors per request"
@@ -112,68 +145,39 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
     Ok(())
 }
 
-/// What one request asks of the store, worked out from the configuration alone.
-struct Plan<'c> {
-    /// The rule each request descriptor matched, in request order (`None`: no match).
-    rules: Vec<Option<&'c Rule>>,
-    /// One counter check per matched rule that has a limit, in request order.
-    checks: Vec<Check>,
-}
-
-/// Matches every descriptor of `req` against `domain` (`None`: unconfigured).
-fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
-    // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
-    // sends) means 1.
-    let request_hits = u64::from(req.hits_addend.max(1));
-    let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
-    let mut checks = Vec::new();
-    for d in &req.descriptors {
-        let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
-        let rule = domain.and_then(|dom| dom.find(entries()).map(|r| (dom, r)));
-        if let Some((dom, r)) = rule {
-            if let Some(limit) = r.limit {
-                checks.push(Check {
-                    key: CounterKey::new(&dom.name, entries()),
-                    limit,
-                    // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
-                    // is distinguishable) overrides the request's; 0 there means 1 too.
-                    hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
-                    shadow: r.shadow,
-                });
-            }
-        }
-        rules.push(rule.map(|(_, r)| r));
-    }
-    Plan { rules, checks }
-}
-
-/// The answer to a request whose descriptors matched `rules`, given the store's
-/// `decisions` (one per limited rule, in order); counts each descriptor in `counters`.
+/// The answer to a request whose descriptors got `applied`, given the store's `decisions`
+/// (one per decided descriptor, in order); counts each descriptor in `counters`.
 fn respond(
-    rules: &[Option<&Rule>],
+    applied: &[Applied<'_>],
     decisions: Vec<Decision>,
     counters: &DomainCounters,
-    response_headers: bool,
+    options: &Options,
 ) -> Result<(RateLimitResponse, RequestResult), Status> {
     // Quirk: one status per request descriptor, in request order, limited or not.
     let mut decided = decisions.into_iter();
-    let mut statuses = Vec::with_capacity(rules.len());
+    let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
-    for rule in rules {
-        let (status, outcome) = match rule {
-            None => (no_limit_status(0), Outcome::NoLimit),
+    for a in applied {
+        let (status, outcome) = match a {
+            Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
             // Quirk: the reference service answers `unlimited` with no current_limit
             // and the largest remaining count.
-            Some(Rule { limit: None, .. }) => (no_limit_status(u32::MAX), Outcome::NoLimit),
-            Some(r) => {
+            Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
+            Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
+            Applied::Configured(_, limit) | Applied::Overridden(limit) => {
                 let Some(d) = decided.next() else {
                     return Err(Status::internal("store answered too few decisions"));
                 };
-                let status = limited_status(r, &d);
-                if !r.shadow {
-                    limited.push(status.clone());
+                let name = match a {
+                    Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
+                    _ => "",
+                };
+                if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
+                    counters.near_limit();
                 }
-                let outcome = match (d.allowed, r.shadow) {
+                let shadow = a.shadow();
+                let status = limited_status(name, limit, shadow, &d);
+                let outcome = match (d.allowed, shadow) {
                     (true, _) => Outcome::Ok,
                     (false, true) => Outcome::ShadowOverLimit,
                     (false, false) => Outcome::OverLimit,
@@ -181,26 +185,42 @@ fn respond(
                 (status, outcome)
             }
         };
+        if !a.shadow() && status.current_limit.is_some() {
+            limited.push(status.clone());
+        }
         counters.record(outcome);
         statuses.push(status);
     }
     let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
+    let (overall, result) = match (over, options.shadow_mode) {
+        (false, _) => (Code::Ok, RequestResult::Ok),
+        // Quirk: the reference's global SHADOW_MODE answers OK overall and leaves each
+        // descriptor's status as decided, so logs and headers still show the would-be
+        // rejection.
+        (true, true) => (Code::Ok, RequestResult::ShadowOverLimit),
+        (true, false) => (Code::OverLimit, RequestResult::OverLimit),
+    };
     let response = RateLimitResponse {
-        overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
-        response_headers_to_add: if response_headers {
-            draft03_headers(&limited)
-        } else {
-            Vec::new()
-        },
+        overall_code: overall as i32,
+        response_headers_to_add: options.headers.render(&limited),
         statuses,
         ..Default::default()
     };
-    let result = if over {
-        RequestResult::OverLimit
-    } else {
-        RequestResult::Ok
-    };
     Ok((response, result))
+}
+
+/// Whether an admitted decision leaves more than `ratio` of its limit used, as the
+/// reference's near-limit statistic: used > ⌊capacity × ratio⌋, capacity being the burst
+/// of a token bucket and `requests_per_unit` otherwise.
+fn near_limit(limit: &Limit, d: &Decision, ratio: f64) -> bool {
+    let capacity = match limit.algorithm {
+        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
+        _ => limit.rpu(),
+    };
+    let used = capacity.saturating_sub(u64::from(d.remaining));
+    // Exact enough: capacity < 2^32, so the product has all its integer digits.
+    let threshold = (capacity as f64 * ratio).floor() as u64;
+    used > threshold
 }
 
 #[tonic::async_trait]
@@ -223,24 +243,39 @@ fn no_limit_status(remaining: u32) -> DescriptorStatus {
     }
 }
 
-fn limited_status(rule: &Rule, d: &Decision) -> DescriptorStatus {
-    let (rpu, unit) = rule.limit.map_or((0, PbUnit::Unknown), |l| {
-        (l.requests_per_unit.get(), pb_unit(l.unit))
-    });
+fn limited_status(name: &str, limit: &Limit, shadow: bool, d: &Decision) -> DescriptorStatus {
     DescriptorStatus {
         // Quirk: shadow mode decides and counts but always answers OK.
-        code: if d.allowed || rule.shadow {
+        code: if d.allowed || shadow {
             Code::Ok
         } else {
             Code::OverLimit
         } as i32,
         current_limit: Some(RateLimit {
-            name: rule.name.as_deref().unwrap_or_default().to_owned(),
-            requests_per_unit: rpu,
-            unit: unit as i32,
+            name: name.to_owned(),
+            requests_per_unit: limit.requests_per_unit.get(),
+            unit: pb_unit(limit.unit) as i32,
         }),
-        limit_remaining: d.remaining,
+        // Quirk: an over-limit descriptor reports nothing remaining, as the reference
+        // does, even when a cheaper request would fit (the duration says when one does).
+        limit_remaining: if d.allowed { d.remaining } else { 0 },
         duration_until_reset: Some(duration(d.reset_in_ns)),
+        quota: None,
+    }
+}
+
+/// An override of zero requests: over, nothing remaining, and (never fitting) reported to
+/// reset after one whole unit, so a caller caching the denial asks again then.
+fn blocked_status(unit: Unit) -> DescriptorStatus {
+    DescriptorStatus {
+        code: Code::OverLimit as i32,
+        current_limit: Some(RateLimit {
+            name: String::new(),
+            requests_per_unit: 0,
+            unit: pb_unit(unit) as i32,
+        }),
+        limit_remaining: 0,
+        duration_until_reset: Some(duration(unit.period_ns())),
         quota: None,
     }
 }
@@ -263,60 +298,6 @@ fn duration(ns: u64) -> prost_types::Duration {
     prost_types::Duration {
         seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
         nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
-    }
-}
-
-/// Draft-03 (`draft-polli-ratelimit-headers-03`) headers for the most constrained enforced
-/// limit, shaped as Envoy's own filter writes them: `x-ratelimit-limit: 10, 10;w=60`.
-/// Only limits not in shadow mode count; with none, no headers.
-fn draft03_headers(limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
-    let Some(tightest) = limited.iter().min_by_key(|s| s.limit_remaining) else {
-        return Vec::new();
-    };
-    let rpu = |s: &DescriptorStatus| s.current_limit.as_ref().map_or(0, |l| l.requests_per_unit);
-    let mut limit = rpu(tightest).to_string();
-    for s in limited {
-        let Some(l) = &s.current_limit else { continue };
-        let window = PbUnit::try_from(l.unit).ok().map_or(0, window_seconds);
-        let window = if window == 0 && l.unit == PbUnit::Unknown as i32 {
-            Unit::Week.seconds() // our only UNKNOWN is a week
-        } else {
-            window
-        };
-        limit.push_str(&format!(", {};w={window}", l.requests_per_unit));
-        if !l.name.is_empty() {
-            limit.push_str(&format!(";name=\"{}\"", l.name));
-        }
-    }
-    let reset = tightest
-        .duration_until_reset
-        .as_ref()
-        .map_or(0, |d| d.seconds + i64::from(d.nanos > 0));
-    vec![
-        header("x-ratelimit-limit", limit),
-        header(
-            "x-ratelimit-remaining",
-            tightest.limit_remaining.to_string(),
-        ),
-        header("x-ratelimit-reset", reset.to_string()),
-    ]
-}
-
-fn window_seconds(unit: PbUnit) -> u64 {
-    match unit {
-        PbUnit::Second => 1,
-        PbUnit::Minute => 60,
-        PbUnit::Hour => 3_600,
-        PbUnit::Day => 86_400,
-        _ => 0,
-    }
-}
-
-fn header(key: &str, value: String) -> HeaderValue {
-    HeaderValue {
-        key: key.to_owned(),
-        value,
-        raw_value: Vec::new(),
     }
 }
 

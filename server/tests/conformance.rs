@@ -12,6 +12,8 @@
 
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
+#[path = "conformance/rejected.rs"]
+mod rejected;
 mod support;
 
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
@@ -19,9 +21,10 @@ use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
 use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
-use floodgate_server::store::{Check, CounterKey, Store};
+use floodgate_server::store::{Check, CounterKey, Counting, Store};
 use one_hit::*;
 use proptest::prelude::*;
+use rejected::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -387,6 +390,7 @@ macro_rules! for_each_scenario {
             sliding_window_log_has_no_boundary_burst,
             sliding_window_counter_weighs_the_previous_window,
             a_rejected_request_consumes_nothing,
+            a_rejected_request_reports_the_remaining_that_holds,
             a_shadow_limit_never_blocks_the_others,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
@@ -415,11 +419,20 @@ macro_rules! test_per_scenario {
 }
 
 async fn redis_store(target: Target, clock: &Arc<ManualClock>) -> RedisStore {
+    redis_store_counting(target, clock, Counting::AllOrNothing).await
+}
+
+async fn redis_store_counting(
+    target: Target,
+    clock: &Arc<ManualClock>,
+    counting: Counting,
+) -> RedisStore {
     let options = RedisOptions {
         target,
         // Generous: tests share two cores with Redis and each other.
         timeout: Duration::from_secs(5),
         max_in_flight: 1024,
+        counting,
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await
@@ -446,6 +459,22 @@ mod memory {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let clock = Arc::new(ManualClock::new(W));
+        let store = Arc::new(
+            MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone())
+                .with_counting(Counting::PerDescriptor),
+        );
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis {
@@ -467,6 +496,25 @@ mod redis {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let server = RedisServer::start();
+        let clock = Arc::new(ManualClock::new(W));
+        let store = redis_store_counting(
+            Target::Single(server.url()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis_cluster {
@@ -490,6 +538,21 @@ mod redis_cluster {
             };
         }
         for_each_scenario!(run_all);
+        // Per-descriptor counting: a request spanning slots skips the peek phase.
+        let clock = Arc::new(ManualClock::new(W));
+        let store = redis_store_counting(
+            Target::Cluster(cluster.seeds()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
     }
 }
 

@@ -47,6 +47,7 @@ async fn store(
         target: Target::Single(server.url()),
         timeout,
         max_in_flight,
+        counting: Default::default(),
     };
     (
         RedisStore::connect(options, health.clone()).await.unwrap(),

@@ -134,15 +134,34 @@ struct Node {
     children: Level,
 }
 
-/// Loads and validates the configuration at `path`: one YAML file, or a directory whose
-/// `*.yaml`/`*.yml` files (not hidden, not in subdirectories) each hold one domain.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    parse(&source::read(path)?)
+/// How a configuration is read, beyond its path: the reference's layout settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Several files may define one domain, their descriptors merged into one tree
+    /// (`--merge-domains`, the reference's `MERGE_DOMAIN_CONFIG`). Off: a domain defined
+    /// twice is an error, naming both files.
+    pub merge_domains: bool,
 }
 
-/// Validates files already read by [`source::read`].
+/// Loads and validates the configuration at `path` with the default options: one YAML
+/// file, or a directory (see [`source::read`]) whose files each hold one domain.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// Loads and validates the configuration at `path` as `options` say.
+pub fn load_with(path: &Path, options: &LoadOptions) -> Result<Config, ConfigError> {
+    parse_with(&source::read(path)?, options)
+}
+
+/// Validates files already read by [`source::read`], with the default options.
 pub fn parse(files: &source::Files) -> Result<Config, ConfigError> {
-    validate::config(files)
+    parse_with(files, &LoadOptions::default())
+}
+
+/// Validates files already read by [`source::read`] as `options` say.
+pub fn parse_with(files: &source::Files, options: &LoadOptions) -> Result<Config, ConfigError> {
+    validate::config(files, options)
 }
 
 /// The configuration in force, swapped whole on reload. Readers take an `Arc` snapshot, so a

@@ -3,17 +3,29 @@
 use super::nesting;
 use super::source::Files;
 use super::wire::{self, AlgorithmName};
-use super::{Config, ConfigError, Domain, KeyNodes, Level, Node, Rule, MAX_DEPTH, MAX_LOG_LIMIT};
+use super::{
+    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Rule, MAX_DEPTH, MAX_LOG_LIMIT,
+};
 use crate::algorithm::{Algorithm, Limit, Unit};
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
-pub(super) fn config(files: &Files) -> Result<Config, ConfigError> {
+pub(super) fn config(files: &Files, options: &LoadOptions) -> Result<Config, ConfigError> {
     let mut domains: HashMap<String, Domain> = HashMap::new();
     for (file, text) in &files.files {
         let parsed = parse_yaml(file, text)?;
+        if let Some(first) = domains
+            .get_mut(&parsed.domain)
+            .filter(|_| options.merge_domains)
+        {
+            // `--merge-domains` (the reference's MERGE_DOMAIN_CONFIG): this file's
+            // descriptors join the domain's top level; a sibling defined twice is still a
+            // duplicate, reported at this file's descriptor.
+            level_into(file, "", parsed.descriptors, 1, &mut first.root)?;
+            continue;
+        }
         let domain = domain(file, parsed)?;
         if let Some(first) = domains.get(&*domain.name) {
             return Err(ConfigError::new(
@@ -82,8 +94,20 @@ fn level(
     depth: usize,
 ) -> Result<Level, ConfigError> {
     let mut out = Level::default();
+    level_into(file, parent, descriptors, depth, &mut out)?;
+    Ok(out)
+}
+
+/// Adds `descriptors` to the level `out` (empty, or a domain's top level being merged).
+fn level_into(
+    file: &Path,
+    parent: &str,
+    descriptors: Vec<wire::Descriptor>,
+    depth: usize,
+    out: &mut Level,
+) -> Result<(), ConfigError> {
     if descriptors.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let here = format!("{parent}descriptors");
     if depth > MAX_DEPTH {
@@ -120,7 +144,7 @@ fn level(
             .prefix
             .sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
     }
-    Ok(out)
+    Ok(())
 }
 
 fn insert(

@@ -1,4 +1,5 @@
-//! The protocol layer over the real memory store and a fake clock.
+//! The protocol layer over the real memory store and a fake clock. `reference` holds the
+//! answers issue 12 aligned with envoyproxy/ratelimit's and the operator options.
 
 use super::*;
 use crate::clock::ManualClock;
@@ -24,13 +25,26 @@ descriptors:
 "#;
 
 fn service(capacity: usize, headers: bool) -> RlsService<MemoryStore<ManualClock>> {
+    let headers = if headers {
+        ResponseHeaders::Draft03
+    } else {
+        ResponseHeaders::None
+    };
+    let options = Options {
+        headers,
+        ..Options::default()
+    };
+    service_with(capacity, options)
+}
+
+fn service_with(capacity: usize, options: Options) -> RlsService<MemoryStore<ManualClock>> {
     let files = Files {
         root: PathBuf::from("t.yaml"),
         files: vec![(PathBuf::from("t.yaml"), CONFIG.to_owned())],
     };
     let config = config::Shared::new(config::parse(&files).unwrap());
     let store = MemoryStore::with_clock(capacity, ManualClock::new(1_000 * S + S / 4));
-    RlsService::new(config, store, Arc::new(Metrics::new("memory")), headers)
+    RlsService::new(config, store, Arc::new(Metrics::new("memory")), options)
 }
 
 fn desc(entries: &[(&str, &str)], hits: Option<u64>) -> RateLimitDescriptor {
@@ -251,3 +265,5 @@ fn a_store_error_is_unavailable() {
     let r = block_on(svc.decide(request("web", vec![desc(&[("nomatch", "a")], None)], 0)));
     assert!(r.is_ok());
 }
+
+mod reference;

@@ -17,7 +17,7 @@
 //! distinct values would then buy a flood of fresh limits. The overflow is counted in the
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
-use super::{Check, Store, StoreError};
+use super::{report_unconsumed, Check, Counting, Store, StoreError};
 use crate::algorithm::{decide, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
@@ -58,6 +58,7 @@ pub struct MemoryStore<C: Clock = SystemClock> {
     clock: C,
     cells: AtomicUsize,
     capacity: usize,
+    counting: Counting,
 }
 
 impl MemoryStore<SystemClock> {
@@ -76,7 +77,14 @@ impl<C: Clock> MemoryStore<C> {
             clock,
             cells: AtomicUsize::new(0),
             capacity,
+            counting: Counting::default(),
         }
+    }
+
+    /// The same store counting as `counting` says (default: all or nothing).
+    pub fn with_counting(mut self, counting: Counting) -> Self {
+        self.counting = counting;
+        self
     }
 
     /// Cells in use.
@@ -184,8 +192,9 @@ impl<C: Clock> MemoryStore<C> {
             decisions.push(d);
             updates.push(u);
         }
-        if blocked {
+        if blocked && !self.counting.consumes_rejected() {
             // Over the limit somewhere: the request is rejected and consumes nothing.
+            report_unconsumed(batch, &mut decisions);
             return Ok(decisions);
         }
 
@@ -200,7 +209,7 @@ impl<C: Clock> MemoryStore<C> {
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let shard = &mut guards[guard_of(i)];
             if !decisions[i].allowed && !shard.contains_key(&c.key) {
-                continue; // a denied shadow item on a fresh counter changes nothing
+                continue; // a denied item on a fresh counter changes nothing
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
                 limit: c.limit,

@@ -10,6 +10,8 @@
 --           On Redis Cluster all KEYS of one call must share a hash slot; the caller groups.
 -- ARGV[1]   "commit": decide, then write if the request is admitted (all or nothing).
 --           "peek":   decide only, write nothing (the first phase across Cluster slots).
+--           "count":  decide, then write every admitted item even if another item is over
+--                     (--counting per-descriptor, the reference's default counting).
 -- ARGV[2]   "" in production: now = Redis TIME. A decimal count of microseconds overrides
 --           it (tests compare with the memory store on a fake clock); TTLs then get 60 s of
 --           slack, since Redis expires keys on its own clock.
@@ -389,7 +391,7 @@ end
 -- Redis's time, from which the server estimates the offset between the clocks.
 out[#out + 1] = now
 
-if ARGV[1] == 'commit' and not blocked then
+if (ARGV[1] == 'commit' and not blocked) or ARGV[1] == 'count' then
   for _, key in ipairs(order) do
     local st = states[key]
     st.item.alg.save(key, st.state, st.item)

@@ -26,7 +26,13 @@ impl Inner {
         }
         if groups.len() == 1 {
             let items: Vec<&Check> = batch.iter().collect();
-            return self.call(&mut conn.clone(), &items, "commit", now).await;
+            return self
+                .call(&mut conn.clone(), &items, self.commit_mode(), now)
+                .await;
+        }
+        if self.options.counting.consumes_rejected() {
+            // Per-descriptor counting: no slot waits for the others' verdict.
+            return self.call_groups(&conn, batch, &groups, "count", now).await;
         }
         let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
         let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);

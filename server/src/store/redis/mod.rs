@@ -50,7 +50,7 @@ pub use outage::{LOG_EVERY, PROBE_EVERY};
 pub use script::{script_cmd, CallTimes, SCRIPT};
 
 use super::health::Health;
-use super::{Check, Store, StoreError};
+use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Clock;
 use conn::Conn;
@@ -79,6 +79,8 @@ pub struct RedisOptions {
     pub timeout: Duration,
     /// Calls in flight beyond which new calls fail at once.
     pub max_in_flight: usize,
+    /// Which items of a request consume (`--counting`).
+    pub counting: Counting,
 }
 
 /// The Redis store. See the module documentation.
@@ -190,8 +192,11 @@ impl Inner {
                 ))),
             };
         match outcome {
-            Ok(d) => {
+            Ok(mut d) => {
                 self.outage.succeeded();
+                if !self.options.counting.consumes_rejected() && rejected(batch, &d) {
+                    report_unconsumed(batch, &mut d);
+                }
                 Ok(d)
             }
             Err(f) => {
@@ -223,13 +228,22 @@ impl Inner {
         }
     }
 
+    /// The script's writing mode (`check.lua`'s ARGV[1]): `commit` writes only when the
+    /// whole request is admitted, `count` writes every admitted item regardless.
+    fn commit_mode(&self) -> &'static str {
+        match self.options.counting {
+            Counting::AllOrNothing => "commit",
+            Counting::PerDescriptor => "count",
+        }
+    }
+
     /// One script call on a single Redis; the cluster path on a cluster.
     async fn decide(&self, batch: &[Check], now: &CallTimes) -> Result<Vec<Decision>, Failure> {
         match &self.conn {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
-                self.call(&mut conn, &items, "commit", now).await
+                self.call(&mut conn, &items, self.commit_mode(), now).await
             }
             Conn::Cluster { conn, .. } => {
                 let conn = Conn::cluster(conn)?;

@@ -1,0 +1,136 @@
+//! What one request asks of the store, worked out from the configuration and the request
+//! alone: which limit applies to each descriptor, and the counter checks to make.
+
+use crate::algorithm::{Algorithm, Limit, Unit};
+use crate::config::{Domain, Rule};
+use crate::proto::rls::RateLimitRequest;
+use crate::proto::RateLimitDescriptor;
+use crate::store::{Check, CounterKey};
+use std::num::NonZeroU32;
+use tonic::Status;
+
+/// What applies to one request descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Applied<'c> {
+    /// Nothing matched (or the domain is unknown): OK, no limit.
+    Nothing,
+    /// A configured `unlimited: true`.
+    Unlimited,
+    /// A configured limit, decided by the store.
+    Configured(&'c Rule, Limit),
+    /// The descriptor's own `limit` override, decided by the store. It replaces whatever
+    /// the configuration says for the descriptor: no name, no shadow mode, and no quota
+    /// grant (a configured `quota` belongs to the configured limit, not to this one).
+    Overridden(Limit),
+    /// An override of `requests_per_unit: 0`: every request is over, no store call.
+    Blocked(Unit),
+}
+
+impl Applied<'_> {
+    /// The limit the store decides, if any.
+    pub(super) fn limit(&self) -> Option<Limit> {
+        match self {
+            Applied::Configured(_, l) | Applied::Overridden(l) => Some(*l),
+            _ => None,
+        }
+    }
+
+    /// Whether a store decision over this limit answers OK anyway.
+    pub(super) fn shadow(&self) -> bool {
+        matches!(self, Applied::Configured(r, _) if r.shadow)
+    }
+}
+
+/// One request's plan.
+#[derive(Debug)]
+pub(super) struct Plan<'c> {
+    /// What applies to each request descriptor, in request order.
+    pub applied: Vec<Applied<'c>>,
+    /// One counter check per descriptor the store decides, in request order.
+    pub checks: Vec<Check>,
+}
+
+/// Matches every descriptor of `req` against `domain` (`None`: unconfigured). `Err` is an
+/// INVALID_ARGUMENT for an override no limit can be made of.
+pub(super) fn plan<'c>(
+    domain: Option<&'c Domain>,
+    req: &RateLimitRequest,
+) -> Result<Plan<'c>, Status> {
+    // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
+    // sends) means 1.
+    let request_hits = u64::from(req.hits_addend.max(1));
+    let mut applied = Vec::with_capacity(req.descriptors.len());
+    let mut checks = Vec::new();
+    for (i, d) in req.descriptors.iter().enumerate() {
+        let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
+        // Quirk: an unknown domain limits nothing, not even a descriptor's own override
+        // (the reference looks the domain up first).
+        let Some(dom) = domain else {
+            applied.push(Applied::Nothing);
+            continue;
+        };
+        let a = match overriding(i, d)? {
+            Some(a) => a,
+            None => match dom.find(entries()) {
+                None => Applied::Nothing,
+                Some(r) => match r.limit {
+                    None => Applied::Unlimited,
+                    Some(l) => Applied::Configured(r, l),
+                },
+            },
+        };
+        if let Some(limit) = a.limit() {
+            let key = match a {
+                Applied::Overridden(_) => CounterKey::overridden(&dom.name, entries(), &limit),
+                _ => CounterKey::new(&dom.name, entries()),
+            };
+            checks.push(Check {
+                key,
+                limit,
+                // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
+                // is distinguishable) overrides the request's; 0 there means 1 too.
+                hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
+                shadow: a.shadow(),
+            });
+        }
+        applied.push(a);
+    }
+    Ok(Plan { applied, checks })
+}
+
+/// Quirk: a descriptor's `limit` (Envoy's `limit.override` from dynamic metadata) is used
+/// instead of the configuration, even where the configuration has no entry for the
+/// descriptor, as the reference does. It is a fixed window, the reference's only
+/// algorithm; `requests_per_unit: 0` blocks.
+fn overriding(i: usize, d: &RateLimitDescriptor) -> Result<Option<Applied<'static>>, Status> {
+    let Some(o) = &d.limit else {
+        return Ok(None);
+    };
+    let unit = override_unit(o.unit).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "descriptors[{i}].limit.unit: {} is not a unit (1 second, 2 minute, 3 hour, 4 day, 7 week)",
+            o.unit
+        ))
+    })?;
+    Ok(Some(match NonZeroU32::new(o.requests_per_unit) {
+        None => Applied::Blocked(unit),
+        Some(requests_per_unit) => Applied::Overridden(Limit {
+            requests_per_unit,
+            unit,
+            algorithm: Algorithm::FixedWindow,
+        }),
+    }))
+}
+
+/// `envoy.type.v3.RateLimitUnit` on the wire. 0 (unknown) names no period. Month (5) and
+/// year (6) are refused until the configuration has those units.
+fn override_unit(unit: i32) -> Option<Unit> {
+    match unit {
+        1 => Some(Unit::Second),
+        2 => Some(Unit::Minute),
+        3 => Some(Unit::Hour),
+        4 => Some(Unit::Day),
+        7 => Some(Unit::Week),
+        _ => None,
+    }
+}
