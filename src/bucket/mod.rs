@@ -100,6 +100,8 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
+        /// Nanoseconds until one more whole token is available (`None`: never refills).
+        next_token_in_ns: Option<u64>,
     },
     /// Not enough tokens; the state is unchanged.
     Deny {
@@ -110,6 +112,9 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
+        /// Nanoseconds until one more whole token is available (`None`: never refills,
+        /// or the bucket is full).
+        next_token_in_ns: Option<u64>,
     },
 }
 
@@ -132,6 +137,19 @@ impl Decision {
             Decision::Allow { full_in_ns, .. } | Decision::Deny { full_in_ns, .. } => full_in_ns,
         }
     }
+
+    /// Nanoseconds until one more whole token is available: the draft-10 `t` ("time
+    /// until additional quota is made available"). `None`: never (no refill, or full).
+    pub fn next_token_in_ns(&self) -> Option<u64> {
+        match *self {
+            Decision::Allow {
+                next_token_in_ns, ..
+            }
+            | Decision::Deny {
+                next_token_in_ns, ..
+            } => next_token_in_ns,
+        }
+    }
 }
 
 /// Decides whether `cost` tokens can be taken from a bucket in state `state` at `now_ns`.
@@ -147,10 +165,12 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     let ahead = new_tat - now;
     if ahead <= burst {
         let left = burst - ahead;
+        let remaining = whole_tokens(left);
         Decision::Allow {
             new_state: Tat(new_tat),
-            remaining: whole_tokens(left),
+            remaining,
             full_in_ns: quota.units_to_nanos_ceil(ahead),
+            next_token_in_ns: next_token_in_ns(quota, ahead, remaining),
         }
     } else {
         let debt = start - now;
@@ -160,12 +180,26 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
         } else {
             quota.units_to_nanos_ceil(ahead - burst)
         };
+        let remaining = whole_tokens(available);
         Decision::Deny {
             retry_in_ns,
-            remaining: whole_tokens(available),
+            remaining,
             full_in_ns: quota.units_to_nanos_ceil(debt),
+            next_token_in_ns: next_token_in_ns(quota, debt, remaining),
         }
     }
+}
+
+/// Nanoseconds until a bucket `debt` scaled units short of full, with `remaining` whole
+/// tokens, holds `remaining + 1`; `None` when it is full or never refills.
+fn next_token_in_ns(quota: Quota, debt: u128, remaining: u32) -> Option<u64> {
+    if remaining >= quota.capacity {
+        return None;
+    }
+    // Tokens now, in units: burst - debt (below zero in debt). One more whole token is
+    // (remaining + 1) tokens, so the bucket must earn (remaining + 1) tokens + debt - burst.
+    let target = (u128::from(remaining) + 1) * UNITS_PER_TOKEN + debt;
+    quota.units_to_nanos_ceil(target.saturating_sub(quota.burst_units()))
 }
 
 /// Nanoseconds until a bucket in `state`, refilling at `rate_micro`, is full again:
