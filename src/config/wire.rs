@@ -126,6 +126,29 @@ pub struct Response {
     pub body: Option<String>,
     #[serde(default)]
     pub headers_on_allowed: Option<bool>,
+    #[serde(default)]
+    pub headers: Option<HeaderFields>,
+    #[serde(default)]
+    pub body_format: Option<BodyFormat>,
+}
+
+/// Which rate-limit header fields replies carry.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderFields {
+    Draft03,
+    Draft10,
+    Both,
+    None,
+}
+
+/// The body of an HTTP rejection.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub enum BodyFormat {
+    #[serde(rename = "text")]
+    Text,
+    #[serde(rename = "problem+json")]
+    ProblemJson,
 }
 
 /// What to do when the limiter itself fails.

@@ -1,0 +1,46 @@
+//! The `response` section: how rejections look, and which rate-limit fields replies carry.
+
+use super::super::wire;
+use super::super::{
+    BodyFormat, ConfigError, HeaderFields, ResponseConfig, DEFAULT_BODY, DEFAULT_STATUS,
+};
+use super::status;
+
+pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
+    let Some(r) = r else {
+        return Ok(ResponseConfig {
+            status: DEFAULT_STATUS,
+            body: DEFAULT_BODY.to_string(),
+            headers_on_allowed: false,
+            headers: HeaderFields::Draft03,
+            body_format: BodyFormat::Text,
+        });
+    };
+    let status = match r.status {
+        None => DEFAULT_STATUS,
+        Some(s) => status("response.status", s)?,
+    };
+    let headers = match r.headers {
+        None | Some(wire::HeaderFields::Draft03) => HeaderFields::Draft03,
+        Some(wire::HeaderFields::Draft10) => HeaderFields::Draft10,
+        Some(wire::HeaderFields::Both) => HeaderFields::Both,
+        Some(wire::HeaderFields::None) => HeaderFields::None,
+    };
+    let headers_on_allowed = r.headers_on_allowed.unwrap_or(false);
+    if headers_on_allowed && headers == HeaderFields::None {
+        return Err(ConfigError::new(
+            "response.headers_on_allowed",
+            "has no effect with `headers: \"none\"`: remove one of them",
+        ));
+    }
+    Ok(ResponseConfig {
+        status,
+        body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
+        headers_on_allowed,
+        headers,
+        body_format: match r.body_format {
+            None | Some(wire::BodyFormat::Text) => BodyFormat::Text,
+            Some(wire::BodyFormat::ProblemJson) => BodyFormat::ProblemJson,
+        },
+    })
+}
