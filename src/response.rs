@@ -109,7 +109,7 @@ impl Standing {
             window_s: fields::bucket_window_s(quota.capacity(), quota.rate_micro()),
             remaining: decision.remaining(),
             reset_ns: decision.full_in_ns(),
-            next_ns: decision.next_token_in_ns(),
+            next_ns: decision.next_token_in_ns(quota),
             allowed: decision.is_allow(),
             retry_ns: match decision {
                 Decision::Deny { retry_in_ns, .. } => retry_in_ns,

@@ -100,8 +100,9 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
-        /// Nanoseconds until one more whole token is available (`None`: never refills).
-        next_token_in_ns: Option<u64>,
+        /// Scaled units the bucket must earn for one more whole token; see
+        /// [`Decision::next_token_in_ns`], which turns it into time only when asked.
+        to_next_token: u128,
     },
     /// Not enough tokens; the state is unchanged.
     Deny {
@@ -112,9 +113,8 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
-        /// Nanoseconds until one more whole token is available (`None`: never refills,
-        /// or the bucket is full).
-        next_token_in_ns: Option<u64>,
+        /// Scaled units the bucket must earn for one more whole token (0: it is full).
+        to_next_token: u128,
     },
 }
 
@@ -138,17 +138,16 @@ impl Decision {
         }
     }
 
-    /// Nanoseconds until one more whole token is available: the draft-10 `t` ("time
-    /// until additional quota is made available"). `None`: never (no refill, or full).
-    pub fn next_token_in_ns(&self) -> Option<u64> {
-        match *self {
-            Decision::Allow {
-                next_token_in_ns, ..
-            }
-            | Decision::Deny {
-                next_token_in_ns, ..
-            } => next_token_in_ns,
+    /// Nanoseconds until one more whole token is available in a bucket of `quota`: the
+    /// draft-10 `t` ("time until additional quota is made available"). `None`: never (no
+    /// refill, or full). Computed here, not in [`decide`], so that the division it takes
+    /// is paid only by replies that show it.
+    pub fn next_token_in_ns(&self, quota: Quota) -> Option<u64> {
+        let (Decision::Allow { to_next_token, .. } | Decision::Deny { to_next_token, .. }) = *self;
+        if to_next_token == 0 {
+            return None;
         }
+        quota.units_to_nanos_ceil(to_next_token)
     }
 }
 
@@ -170,7 +169,7 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
             new_state: Tat(new_tat),
             remaining,
             full_in_ns: quota.units_to_nanos_ceil(ahead),
-            next_token_in_ns: next_token_in_ns(quota, ahead, remaining),
+            to_next_token: to_next_token(quota, ahead, remaining),
         }
     } else {
         let debt = start - now;
@@ -185,21 +184,22 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
             retry_in_ns,
             remaining,
             full_in_ns: quota.units_to_nanos_ceil(debt),
-            next_token_in_ns: next_token_in_ns(quota, debt, remaining),
+            to_next_token: to_next_token(quota, debt, remaining),
         }
     }
 }
 
-/// Nanoseconds until a bucket `debt` scaled units short of full, with `remaining` whole
-/// tokens, holds `remaining + 1`; `None` when it is full or never refills.
-fn next_token_in_ns(quota: Quota, debt: u128, remaining: u32) -> Option<u64> {
+/// Scaled units a bucket `debt` units short of full, with `remaining` whole tokens, must
+/// earn to hold `remaining + 1`; 0 when it is full. No division: this is on every
+/// request's path.
+fn to_next_token(quota: Quota, debt: u128, remaining: u32) -> u128 {
     if remaining >= quota.capacity {
-        return None;
+        return 0;
     }
     // Tokens now, in units: burst - debt (below zero in debt). One more whole token is
     // (remaining + 1) tokens, so the bucket must earn (remaining + 1) tokens + debt - burst.
     let target = (u128::from(remaining) + 1) * UNITS_PER_TOKEN + debt;
-    quota.units_to_nanos_ceil(target.saturating_sub(quota.burst_units()))
+    target.saturating_sub(quota.burst_units())
 }
 
 /// Nanoseconds until a bucket in `state`, refilling at `rate_micro`, is full again:

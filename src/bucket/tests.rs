@@ -30,7 +30,7 @@ fn a_new_bucket_admits_its_capacity_then_denies() {
             retry_in_ns: Some(SECOND),
             remaining: 0,
             full_in_ns: Some(3 * SECOND),
-            next_token_in_ns: Some(SECOND),
+            to_next_token: UNITS_PER_TOKEN,
         }
     );
 }
@@ -51,7 +51,7 @@ fn zero_refill_is_a_counter_that_never_resets() {
             retry_in_ns: None,
             remaining: 0,
             full_in_ns: None,
-            next_token_in_ns: None,
+            to_next_token: UNITS_PER_TOKEN,
         }
     );
 }
@@ -156,14 +156,14 @@ fn the_next_token_comes_one_token_interval_after_the_fraction_earned_so_far() {
     // Empty at `now`; 200 ms later 0.4 of a token is earned: the next whole one is 300 ms off.
     let later = decide(state, now + SECOND / 5, q, 1);
     assert_eq!(later.remaining(), 0);
-    assert_eq!(later.next_token_in_ns(), Some(3 * SECOND / 10));
+    assert_eq!(later.next_token_in_ns(q), Some(3 * SECOND / 10));
     // Allowed with 1.4 tokens: 0.4 left, the next whole token in 300 ms as well.
     let allowed = decide(state, now + 7 * SECOND / 10, q, 1);
     assert!(allowed.is_allow());
     assert_eq!(allowed.remaining(), 0);
-    assert_eq!(allowed.next_token_in_ns(), Some(3 * SECOND / 10));
+    assert_eq!(allowed.next_token_in_ns(q), Some(3 * SECOND / 10));
     // A full bucket earns nothing more.
     let full = decide(Tat::default(), now, q, 5);
     assert_eq!(full.remaining(), 4);
-    assert_eq!(full.next_token_in_ns(), None);
+    assert_eq!(full.next_token_in_ns(q), None);
 }

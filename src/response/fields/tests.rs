@@ -204,7 +204,7 @@ proptest! {
         }
         let now = SECOND + later;
         let d = decide(state, now, q, capacity + 1); // never admitted: only looks
-        match d.next_token_in_ns() {
+        match d.next_token_in_ns(q) {
             None => prop_assert_eq!(d.remaining(), capacity),
             Some(next) => {
                 prop_assert!(next > 0);
