@@ -272,5 +272,6 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod fallback;
+mod fields;
 mod global;
 mod refusal;
