@@ -39,9 +39,7 @@ pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 /// `RateLimit-Policy` and `RateLimit` for `standings`: one item per enforced rule, in
 /// configuration order. Empty when no enforced rule has a limit to show.
 pub fn draft10_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
-    let mut shown: Vec<&Standing> = standings.iter().filter(|s| shows(s)).collect();
-    // Stable: standings arrive grouped (local rules, then global ones).
-    shown.sort_by_key(|s| s.rule);
+    let shown = super::in_rule_order(standings.iter().filter(|s| shows(s)));
     if shown.is_empty() {
         return Vec::new();
     }

@@ -171,8 +171,10 @@ proptest! {
             now += gap;
             // Send as many as the q-per-w rule allows at this instant.
             loop {
-                let in_window = sent.iter().filter(|&&t| t + window_ns > now).count();
-                if in_window >= capacity as usize {
+                // The q-th send back must have left the window.
+                let full = sent.len() >= capacity as usize
+                    && sent[sent.len() - capacity as usize] + window_ns > now;
+                if full {
                     break;
                 }
                 match decide(state, now, q, 1) {
