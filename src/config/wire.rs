@@ -126,29 +126,13 @@ pub struct Response {
     pub body: Option<String>,
     #[serde(default)]
     pub headers_on_allowed: Option<bool>,
+    /// Read as a string and matched in validation: an enum's derived deserializer,
+    /// instantiated for every deserializer wrapper, costs the module kilobytes.
     #[serde(default)]
-    pub headers: Option<HeaderFields>,
+    pub headers: Option<String>,
+    /// As `headers`.
     #[serde(default)]
-    pub body_format: Option<BodyFormat>,
-}
-
-/// Which rate-limit header fields replies carry.
-#[derive(Debug, Clone, Copy, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HeaderFields {
-    Draft03,
-    Draft10,
-    Both,
-    None,
-}
-
-/// The body of an HTTP rejection.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub enum BodyFormat {
-    #[serde(rename = "text")]
-    Text,
-    #[serde(rename = "problem+json")]
-    ProblemJson,
+    pub body_format: Option<String>,
 }
 
 /// What to do when the limiter itself fails.

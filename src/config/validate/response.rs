@@ -20,11 +20,19 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
         None => DEFAULT_STATUS,
         Some(s) => status("response.status", s)?,
     };
-    let headers = match r.headers {
-        None | Some(wire::HeaderFields::Draft03) => HeaderFields::Draft03,
-        Some(wire::HeaderFields::Draft10) => HeaderFields::Draft10,
-        Some(wire::HeaderFields::Both) => HeaderFields::Both,
-        Some(wire::HeaderFields::None) => HeaderFields::None,
+    let headers = match r.headers.as_deref() {
+        None | Some("draft03") => HeaderFields::Draft03,
+        Some("draft10") => HeaderFields::Draft10,
+        Some("both") => HeaderFields::Both,
+        Some("none") => HeaderFields::None,
+        Some(other) => {
+            return Err(ConfigError::new(
+                "response.headers",
+                format!(
+                "unknown variant `{other}`, expected one of `draft03`, `draft10`, `both`, `none`"
+            ),
+            ))
+        }
     };
     let headers_on_allowed = r.headers_on_allowed.unwrap_or(false);
     if headers_on_allowed && headers == HeaderFields::None {
@@ -38,9 +46,15 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
         body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
         headers_on_allowed,
         headers,
-        body_format: match r.body_format {
-            None | Some(wire::BodyFormat::Text) => BodyFormat::Text,
-            Some(wire::BodyFormat::ProblemJson) => BodyFormat::ProblemJson,
+        body_format: match r.body_format.as_deref() {
+            None | Some("text") => BodyFormat::Text,
+            Some("problem+json") => BodyFormat::ProblemJson,
+            Some(other) => {
+                return Err(ConfigError::new(
+                    "response.body_format",
+                    format!("unknown variant `{other}`, expected `text` or `problem+json`"),
+                ))
+            }
         },
     })
 }
