@@ -211,6 +211,7 @@ impl Limiter {
                     record(finished, tally);
                     let reply = response::rejection(
                         &self.config.response,
+                        &self.config.rules,
                         &local.standings,
                         None,
                         Vec::new(),
@@ -246,7 +247,7 @@ impl Limiter {
         Pass {
             request_headers: Vec::new(),
             response_headers: if self.config.response.headers_on_allowed {
-                response::ratelimit_headers(standings)
+                response::header_fields(&self.config.response, &self.config.rules, standings)
             } else {
                 Vec::new()
             },

@@ -74,12 +74,18 @@ impl Denial {
     }
 
     /// Where the limit stands at `now_ns`, as the service's status said it, counting down.
-    pub fn standing(&self, now_ns: u64) -> Standing {
+    ///
+    /// The entry keeps the limit, not its unit: the draft-10 `RateLimit-Policy` of a
+    /// reply from the cache has `q` but no `w`.
+    pub fn standing(&self, rule: usize, now_ns: u64) -> Standing {
         let left = self.until_ns.saturating_sub(now_ns);
         Standing {
+            rule,
             limit: self.limit,
+            window_s: None,
             remaining: 0,
             reset_ns: Some(left),
+            next_ns: Some(left),
             allowed: false,
             retry_ns: Some(left),
             shadow: false,

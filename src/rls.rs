@@ -252,15 +252,37 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
         u64::try_from(nanos.max(0)).unwrap_or(u64::MAX)
     });
     Standing {
+        // By position only: the caller knows which rule each descriptor is.
+        rule: 0,
         limit: status
             .current_limit
             .as_ref()
             .map_or(0, |l| l.requests_per_unit),
+        window_s: status
+            .current_limit
+            .as_ref()
+            .and_then(|l| unit_seconds(l.unit)),
         remaining: status.limit_remaining,
         reset_ns,
+        // A window's reset is when its quota comes back: the draft-10 `t`.
+        next_ns: reset_ns,
         allowed: !over,
         retry_ns: if over { reset_ns } else { Some(0) },
         shadow,
+    }
+}
+
+/// The length of a limit's unit in seconds, the draft-10 `w`. `None` for `UNKNOWN` and
+/// for months and years, which have no fixed length (floodgate-server's `week` travels
+/// as `UNKNOWN`).
+fn unit_seconds(unit: i32) -> Option<u64> {
+    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+    match Unit::try_from(unit).ok()? {
+        Unit::Second => Some(1),
+        Unit::Minute => Some(60),
+        Unit::Hour => Some(3_600),
+        Unit::Day => Some(86_400),
+        Unit::Unknown | Unit::Month | Unit::Year => None,
     }
 }
 

@@ -153,8 +153,49 @@ pub struct ResponseConfig {
     pub status: u16,
     /// Body of a rejection (default `rate limited\n`).
     pub body: String,
-    /// Also add `x-ratelimit-*` headers to allowed responses (default false).
+    /// Also add the rate-limit header fields to allowed responses (default false).
     pub headers_on_allowed: bool,
+    /// Which rate-limit header fields replies carry (default: draft-03's `x-ratelimit-*`).
+    pub headers: HeaderFields,
+    /// The body of an HTTP rejection (default: `body` as text).
+    pub body_format: BodyFormat,
+}
+
+/// Which rate-limit header fields replies carry: clients and tools written for Envoy
+/// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
+/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::response`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderFields {
+    /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).
+    Draft03,
+    /// `RateLimit-Policy` and `RateLimit`, one item per rule.
+    Draft10,
+    /// Both sets.
+    Both,
+    /// Neither (`retry-after` stays on rejections: it is plain HTTP).
+    None,
+}
+
+impl HeaderFields {
+    /// Whether the draft-03 `x-ratelimit-*` fields are sent.
+    pub fn draft03(self) -> bool {
+        matches!(self, HeaderFields::Draft03 | HeaderFields::Both)
+    }
+
+    /// Whether the draft-10 `RateLimit-Policy` and `RateLimit` fields are sent.
+    pub fn draft10(self) -> bool {
+        matches!(self, HeaderFields::Draft10 | HeaderFields::Both)
+    }
+}
+
+/// The body of an HTTP rejection (gRPC rejections have none: they carry `grpc-message`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    /// `response.body` (or the rate limit service's `raw_body`), as today.
+    Text,
+    /// An RFC 9457 `application/problem+json` document of the draft's `quota-exceeded`
+    /// type naming the rules that rejected the request, so that clients can parse it.
+    ProblemJson,
 }
 
 /// What happens to a request when the limiter cannot decide.

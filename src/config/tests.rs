@@ -65,7 +65,9 @@ fn defaults_fill_what_is_left_out() {
         ResponseConfig {
             status: 429,
             body: "rate limited\n".into(),
-            headers_on_allowed: false
+            headers_on_allowed: false,
+            headers: HeaderFields::Draft03,
+            body_format: BodyFormat::Text,
         }
     );
     assert_eq!(config.rules[0].matcher, Match::default());
@@ -200,4 +202,30 @@ fn each_invalid_fixture_fails_with_its_exact_message() {
         "only {checked} fixtures found in {}",
         dir.display()
     );
+}
+
+#[test]
+fn the_response_section_names_its_header_fields_and_body_format() {
+    let with = |response: &str| {
+        let json = format!(
+            r#"{{"rules":[{{"name":"a","descriptors":[{{"key":"k","value":"v"}}],
+                "local":{{"capacity":1,"refill_per_second":0}}}}],"response":{response}}}"#
+        );
+        Config::parse(json.as_bytes()).map(|c| c.response)
+    };
+    let cases = [
+        ("draft03", HeaderFields::Draft03),
+        ("draft10", HeaderFields::Draft10),
+        ("both", HeaderFields::Both),
+        ("none", HeaderFields::None),
+    ];
+    for (name, fields) in cases {
+        let response = with(&format!(r#"{{"headers":"{name}"}}"#)).unwrap();
+        assert_eq!(response.headers, fields);
+        assert_eq!(response.body_format, BodyFormat::Text);
+    }
+    let problem = with(r#"{"body_format":"problem+json","headers":"both"}"#).unwrap();
+    assert_eq!(problem.body_format, BodyFormat::ProblemJson);
+    assert!(problem.headers.draft03() && problem.headers.draft10());
+    assert!(!HeaderFields::None.draft03() && !HeaderFields::None.draft10());
 }

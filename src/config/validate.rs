@@ -2,15 +2,17 @@
 
 use super::wire;
 use super::{
-    Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
-    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
-    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES,
-    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_SLOTS,
-    MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
+    DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
+    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, MAX_ENTRIES, MAX_MAX_BUCKETS,
+    MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
 use std::num::NonZeroU32;
+
+mod response;
+use response::response;
 
 /// The longest rule name: it becomes part of metric names.
 const MAX_NAME_LEN: usize = 64;
@@ -322,25 +324,6 @@ fn rate_micro(at: &str, rate: f64) -> Result<u64, ConfigError> {
         return Err(ConfigError::new(at, "must have at most 6 decimal places"));
     }
     Ok(rounded as u64)
-}
-
-fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
-    let Some(r) = r else {
-        return Ok(ResponseConfig {
-            status: DEFAULT_STATUS,
-            body: DEFAULT_BODY.to_string(),
-            headers_on_allowed: false,
-        });
-    };
-    let status = match r.status {
-        None => DEFAULT_STATUS,
-        Some(s) => status("response.status", s)?,
-    };
-    Ok(ResponseConfig {
-        status,
-        body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
-        headers_on_allowed: r.headers_on_allowed.unwrap_or(false),
-    })
 }
 
 fn status(at: &str, s: u64) -> Result<u16, ConfigError> {

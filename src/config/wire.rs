@@ -126,6 +126,13 @@ pub struct Response {
     pub body: Option<String>,
     #[serde(default)]
     pub headers_on_allowed: Option<bool>,
+    /// Read as a string and matched in validation: an enum's derived deserializer,
+    /// instantiated for every deserializer wrapper, costs the module kilobytes.
+    #[serde(default)]
+    pub headers: Option<String>,
+    /// As `headers`.
+    #[serde(default)]
+    pub body_format: Option<String>,
 }
 
 /// What to do when the limiter itself fails.

@@ -307,13 +307,19 @@ fn send(reply: &Reply) -> Result<(), Status> {
             headers,
             body,
             details,
-        } => (u32::from(*status), body.as_slice(), headers, -1, details),
+        } => (u32::from(*status), body.as_slice(), headers, -1, &**details),
         Reply::Grpc {
             status,
             message,
             metadata,
             details,
-        } => (200, message.as_bytes(), metadata, *status as i32, details),
+        } => (
+            200,
+            message.as_bytes(),
+            metadata,
+            *status as i32,
+            &**details,
+        ),
     };
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
     hostcalls::send_local_response(status, details, body, &headers, grpc_status)

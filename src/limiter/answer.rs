@@ -53,7 +53,7 @@ impl Limiter {
             .iter()
             .map(|&r| self.config.rules[r].shadow)
             .collect();
-        let decided = match rls::interpret(&answer, &shadows) {
+        let mut decided = match rls::interpret(&answer, &shadows) {
             Ok(decided) => decided,
             Err(failure) => {
                 record(Outcome::RlsFailed(failure), tally);
@@ -62,6 +62,10 @@ impl Limiter {
                 return self.degraded(pending, rls.failure_mode, request, now, store, tally);
             }
         };
+        // The service's statuses come by descriptor position; the rules are ours.
+        for (standing, &rule) in decided.standings.iter_mut().zip(&pending.rules) {
+            standing.rule = rule;
+        }
         let rules: PerBucket<(usize, PerRule)> = pending
             .rules
             .iter()
@@ -96,6 +100,7 @@ impl Limiter {
             let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
             let reply = response::rejection(
                 &self.config.response,
+                &self.config.rules,
                 &decided.standings,
                 body,
                 decided.response_headers,
@@ -168,6 +173,7 @@ impl Limiter {
             give_back(&pending.held);
             let reply = response::rejection(
                 &self.config.response,
+                &self.config.rules,
                 &fallback.standings,
                 None,
                 Vec::new(),

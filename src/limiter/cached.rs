@@ -99,10 +99,14 @@ impl Limiter {
         let Some((_, first)) = found.first() else {
             return Lookup { keys, reply: None };
         };
-        let standings: Vec<Standing> = found.iter().map(|(_, d)| d.standing(now)).collect();
+        let standings: Vec<Standing> = found
+            .iter()
+            .map(|(rule, d)| d.standing(*rule, now))
+            .collect();
         let body = (!first.body.is_empty()).then_some(first.body.as_slice());
         let reply = response::rejection(
             &self.config.response,
+            &self.config.rules,
             &standings,
             body,
             first.reply_headers(),

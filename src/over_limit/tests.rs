@@ -47,7 +47,7 @@ fn the_cost_rule_covers_costlier_requests_until_the_instant() {
 #[test]
 fn the_standing_counts_down_to_the_instant() {
     let d = denial(1, 100 * S, 1);
-    let at = |now| d.standing(now);
+    let at = |now| d.standing(0, now);
     assert_eq!(at(58 * S).retry_ns, Some(42 * S));
     assert_eq!(at(58 * S).reset_ns, Some(42 * S));
     assert_eq!(at(58 * S).remaining, 0);

@@ -185,9 +185,12 @@ fn ok_answers_pass_headers_through() {
     assert_eq!(
         d.standings,
         vec![Standing {
+            rule: 0,
             limit: 10,
+            window_s: Some(60),
             remaining: 7,
             reset_ns: Some(30_000_000_000),
+            next_ns: Some(30_000_000_000),
             allowed: true,
             retry_ns: Some(0),
             shadow: false

@@ -80,7 +80,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
                 ("x-ratelimit-reset", "2"),
             ]),
             body: b"rate limited\n".to_vec(),
-            details: DETAILS,
+            details: format!("{DETAILS}{{per-tenant}}").into(),
         })
     );
     assert_eq!(
@@ -183,7 +183,7 @@ fn local_failures_take_the_configured_mode_and_are_counted() {
             status: 503,
             headers: vec![],
             body: b"rate limiter unavailable\n".to_vec(),
-            details: FAILURE_DETAILS,
+            details: FAILURE_DETAILS.into(),
         })
     );
     assert_eq!(
@@ -272,5 +272,6 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod fallback;
+mod fields;
 mod global;
 mod refusal;
