@@ -29,6 +29,7 @@ pub mod config;
 pub mod descriptor;
 pub mod grpc;
 pub mod header_map;
+pub mod lease;
 pub mod limiter;
 pub mod local;
 pub mod log_throttle;
