@@ -20,7 +20,7 @@
 //! and no refill is in flight, the same compare-and-swap sets a flight marker with its own
 //! deadline and tells the caller to refill ([`Spent::refill`]): one worker makes a
 //! check-only call in the background while the request goes on. The marker is cleared
-//! when the refill's grant is stored; a lost call blocks refills only until its deadline.
+//! when a grant is stored; a lost call blocks refills only until its deadline.
 //!
 //! Memory is fixed like the over-limit cache's ([`crate::sets`]): `sets` keys created
 //! before traffic, each holding at most [`WAYS`] entries of [`ENTRY_LEN`] bytes, keyed by
@@ -111,7 +111,11 @@ impl Lease {
 
     /// When its last live grant expires (for eviction: the earliest goes first).
     fn expires_ns(&self) -> u64 {
-        self.grants.iter().map(|g| g.valid_until_ns).max().unwrap_or(0)
+        self.grants
+            .iter()
+            .map(|g| g.valid_until_ns)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Takes `cost` tokens at `now_ns`, from the grants expiring first, and says what was
@@ -315,21 +319,26 @@ impl LeaseTable {
         now_ns: u64,
         flight_ns: u64,
     ) -> Result<Spent, StoreError> {
-        let edited = edit(store, &self.sets.home(fingerprint), WRITE_ATTEMPTS, |value| {
-            let mut entries = decode_set(value);
-            let Some(lease) = entries.iter_mut().find(|e| e.fingerprint == fingerprint) else {
-                return Edit::Keep((None, false));
-            };
-            let taken = lease.take(cost, now_ns);
-            let refill = taken.is_some() && lease.needs_refill(now_ns);
-            if refill {
-                lease.flight_until_ns = now_ns.saturating_add(flight_ns);
-            }
-            if taken.is_none() {
-                return Edit::Keep((None, false));
-            }
-            Edit::Write(encode_set(&entries), (taken, refill))
-        })?;
+        let edited = edit(
+            store,
+            &self.sets.home(fingerprint),
+            WRITE_ATTEMPTS,
+            |value| {
+                let mut entries = decode_set(value);
+                let Some(lease) = entries.iter_mut().find(|e| e.fingerprint == fingerprint) else {
+                    return Edit::Keep((None, false));
+                };
+                let taken = lease.take(cost, now_ns);
+                let refill = taken.is_some() && lease.needs_refill(now_ns);
+                if refill {
+                    lease.flight_until_ns = now_ns.saturating_add(flight_ns);
+                }
+                if taken.is_none() {
+                    return Edit::Keep((None, false));
+                }
+                Edit::Write(encode_set(&entries), (taken, refill))
+            },
+        )?;
         let (taken, refill) = edited.outcome.unwrap_or((None, false));
         Ok(Spent {
             taken,
@@ -347,33 +356,43 @@ impl LeaseTable {
         taken: &Taken,
         now_ns: u64,
     ) -> Result<u32, StoreError> {
-        let edited = edit(store, &self.sets.home(fingerprint), WRITE_ATTEMPTS, |value| {
-            let mut entries = decode_set(value);
-            match entries.iter_mut().find(|e| e.fingerprint == fingerprint) {
-                Some(lease) => {
-                    lease.give_back(taken, now_ns);
-                    Edit::Write(encode_set(&entries), ())
+        let edited = edit(
+            store,
+            &self.sets.home(fingerprint),
+            WRITE_ATTEMPTS,
+            |value| {
+                let mut entries = decode_set(value);
+                match entries.iter_mut().find(|e| e.fingerprint == fingerprint) {
+                    Some(lease) => {
+                        lease.give_back(taken, now_ns);
+                        Edit::Write(encode_set(&entries), ())
+                    }
+                    None => Edit::Keep(()),
                 }
-                None => Edit::Keep(()),
-            }
-        })?;
+            },
+        )?;
         Ok(edited.conflicts)
     }
 
-    /// Stores a grant received at `now_ns` for `fingerprint`. `refilled`: it answers this
-    /// Envoy's refill, whose flight marker it clears.
+    /// Stores a grant received at `now_ns` for `fingerprint`, and clears its flight marker:
+    /// a fresh grant arrived (a refill's, or a call's that asked for quota), so the next
+    /// spend below the low-water mark may refill again.
     pub fn store(
         &self,
         store: &impl SharedData,
         fingerprint: u128,
         grant: SubGrant,
         now_ns: u64,
-        refilled: bool,
     ) -> Result<Stored, StoreError> {
-        let edited = edit(store, &self.sets.home(fingerprint), WRITE_ATTEMPTS, |value| {
-            let (entries, evicted) = with_grant(decode_set(value), fingerprint, grant, now_ns, refilled);
-            Edit::Write(encode_set(&entries), evicted)
-        })?;
+        let edited = edit(
+            store,
+            &self.sets.home(fingerprint),
+            WRITE_ATTEMPTS,
+            |value| {
+                let (entries, evicted) = with_grant(decode_set(value), fingerprint, grant, now_ns);
+                Edit::Write(encode_set(&entries), evicted)
+            },
+        )?;
         Ok(Stored {
             evicted: edited.outcome.unwrap_or(false),
             conflicts: edited.conflicts,
@@ -389,7 +408,6 @@ fn with_grant(
     fingerprint: u128,
     grant: SubGrant,
     now_ns: u64,
-    refilled: bool,
 ) -> (Vec<Lease>, bool) {
     let mut mine = Lease::empty(fingerprint);
     let mut others: Vec<Lease> = Vec::with_capacity(WAYS as usize);
@@ -411,9 +429,7 @@ fn with_grant(
         evicted = true;
     }
     mine.add(grant, now_ns);
-    if refilled {
-        mine.flight_until_ns = 0;
-    }
+    mine.flight_until_ns = 0;
     others.push(mine);
     (others, evicted)
 }

@@ -20,7 +20,7 @@ fn grant(remaining: u32, valid_until_ns: u64) -> SubGrant {
 fn with_grant(n: u32) -> (LeaseTable, MemoryShared) {
     let (t, store) = (table(8), MemoryShared::default());
     t.prepare(&store).unwrap();
-    t.store(&store, 7, grant(n, 100 * S), 0, false).unwrap();
+    t.store(&store, 7, grant(n, 100 * S), 0).unwrap();
     (t, store)
 }
 
@@ -46,7 +46,11 @@ fn format_is_pinned() {
     expected.extend([6, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0]);
     assert_eq!(bytes, expected);
     assert_eq!(decode_set(&bytes), vec![lease]);
-    assert_eq!(decode_set(&bytes[..ENTRY_LEN - 1]), vec![], "a partial entry is none");
+    assert_eq!(
+        decode_set(&bytes[..ENTRY_LEN - 1]),
+        vec![],
+        "a partial entry is none"
+    );
 }
 
 #[test]
@@ -56,14 +60,26 @@ fn a_spend_takes_its_cost_and_nothing_when_the_grant_holds_less() {
     assert_eq!(t.get(&store, 7).unwrap().unwrap().available(S), 6);
     let short = t.spend(&store, 7, 7, S, FLIGHT).unwrap();
     assert_eq!(short.taken, None, "7 do not fit in 6: call instead");
-    assert_eq!(t.get(&store, 7).unwrap().unwrap().available(S), 6, "nothing taken");
-    assert_eq!(t.spend(&store, 8, 1, S, FLIGHT).unwrap().taken, None, "no lease");
+    assert_eq!(
+        t.get(&store, 7).unwrap().unwrap().available(S),
+        6,
+        "nothing taken"
+    );
+    assert_eq!(
+        t.spend(&store, 8, 1, S, FLIGHT).unwrap().taken,
+        None,
+        "no lease"
+    );
 }
 
 #[test]
 fn no_token_is_spent_at_or_after_valid_until() {
     let (t, store) = with_grant(10);
-    assert!(t.spend(&store, 7, 1, 100 * S - 1, FLIGHT).unwrap().taken.is_some());
+    assert!(t
+        .spend(&store, 7, 1, 100 * S - 1, FLIGHT)
+        .unwrap()
+        .taken
+        .is_some());
     assert_eq!(t.spend(&store, 7, 1, 100 * S, FLIGHT).unwrap().taken, None);
 }
 
@@ -71,17 +87,23 @@ fn no_token_is_spent_at_or_after_valid_until() {
 fn one_refill_starts_below_half_of_the_last_grant_until_its_deadline_or_its_answer() {
     let (t, store) = with_grant(10);
     for _ in 0..5 {
-        assert!(!t.spend(&store, 7, 1, S, FLIGHT).unwrap().refill, "5 left: not below half");
+        assert!(
+            !t.spend(&store, 7, 1, S, FLIGHT).unwrap().refill,
+            "5 left: not below half"
+        );
     }
     let spent = t.spend(&store, 7, 1, S, FLIGHT).unwrap();
     assert!(spent.refill, "4 left of 10: refill");
-    assert!(!t.spend(&store, 7, 1, S, FLIGHT).unwrap().refill, "one in flight");
+    assert!(
+        !t.spend(&store, 7, 1, S, FLIGHT).unwrap().refill,
+        "one in flight"
+    );
     assert!(
         t.spend(&store, 7, 1, S + FLIGHT, FLIGHT).unwrap().refill,
         "a lost refill blocks others only until its deadline"
     );
     // Its answer clears the marker: the next low-water spend refills at once.
-    t.store(&store, 7, grant(2, 100 * S), S + FLIGHT, true).unwrap();
+    t.store(&store, 7, grant(2, 100 * S), S + FLIGHT).unwrap();
     let lease = t.get(&store, 7).unwrap().unwrap();
     assert_eq!((lease.available(S + FLIGHT), lease.last_grant), (4, 2));
     assert_eq!(lease.flight_until_ns, 0);
@@ -122,15 +144,28 @@ fn a_full_set_evicts_the_entry_expiring_first_and_counts_it() {
     let (t, store) = (table(1), MemoryShared::default());
     t.prepare(&store).unwrap();
     for fp in 0..WAYS {
-        let stored = t.store(&store, u128::from(fp), grant(1, (10 + u64::from(fp)) * S), 0, false);
+        let stored = t.store(
+            &store,
+            u128::from(fp),
+            grant(1, (10 + u64::from(fp)) * S),
+            0,
+        );
         assert!(!stored.unwrap().evicted);
     }
-    assert!(t.store(&store, 99, grant(1, 50 * S), 0, false).unwrap().evicted);
+    assert!(t.store(&store, 99, grant(1, 50 * S), 0).unwrap().evicted);
     assert_eq!(t.get(&store, 0).unwrap(), None, "the first to expire went");
     assert!(t.get(&store, 1).unwrap().is_some());
     // Expired entries are free: no eviction.
-    assert!(!t.store(&store, 100, grant(1, 60 * S), 20 * S, false).unwrap().evicted);
-    assert_eq!(store.keys(), 2, "the set key and its count, whatever was stored");
+    assert!(
+        !t.store(&store, 100, grant(1, 60 * S), 20 * S)
+            .unwrap()
+            .evicted
+    );
+    assert_eq!(
+        store.keys(),
+        2,
+        "the set key and its count, whatever was stored"
+    );
 }
 
 proptest! {
@@ -146,7 +181,7 @@ proptest! {
         store.yield_between = true;
         let t = table(4);
         t.prepare(&store).unwrap();
-        t.store(&store, 7, grant(granted, until_s * S), 0, false).unwrap();
+        t.store(&store, 7, grant(granted, until_s * S), 0).unwrap();
         let handles: Vec<_> = costs
             .into_iter()
             .map(|costs| {
@@ -156,9 +191,9 @@ proptest! {
                     for (i, cost) in costs.into_iter().enumerate() {
                         let now = i as u64 * S;
                         let s = t.spend(&store, 7, cost, now, FLIGHT).unwrap();
-                        if s.taken.is_some() {
+                        if let Some(taken) = s.taken {
                             assert!(now < until_s * S, "spent at {now} after valid_until");
-                            let parts: u32 = s.taken.unwrap().parts.iter().map(|p| p.remaining).sum();
+                            let parts: u32 = taken.parts.iter().map(|p| p.remaining).sum();
                             assert_eq!(parts, cost);
                             spent += cost;
                         }

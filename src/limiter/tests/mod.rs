@@ -26,6 +26,9 @@ pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
+    if let Some(leases) = limiter.lease_table() {
+        leases.prepare(&store).unwrap();
+    }
     if let Some(cache) = limiter.over_limit_cache() {
         cache.prepare(&store).unwrap();
     }
@@ -153,7 +156,8 @@ fn allowed_responses_carry_headers_when_asked() {
                 ("x-ratelimit-limit", "5"),
                 ("x-ratelimit-remaining", "4"),
                 ("x-ratelimit-reset", "1"),
-            ])
+            ]),
+            ..Pass::default()
         })
     );
 }
@@ -273,4 +277,5 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 mod cached;
 mod fallback;
 mod global;
+mod leased;
 mod refusal;
