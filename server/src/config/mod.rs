@@ -31,6 +31,15 @@ pub const MAX_DEPTH: usize = 16;
 /// admitted request (16 bytes each) for a whole unit.
 pub const MAX_LOG_LIMIT: u32 = 100_000;
 
+/// The most hits one grant may take (`quota.requests`). A grant is hits taken from everyone
+/// else for one caller; a million is far beyond any useful lease and keeps the arithmetic
+/// small.
+pub const MAX_QUOTA_REQUESTS: u32 = 1_000_000;
+
+/// The longest a grant may be spent (`quota.valid_ms`): one hour. Leased hits unspent at
+/// expiry are lost to everyone, and a lowered limit takes this long to bind every caller.
+pub const MAX_QUOTA_VALID_MS: u64 = 3_600_000;
+
 /// A configuration error: which file, which field, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigError {
@@ -108,6 +117,18 @@ pub struct Rule {
     pub limit: Option<Limit>,
     /// Shadow mode: decide and count, but always answer OK.
     pub shadow: bool,
+    /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
+    pub quota: Option<Quota>,
+}
+
+/// A validated `quota`: up to `requests` more hits per admitted request, spendable for
+/// `valid_ms`. Only on a limited (not `unlimited`) rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Quota {
+    /// The most hits one grant takes.
+    pub requests: std::num::NonZeroU32,
+    /// How long a grant may be spent, in milliseconds (at most [`MAX_QUOTA_VALID_MS`]).
+    pub valid_ms: u64,
 }
 
 /// The children of one node, indexed for lookup without allocating.
