@@ -141,6 +141,7 @@ fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
                     // hit would fit), remaining reported as it stands, nothing counted.
                     hits: d.hits_addend.unwrap_or(request_hits),
                     shadow: r.shadow,
+                    quota: None,
                 });
             }
         }

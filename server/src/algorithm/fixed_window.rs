@@ -48,6 +48,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: clamp_u32(limit.rpu() - after),
             reset_in_ns,
+            grant: None,
         };
         (decision, next)
     } else {
@@ -58,6 +59,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: false,
             remaining: clamp_u32(limit.rpu().saturating_sub(current.count)),
             reset_in_ns: if one_hit_fits { 0 } else { reset_in_ns },
+            grant: None,
         };
         (decision, current)
     }

@@ -17,6 +17,7 @@
 //! earlier is then still over). `proptests` checks both edges for every denial.
 
 pub mod fixed_window;
+pub mod lease;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod token_bucket;
@@ -137,6 +138,9 @@ pub struct Decision {
     /// Admitted: ns until fully available again. Denied: ns until one hit would be
     /// admitted (0 if one fits now), never more: an over-limit cache trusts it.
     pub reset_in_ns: u64,
+    /// Hits a store took ahead for the caller with the admission (quota leases, see
+    /// [`lease`]); the algorithms never set it, only a store that granted.
+    pub grant: Option<lease::Grant>,
 }
 
 /// The stored state of one counter, whichever algorithm owns it.

@@ -86,6 +86,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: remaining(estimate + asked),
             reset_in_ns: next.idle_at(limit).saturating_sub(now_ns),
+            grant: None,
         };
         return (decision, next);
     }
@@ -114,6 +115,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         allowed: false,
         remaining: remaining(estimate),
         reset_in_ns: retry_at.saturating_sub(now_ns),
+        grant: None,
     };
     (decision, cur)
 }

@@ -93,6 +93,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             remaining: clamp_u32(rpu - live),
             reset_in_ns: newest
                 .map_or(0, |e| e.at_ns.saturating_add(period).saturating_sub(now_ns)),
+            grant: None,
         };
         let update = Update {
             expired,
@@ -107,6 +108,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: clamp_u32(rpu - after),
             reset_in_ns: at_ns.saturating_add(period).saturating_sub(now_ns),
+            grant: None,
         };
         let update = Update {
             expired,
@@ -137,6 +139,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         allowed: false,
         remaining: clamp_u32(rpu.saturating_sub(live)),
         reset_in_ns: reset_at.saturating_sub(now_ns),
+        grant: None,
     };
     (
         decision,

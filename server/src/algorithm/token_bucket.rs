@@ -56,6 +56,7 @@ pub fn decide(
             allowed: true,
             remaining: whole_tokens(capacity - ahead, token),
             reset_in_ns: div_ceil_u128(ahead, rate),
+            grant: None,
         };
         (decision, State { tat: new_tat })
     } else {
@@ -68,6 +69,7 @@ pub fn decide(
             allowed: false,
             remaining: whole_tokens(capacity.saturating_sub(debt), token),
             reset_in_ns: div_ceil_u128(one_hit_over, rate),
+            grant: None,
         };
         (decision, *state)
     }

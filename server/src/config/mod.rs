@@ -18,6 +18,8 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+/// A validated `quota` (only on a limited rule): the lease terms the stores grant by.
+pub use crate::algorithm::lease::Quota;
 use crate::algorithm::Limit;
 use std::collections::HashMap;
 use std::fmt;
@@ -119,16 +121,6 @@ pub struct Rule {
     pub shadow: bool,
     /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
     pub quota: Option<Quota>,
-}
-
-/// A validated `quota`: up to `requests` more hits per admitted request, spendable for
-/// `valid_ms`. Only on a limited (not `unlimited`) rule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Quota {
-    /// The most hits one grant takes.
-    pub requests: std::num::NonZeroU32,
-    /// How long a grant may be spent, in milliseconds (at most [`MAX_QUOTA_VALID_MS`]).
-    pub valid_ms: u64,
 }
 
 /// The children of one node, indexed for lookup without allocating.

@@ -19,6 +19,7 @@ pub mod health;
 pub mod memory;
 pub mod redis;
 
+use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
@@ -37,6 +38,11 @@ pub struct Check {
     pub hits: u64,
     /// Shadow mode: never blocks the request, so never blocks the other items' consumption.
     pub shadow: bool,
+    /// A lease to take for the caller if the request is admitted (quota leases, see
+    /// [`crate::algorithm::lease`]): set only when the caller asked for this descriptor, its
+    /// rule has a `quota` and is enforced (not shadow). A store grants only to an item whose
+    /// counter appears once in the batch.
+    pub quota: Option<Quota>,
 }
 
 /// Why a store could not decide. The RLS layer answers gRPC UNAVAILABLE for all of these,

@@ -24,6 +24,7 @@ fn check(key: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
+        quota: None,
     }
 }
 
