@@ -17,20 +17,29 @@
 --           the caller has given up (answered UNAVAILABLE on a timeout). Past it, the script
 --           changes nothing and returns {"late"}, so a call queued behind a frozen or
 --           overloaded Redis never consumes hits that nobody was told were admitted.
--- ARGV[4 + 6(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
+-- ARGV[4 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
 --           "swl" sliding window log, "swc" sliding window counter), requests_per_unit,
---           unit in seconds, burst ("0" unless tb), hits (1..2^32; larger is the same
---           "never fits"), shadow ("1": never blocks the others).
--- Returns   {"late"} past ARGV[3]. Otherwise 3 values per item, in order: allowed (1/0),
---           remaining (integer), and the ns until reset as a decimal string (it can exceed
---           2^53): admitted, until the limit is fully available; denied, exactly until one
---           hit would be admitted ("0": one fits now), as in src/algorithm/mod.rs; then the
---           instant decided at, in microseconds (Redis's clock, or ARGV[2]).
+--           unit in seconds, burst ("0" unless tb), hits (0..2^32; larger is the same
+--           "never fits"; 0 is check-only: admitted when one hit fits, counts nothing),
+--           shadow ("1": never blocks the others), lease: the most hits to grant the
+--           caller if the request is admitted ("0": none asked; see src/algorithm/lease.rs).
+-- Returns   {"late"} past ARGV[3]. Otherwise 4 values per item, in order: allowed (1/0),
+--           remaining (integer, after any grant), the ns until reset as a decimal string
+--           (it can exceed 2^53): admitted, until the limit is fully available; denied,
+--           exactly until one hit would be admitted ("0": one fits now), as in
+--           src/algorithm/mod.rs; and the hits granted (0: none); then the instant decided
+--           at, in microseconds (Redis's clock, or ARGV[2]), which a grant's validity
+--           counts from.
 --
 -- All or nothing: every item is decided first against state as it stands (an item on a
 -- counter already used earlier in the same call sees that earlier item's hits), nothing
 -- is written unless every non-shadow item is within its limit, and then only admitted
 -- items write. Each written key gets a PEXPIRE of exactly how long its state matters.
+--
+-- Grants (quota leases, "commit" only, and only when the request is admitted): an
+-- enforced admitted item that asked, on a key used once in the call, takes
+-- g = min(lease, remaining) more hits by deciding again with its own hits plus g, in this
+-- same script run, so the grant is counted like any hit; it never takes more than remain.
 --
 -- Numbers: Lua here has only doubles (exact to 2^53). Times are microseconds (Redis's
 -- resolution; ~2^51 today). The token bucket and the sliding counter need products such
@@ -175,7 +184,7 @@ function fw.decide(s, it)
   if s.w < window then cur = { w = window, c = 0 } end
   local reset = math.max((cur.w + 1) * it.period_us - it.now, 0) * 1000
   local after = cur.c + it.hits
-  if after <= it.rpu then
+  if cur.c + math.max(it.hits, 1) <= it.rpu then
     return true, it.rpu - after, fmt(reset), { w = cur.w, c = after }
   end
   -- Denied: one hit fits at the window's end, or now if only the cost was too much.
@@ -210,7 +219,9 @@ function tb.decide(s, it)
   end
   local new_tat = add(start, mul(token, it.hits))
   local ahead = sub(new_tat, now)
-  if cmp(ahead, capacity) <= 0 then
+  local probe = ahead -- check-only (hits 0): one token must be there
+  if it.hits == 0 then probe = add(ahead, token) end
+  if cmp(probe, capacity) <= 0 then
     local reset = ceil_div(ahead, it.rpu)
     return true, whole_tokens(sub(capacity, ahead), it), str(reset), { tat = new_tat, reset = reset }
   end
@@ -253,7 +264,15 @@ end
 function swl.decide(s, it, key)
   local live = swl_live(s)
   local after = live + it.hits
-  if after <= it.rpu then
+  if it.hits == 0 and live < it.rpu then
+    -- Check-only: nothing recorded; fully available once the newest live hit leaves.
+    local last
+    if s.oldest and s.newest then last = s.newest.at end
+    if s.pend > 0 and (not last or s.pend_at > last) then last = s.pend_at end
+    local reset = last and math.max(last + it.period_us - it.now, 0) * 1000 or 0
+    return true, it.rpu - live, fmt(reset), s
+  end
+  if it.hits > 0 and after <= it.rpu then
     local at = it.now
     if s.pend_at and s.pend_at > at then at = s.pend_at end
     if s.newest and s.newest.at > at then at = s.newest.at end
@@ -321,7 +340,7 @@ function swc.decide(s, it)
   local budget = mul(big(P), it.rpu)
   local function remaining(used) return num(div(div(sub(budget, used), 1000000), it.unit_s)) end
   local used = add(estimate, mul(big(P), it.hits))
-  if cmp(used, budget) <= 0 then
+  if cmp(add(estimate, mul(big(P), math.max(it.hits, 1))), budget) <= 0 then
     local n = { w = cur.w, p = cur.p, c = cur.c + it.hits }
     return true, remaining(used), fmt(math.max(swc_idle_at_us(n, it) - it.now, 0) * 1000), n
   end
@@ -360,31 +379,57 @@ else
 end
 if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
-local states, order, out, blocked = {}, {}, {}, false
+local states, order, out, blocked, items = {}, {}, {}, false, {}
 for i, key in ipairs(KEYS) do
-  local a = 4 + (i - 1) * 6
+  local a = 4 + (i - 1) * 7
   local unit_s = tonumber(ARGV[a + 2])
   local it = {
     alg = algorithms[ARGV[a]], rpu = tonumber(ARGV[a + 1]), unit_s = unit_s,
     period_us = unit_s * 1000000, burst = tonumber(ARGV[a + 3]),
     hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', now = now,
+    lease = tonumber(ARGV[a + 6]) or 0,
   }
   if not it.alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[a])) end
   local st = states[key]
   if not st then
-    st = { state = it.alg.load(key, it), item = it }
+    st = { state = it.alg.load(key, it), item = it, uses = 0 }
     states[key] = st
   end
+  st.uses = st.uses + 1
+  items[i] = { it = it, st = st, before = st.state }
   local allowed, remaining, reset, next_state = it.alg.decide(st.state, it, key)
+  items[i].allowed, items[i].remaining = allowed, remaining
   if allowed then
     st.state = next_state
-    if not st.dirty then st.dirty = true; order[#order + 1] = key end
+    -- A check-only item (hits 0) writes nothing of its own.
+    if it.hits > 0 and not st.dirty then st.dirty = true; order[#order + 1] = key end
   elseif not it.shadow then
     blocked = true
   end
   out[#out + 1] = allowed and 1 or 0
   out[#out + 1] = remaining
   out[#out + 1] = reset
+  out[#out + 1] = 0
+end
+if ARGV[1] == 'commit' and not blocked then
+  for i, key in ipairs(KEYS) do
+    local x = items[i]
+    local it = x.it
+    if x.allowed and not it.shadow and it.lease > 0 and x.st.uses == 1 then
+      local g = math.min(it.lease, x.remaining)
+      if g > 0 then
+        it.hits = it.hits + g
+        local allowed, remaining, reset, next_state = it.alg.decide(x.before, it, key)
+        if allowed then -- always: `remaining` hits fit by construction
+          x.st.state = next_state
+          if not x.st.dirty then x.st.dirty = true; order[#order + 1] = key end
+          out[4 * i - 2] = remaining
+          out[4 * i - 1] = reset
+          out[4 * i] = g
+        end
+      end
+    end
+  end
 end
 -- Redis's time, from which the server estimates the offset between the clocks.
 out[#out + 1] = now
