@@ -22,6 +22,8 @@
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
+//! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
 
 mod lock_free;
 
@@ -86,22 +88,48 @@ pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
 type DecisionLabels = [(&'static str, String); 2];
 
-/// Per-domain decision counters, indexed like [`OUTCOMES`]: handles on the series of one
-/// domain, so counting is an atomic increment.
+/// `floodgate_quota_granted_hits_total`'s label set: the domain.
+type DomainLabel = [(&'static str, String); 1];
+
+/// The per-domain families, from which each domain's handles are made.
+#[derive(Debug, Clone, Default)]
+struct DomainFamilies {
+    decisions: Family<DecisionLabels, Counter>,
+    granted: Family<DomainLabel, Counter>,
+}
+
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], and hits granted. Handles on
+/// the series of one domain, so counting is an atomic increment.
 #[derive(Debug)]
-pub struct DomainCounters([Counter; 4]);
+pub struct DomainCounters {
+    decisions: [Counter; 4],
+    granted: Counter,
+}
 
 impl DomainCounters {
-    /// The series of `domain` in `family`, created now.
-    fn new(family: &Family<DecisionLabels, Counter>, domain: &str) -> Self {
-        DomainCounters(OUTCOMES.map(|(_, result)| {
-            family.get_or_create_owned(&[("domain", domain.to_owned()), ("result", result.into())])
-        }))
+    /// The series of `domain` in `families`, created now.
+    fn new(families: &DomainFamilies, domain: &str) -> Self {
+        DomainCounters {
+            decisions: OUTCOMES.map(|(_, result)| {
+                families.decisions.get_or_create_owned(&[
+                    ("domain", domain.to_owned()),
+                    ("result", result.into()),
+                ])
+            }),
+            granted: families
+                .granted
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
+        }
     }
 
     /// Counts one descriptor decision.
     pub fn record(&self, outcome: Outcome) {
-        self.0[outcome as usize].inc();
+        self.decisions[outcome as usize].inc();
+    }
+
+    /// Counts hits granted as a quota lease (in an answer actually sent).
+    pub fn granted(&self, hits: u32) {
+        self.granted.inc_by(u64::from(hits));
     }
 }
 
@@ -152,7 +180,8 @@ impl Format {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
+    families: DomainFamilies,
+    quota_header_malformed: Counter,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 3],
@@ -185,12 +214,23 @@ impl Metrics {
     /// Empty metrics for a store whose reachability `health` tracks.
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         let mut registry = Registry::default();
-        let decisions = Family::<DecisionLabels, Counter>::default();
-        let unknown_domain = Arc::new(DomainCounters::new(&decisions, ""));
+        let families = DomainFamilies::default();
+        let unknown_domain = Arc::new(DomainCounters::new(&families, ""));
         registry.register(
             "floodgate_decisions",
             "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-            decisions.clone(),
+            families.decisions.clone(),
+        );
+        registry.register(
+            "floodgate_quota_granted_hits",
+            "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
+            families.granted.clone(),
+        );
+        let quota_header_malformed = Counter::default();
+        registry.register(
+            "floodgate_quota_header_malformed",
+            "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
+            quota_header_malformed.clone(),
         );
         let requests = counters(
             &mut registry,
@@ -235,7 +275,8 @@ impl Metrics {
         connections.register(&mut registry);
         Metrics {
             registry,
-            decisions,
+            families,
+            quota_header_malformed,
             domains: RwLock::default(),
             unknown_domain,
             requests,
@@ -265,7 +306,7 @@ impl Metrics {
         }
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         map.entry(name.clone())
-            .or_insert_with(|| Arc::new(DomainCounters::new(&self.decisions, name)))
+            .or_insert_with(|| Arc::new(DomainCounters::new(&self.families, name)))
             .clone()
     }
 
@@ -274,7 +315,7 @@ impl Metrics {
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         for name in names {
             if !map.contains_key(name) {
-                let counters = Arc::new(DomainCounters::new(&self.decisions, name));
+                let counters = Arc::new(DomainCounters::new(&self.families, name));
                 map.insert(Arc::from(name), counters);
             }
         }
@@ -288,6 +329,11 @@ impl Metrics {
     /// Counts one answered request.
     pub fn request(&self, result: RequestResult) {
         self.requests[result as usize].inc();
+    }
+
+    /// Counts one request whose quota header was malformed (answered, no grant).
+    pub fn quota_header_malformed(&self) {
+        self.quota_header_malformed.inc();
     }
 
     /// Counts one failed request.

@@ -7,7 +7,8 @@ use crate::algorithm::{Decision, Unit, NANOS_PER_SECOND};
 use crate::config::{self, Domain, Rule};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
-    rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
+    quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
+    RateLimit,
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
@@ -16,6 +17,10 @@ use crate::store::{Check, CounterKey, Store, StoreError};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
+
+pub mod quota_header;
+use quota_header::Asked;
+pub use quota_header::QUOTA_HEADER;
 
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
@@ -47,13 +52,30 @@ impl<S: Store> RlsService<S> {
         }
     }
 
-    /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
-    /// to ask the store (configuration only), `call_store`, then `respond`.
+    /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
+        self.decide_asking(req, &[]).await
+    }
+
+    /// Decides one request; `quota_header` holds every value of the call's
+    /// [`QUOTA_HEADER`] (none: no lease asked). `Err` is the gRPC status to answer. Three
+    /// steps: `plan` what to ask the store (configuration only), `call_store`, then
+    /// `respond`.
+    pub async fn decide_asking(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+    ) -> Result<RateLimitResponse, Status> {
         if let Err(status) = validate(&req) {
             self.metrics.error(ErrorKind::InvalidArgument);
             return Err(status);
         }
+        // Quirk (ours): a malformed quota header is a bad hint, not a bad request: answered
+        // as if absent (no grant), and counted.
+        let asked = quota_header::parse(quota_header, req.descriptors.len()).unwrap_or_else(|_| {
+            self.metrics.quota_header_malformed();
+            Asked::NONE
+        });
         let config = self.config.get();
         let domain = config.domain(&req.domain);
         let counters = match domain {
@@ -62,7 +84,7 @@ impl<S: Store> RlsService<S> {
             // is configured for it, so nothing is limited.
             None => self.metrics.unknown_domain(),
         };
-        let plan = plan(domain, &req);
+        let plan = plan(domain, &req, asked);
         let decisions = self.call_store(&plan.checks, &req.domain).await?;
         let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
         self.metrics.request(result);
@@ -120,14 +142,15 @@ struct Plan<'c> {
     checks: Vec<Check>,
 }
 
-/// Matches every descriptor of `req` against `domain` (`None`: unconfigured).
-fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
+/// Matches every descriptor of `req` against `domain` (`None`: unconfigured); the
+/// descriptors in `asked` get their rule's quota lease if it has one and is enforced.
+fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest, asked: Asked) -> Plan<'c> {
     // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
     // sends) means 1.
     let request_hits = u64::from(req.hits_addend.max(1));
     let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
     let mut checks = Vec::new();
-    for d in &req.descriptors {
+    for (i, d) in req.descriptors.iter().enumerate() {
         let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
         let rule = domain.and_then(|dom| dom.find(entries()).map(|r| (dom, r)));
         if let Some((dom, r)) = rule {
@@ -141,7 +164,8 @@ fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
                     // hit would fit), remaining reported as it stands, nothing counted.
                     hits: d.hits_addend.unwrap_or(request_hits),
                     shadow: r.shadow,
-                    quota: None,
+                    // A shadow limit never grants: it must not take hits from anyone.
+                    quota: r.quota.filter(|_| !r.shadow && asked.contains(i)),
                 });
             }
         }
@@ -188,6 +212,17 @@ fn respond(
         statuses.push(status);
     }
     let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
+    for s in &mut statuses {
+        match (&s.quota, over) {
+            // An over-limit request grants nothing. The stores take no grant then; on
+            // Redis Cluster a slot may have committed one in the race the README
+            // describes, and those hits stay unspent rather than be spent by a caller
+            // that was told no.
+            (Some(_), true) => s.quota = None,
+            (Some(q), false) => counters.granted(q.requests),
+            (None, _) => {}
+        }
+    }
     let response = RateLimitResponse {
         overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
         response_headers_to_add: if response_headers {
@@ -212,7 +247,15 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        self.decide(request.into_inner()).await.map(Response::new)
+        // Every value of the quota header (sent twice is malformed); as bytes, since a
+        // non-ASCII value is malformed too, not an error.
+        let (metadata, _, req) = request.into_parts();
+        let header: Vec<&[u8]> = metadata
+            .get_all(QUOTA_HEADER)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        self.decide_asking(req, &header).await.map(Response::new)
     }
 }
 
@@ -244,7 +287,24 @@ fn limited_status(rule: &Rule, d: &Decision) -> DescriptorStatus {
         }),
         limit_remaining: d.remaining,
         duration_until_reset: Some(duration(d.reset_in_ns)),
-        quota: None,
+        // Our lease (issue 11): the grant taken with the admission, spendable until
+        // valid_until. Unlike the RLS v3 comment on this field, a caller that has spent it
+        // before valid_until asks again; it does not treat the descriptor as over.
+        quota: d.grant.map(|g| Quota {
+            requests: g.hits,
+            expiration_specifier: Some(ExpirationSpecifier::ValidUntil(timestamp(
+                g.valid_until_ns,
+            ))),
+            id: String::new(),
+        }),
+    }
+}
+
+/// An instant in ns since the Unix epoch as a protobuf `Timestamp`.
+fn timestamp(ns: u64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
+        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
     }
 }
 
@@ -323,5 +383,7 @@ fn header(key: &str, value: String) -> HeaderValue {
     }
 }
 
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod tests;
