@@ -35,7 +35,7 @@
 //! grant u32, flight deadline (ns, 0: none) u64, then per sub-grant remaining u32 and
 //! valid_until (wall clock, ns) u64.
 
-use crate::sets::{edit, Edit, Sets};
+use crate::sets::{edit, Edit, Edited, Sets};
 use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
@@ -258,16 +258,8 @@ pub struct Spent {
     pub conflicts: u32,
 }
 
-/// What storing a grant did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stored {
-    /// A live entry of another descriptor was evicted to make room.
-    pub evicted: bool,
-    /// Compare-and-swap conflicts met.
-    pub conflicts: u32,
-    /// Gave up after too many conflicts: the grant is lost (under-admission only).
-    pub gave_up: bool,
-}
+/// What storing a grant did (gave up: the grant is lost, which only under-admits).
+pub use crate::sets::Stored;
 
 /// The table's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,27 +311,15 @@ impl LeaseTable {
         now_ns: u64,
         flight_ns: u64,
     ) -> Result<Spent, StoreError> {
-        let edited = edit(
-            store,
-            &self.sets.home(fingerprint),
-            WRITE_ATTEMPTS,
-            |value| {
-                let mut entries = decode_set(value);
-                let Some(lease) = entries.iter_mut().find(|e| e.fingerprint == fingerprint) else {
-                    return Edit::Keep((None, false));
-                };
-                let taken = lease.take(cost, now_ns);
-                let refill = taken.is_some() && lease.needs_refill(now_ns);
-                if refill {
-                    lease.flight_until_ns = now_ns.saturating_add(flight_ns);
-                }
-                if taken.is_none() {
-                    return Edit::Keep((None, false));
-                }
-                Edit::Write(encode_set(&entries), (taken, refill))
-            },
-        )?;
-        let (taken, refill) = edited.outcome.unwrap_or((None, false));
+        let edited = self.edit_lease(store, fingerprint, |lease| {
+            let taken = lease.take(cost, now_ns)?;
+            let refill = lease.needs_refill(now_ns);
+            if refill {
+                lease.flight_until_ns = now_ns.saturating_add(flight_ns);
+            }
+            Some((Some(taken), refill))
+        })?;
+        let (taken, refill) = edited.outcome.flatten().unwrap_or((None, false));
         Ok(Spent {
             taken,
             refill,
@@ -356,22 +336,35 @@ impl LeaseTable {
         taken: &Taken,
         now_ns: u64,
     ) -> Result<u32, StoreError> {
-        let edited = edit(
+        let edited = self.edit_lease(store, fingerprint, |lease| {
+            lease.give_back(taken, now_ns);
+            Some(())
+        })?;
+        Ok(edited.conflicts)
+    }
+
+    /// Changes `fingerprint`'s lease with `change` (read, change, compare-and-swap, change
+    /// again on conflict). `change` returning `None`, or no lease: nothing is written, and
+    /// the outcome is `None`.
+    fn edit_lease<T>(
+        &self,
+        store: &impl SharedData,
+        fingerprint: u128,
+        mut change: impl FnMut(&mut Lease) -> Option<T>,
+    ) -> Result<Edited<Option<T>>, StoreError> {
+        edit(
             store,
             &self.sets.home(fingerprint),
             WRITE_ATTEMPTS,
             |value| {
                 let mut entries = decode_set(value);
-                match entries.iter_mut().find(|e| e.fingerprint == fingerprint) {
-                    Some(lease) => {
-                        lease.give_back(taken, now_ns);
-                        Edit::Write(encode_set(&entries), ())
-                    }
-                    None => Edit::Keep(()),
+                let lease = entries.iter_mut().find(|e| e.fingerprint == fingerprint);
+                match lease.and_then(&mut change) {
+                    Some(outcome) => Edit::Write(encode_set(&entries), Some(outcome)),
+                    None => Edit::Keep(None),
                 }
             },
-        )?;
-        Ok(edited.conflicts)
+        )
     }
 
     /// Stores a grant received at `now_ns` for `fingerprint`, and clears its flight marker:
@@ -393,11 +386,7 @@ impl LeaseTable {
                 Edit::Write(encode_set(&entries), evicted)
             },
         )?;
-        Ok(Stored {
-            evicted: edited.outcome.unwrap_or(false),
-            conflicts: edited.conflicts,
-            gave_up: edited.outcome.is_none(),
-        })
+        Ok(edited.into())
     }
 }
 

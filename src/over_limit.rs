@@ -204,16 +204,8 @@ fn decode_entry(bytes: &[u8]) -> Option<(Denial, &[u8])> {
     Some((denial, r.0))
 }
 
-/// What storing a denial did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stored {
-    /// A live entry was evicted to make room.
-    pub evicted: bool,
-    /// Compare-and-swap conflicts met (each one a read and merge again).
-    pub conflicts: u32,
-    /// Gave up after [`WRITE_ATTEMPTS`] conflicts: the denial is not remembered.
-    pub gave_up: bool,
-}
+/// What storing a denial did (gave up: the denial is not remembered).
+pub use crate::sets::Stored;
 
 /// The cache's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -278,11 +270,7 @@ impl OverLimitCache {
                 None => Edit::Keep(false),
             }
         })?;
-        Ok(Stored {
-            evicted: edited.outcome.unwrap_or(false),
-            conflicts: edited.conflicts,
-            gave_up: edited.outcome.is_none(),
-        })
+        Ok(edited.into())
     }
 }
 

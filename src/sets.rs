@@ -70,6 +70,29 @@ pub struct Edited<T> {
     pub conflicts: u32,
 }
 
+/// What storing an entry in a set did (a denial in the over-limit cache, a grant in the
+/// lease table).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stored {
+    /// A live entry of another descriptor was evicted to make room.
+    pub evicted: bool,
+    /// Compare-and-swap conflicts met (each one a read and decide again).
+    pub conflicts: u32,
+    /// Gave up after every attempt met a conflict: nothing was stored.
+    pub gave_up: bool,
+}
+
+impl From<Edited<bool>> for Stored {
+    /// An edit whose outcome says whether it evicted.
+    fn from(edited: Edited<bool>) -> Stored {
+        Stored {
+            evicted: edited.outcome.unwrap_or(false),
+            conflicts: edited.conflicts,
+            gave_up: edited.outcome.is_none(),
+        }
+    }
+}
+
 /// Reads `key`, decides with `decide` from its value, writes the decision if it changes
 /// the value, and on a conflict reads and decides again, at most `attempts` times. A key
 /// that does not exist (not prepared: should not happen) is created empty first.

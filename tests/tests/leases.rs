@@ -260,7 +260,12 @@ async fn envoys_native_filter_gets_the_same_counts_with_quota_configured() {
             upstream.count(),
         ));
         assert_eq!(calls(&server).await, 400, "one call per request");
-        assert_eq!(server.metric("floodgate_quota_granted_total").await, 0.0);
+        assert_eq!(
+            server
+                .metric(r#"floodgate_quota_granted_hits_total{domain="edge"}"#)
+                .await,
+            0.0
+        );
     }
     assert_eq!(seen[0], (Some(LIMIT), Some(100), LIMIT as u64));
     assert_eq!(seen[0], seen[1]);
