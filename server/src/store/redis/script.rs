@@ -8,8 +8,15 @@ use crate::algorithm::{Algorithm, Decision};
 use crate::store::Check;
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-/// The decision script (see its header for the KEYS/ARGV contract).
-pub const SCRIPT: &str = include_str!("check.lua");
+/// The decision script (see `check.lua`'s header for the KEYS/ARGV contract): one script,
+/// written in four files so that each stays readable (contract, exact integers, the
+/// algorithms, the driver), concatenated here in that order.
+pub const SCRIPT: &str = concat!(
+    include_str!("check.lua"),
+    include_str!("check_numbers.lua"),
+    include_str!("check_algorithms.lua"),
+    include_str!("check_driver.lua"),
+);
 
 /// Hits above this never fit any limit (limits and bursts are `u32`), so the script gets
 /// at most this many; it keeps the script's arithmetic within exact doubles.
