@@ -222,8 +222,24 @@ impl Limiter {
         };
         let mut clock = Clock::new(now_ns);
         // The over-limit cache first: a request it rejects takes no local tokens.
-        let lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request, tally);
-        if let Some(reply) = lookup.reply {
+        let mut lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request);
+        let takes = self.local_takes(&applied, &costs);
+        if let Some(reply) = lookup.reply.take() {
+            // Tokens this Envoy holds as leases were counted by the service already, so a
+            // request that can pay from them is admitted whatever the cache says (a
+            // denial can be remembered while grants are held: a call that raced a
+            // grant). Only for requests without local rules (see the README).
+            if takes.is_empty() {
+                if let LeaseStep::Decided(refill) =
+                    self.spend_leases(&applied, &costs, &mut clock, store, tally)
+                {
+                    lookup.record(false, tally);
+                    let mut pass = self.pass(&[], false, tally);
+                    pass.refill = refill;
+                    return Verdict::Continue(pass);
+                }
+            }
+            lookup.record(true, tally);
             let finished = Outcome::Finished {
                 allowed: false,
                 shadow_denied: false,
@@ -231,8 +247,8 @@ impl Limiter {
             record(finished, tally);
             return Verdict::Reject(reply);
         }
+        lookup.record(false, tally);
         // Local rules: take from the shared buckets.
-        let takes = self.local_takes(&applied, &costs);
         let mut pending = Pending {
             cache_keys: lookup.keys,
             ..Pending::default()

@@ -243,3 +243,42 @@ fn an_over_limit_answer_stores_no_grant() {
     let key = descriptor::over_limit_fingerprint("edge", "tenant-global", &[b"acme".to_vec()]);
     assert_eq!(l.lease_table().unwrap().get(&store, key).unwrap(), None);
 }
+
+/// A call that raced a grant can bring back a denial while this Envoy holds tokens: they
+/// were counted by the service already, so they are still spent, and only then does the
+/// remembered denial reject.
+#[test]
+fn tokens_held_are_spent_even_after_a_denial_is_remembered() {
+    let (l, store, mut tally) = limiter(LEASED);
+    let racing = ask(l.check(&mut on("/"), || Some(NOW), &store, &mut tally));
+    through(&l, &store, &mut tally, "/", granting(&[2], NOW + 60 * S));
+    let denial = rls_answer(Code::OverLimit, &[Code::OverLimit]);
+    let verdict = l.answer(
+        racing.pending,
+        denial,
+        &mut on("/"),
+        || Some(NOW),
+        &store,
+        &mut tally,
+    );
+    assert!(matches!(verdict, Verdict::Reject(_)), "{verdict:?}");
+    for _ in 0..2 {
+        decided(l.check(&mut on("/"), || Some(NOW), &store, &mut tally));
+    }
+    let rejected = l.check(&mut on("/"), || Some(NOW), &store, &mut tally);
+    assert!(
+        matches!(rejected, Verdict::Reject(_)),
+        "from the cache: {rejected:?}"
+    );
+    let counted = counts(&l, &mut tally);
+    for expected in [
+        ("floodgate.lease.allowed", 2),
+        ("floodgate.over_limit_cached", 1),
+        ("floodgate.rls.calls", 3),
+    ] {
+        assert!(
+            counted.contains(&(expected.0.into(), expected.1)),
+            "{expected:?} in {counted:?}"
+        );
+    }
+}
