@@ -31,6 +31,7 @@ pub mod config;
 pub mod descriptor;
 pub mod grpc;
 pub mod header_map;
+pub mod lease;
 pub mod limiter;
 pub mod local;
 pub mod log_throttle;
@@ -41,6 +42,7 @@ pub mod protocol;
 pub mod response;
 pub mod rls;
 pub mod service_headers;
+pub mod sets;
 pub mod shared;
 pub mod table;
 

@@ -93,11 +93,20 @@ pub enum Global {
     OverLimitCacheEvictions,
     /// Denials not cached because the service's body and headers do not fit an entry.
     OverLimitCacheTooLarge,
+    /// Requests decided from quota leases, with no call.
+    LeaseAllowed,
+    /// Quota leases the service granted (one per descriptor granted).
+    LeaseGrants,
+    /// Background calls started to refill a lease below its low-water mark (also
+    /// counted in `RlsCalls`).
+    LeaseRefills,
+    /// Live leases evicted because their set was full (their tokens are lost).
+    LeaseEvictions,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 33] = [
+    pub const ALL: [Global; 37] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -131,6 +140,10 @@ impl Global {
         Global::OverLimitCached,
         Global::OverLimitCacheEvictions,
         Global::OverLimitCacheTooLarge,
+        Global::LeaseAllowed,
+        Global::LeaseGrants,
+        Global::LeaseRefills,
+        Global::LeaseEvictions,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -169,6 +182,10 @@ impl Global {
             Global::OverLimitCached => "floodgate.over_limit_cached",
             Global::OverLimitCacheEvictions => "floodgate.over_limit_cache.evictions",
             Global::OverLimitCacheTooLarge => "floodgate.over_limit_cache.too_large",
+            Global::LeaseAllowed => "floodgate.lease.allowed",
+            Global::LeaseGrants => "floodgate.lease.grants",
+            Global::LeaseRefills => "floodgate.lease.refills",
+            Global::LeaseEvictions => "floodgate.lease.evictions",
         }
     }
 

@@ -294,6 +294,7 @@ async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxErro
         },
         hits: 1,
         shadow: false,
+        quota: None,
     };
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")

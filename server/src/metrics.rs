@@ -23,6 +23,8 @@
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
+//! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
 
 mod lock_free;
 
@@ -87,7 +89,8 @@ pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
 type DecisionLabels = [(&'static str, String); 2];
 
-/// `floodgate_near_limit_total`'s label set: the domain.
+/// The label set of a per-domain series (`floodgate_near_limit_total`,
+/// `floodgate_quota_granted_hits_total`): the domain.
 type DomainLabels = [(&'static str, String); 1];
 
 /// The per-domain families, from which each domain's handles are made.
@@ -95,14 +98,16 @@ type DomainLabels = [(&'static str, String); 1];
 struct DomainFamilies {
     decisions: Family<DecisionLabels, Counter>,
     near_limit: Family<DomainLabels, Counter>,
+    granted: Family<DomainLabels, Counter>,
 }
 
-/// Per-domain counters: decisions indexed like [`OUTCOMES`], and near-limit decisions.
-/// Handles on the series of one domain, so counting is an atomic increment.
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions and hits
+/// granted. Handles on the series of one domain, so counting is an atomic increment.
 #[derive(Debug)]
 pub struct DomainCounters {
     decisions: [Counter; 4],
     near_limit: Counter,
+    granted: Counter,
 }
 
 impl DomainCounters {
@@ -118,6 +123,9 @@ impl DomainCounters {
             near_limit: families
                 .near_limit
                 .get_or_create_owned(&[("domain", domain.to_owned())]),
+            granted: families
+                .granted
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
         }
     }
 
@@ -129,6 +137,11 @@ impl DomainCounters {
     /// Counts one OK decision above the near-limit ratio (also counted by `record`).
     pub fn near_limit(&self) {
         self.near_limit.inc();
+    }
+
+    /// Counts hits granted as a quota lease (in an answer actually sent).
+    pub fn granted(&self, hits: u32) {
+        self.granted.inc_by(u64::from(hits));
     }
 }
 
@@ -180,6 +193,7 @@ impl Format {
 pub struct Metrics {
     registry: Registry,
     families: DomainFamilies,
+    quota_header_malformed: Counter,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 4],
@@ -226,6 +240,17 @@ impl Metrics {
             "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
             families.near_limit.clone(),
         );
+        registry.register(
+            "floodgate_quota_granted_hits",
+            "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
+            families.granted.clone(),
+        );
+        let quota_header_malformed = Counter::default();
+        registry.register(
+            "floodgate_quota_header_malformed",
+            "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
+            quota_header_malformed.clone(),
+        );
         let requests = counters(
             &mut registry,
             "floodgate_requests",
@@ -270,6 +295,7 @@ impl Metrics {
         Metrics {
             registry,
             families,
+            quota_header_malformed,
             domains: RwLock::default(),
             unknown_domain,
             requests,
@@ -322,6 +348,11 @@ impl Metrics {
     /// Counts one answered request.
     pub fn request(&self, result: RequestResult) {
         self.requests[result as usize].inc();
+    }
+
+    /// Counts one request whose quota header was malformed (answered, no grant).
+    pub fn quota_header_malformed(&self) {
+        self.quota_header_malformed.inc();
     }
 
     /// Counts one failed request.

@@ -13,7 +13,8 @@ use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
 use crate::config;
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
-    rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
+    quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
+    RateLimit,
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
@@ -22,6 +23,10 @@ use plan::{plan, Applied};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
+
+pub mod quota_header;
+use quota_header::Asked;
+pub use quota_header::QUOTA_HEADER;
 
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
@@ -70,12 +75,29 @@ impl<S: Store> RlsService<S> {
         }
     }
 
-    /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
-    /// to ask the store (configuration and request only), `call_store`, then `respond`.
+    /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
+        self.decide_asking(req, &[]).await
+    }
+
+    /// Decides one request; `quota_header` holds every value of the call's
+    /// [`QUOTA_HEADER`] (none: no lease asked). `Err` is the gRPC status to answer. Three
+    /// steps: `plan` what to ask the store (configuration and request only), `call_store`, then
+    /// `respond`.
+    pub async fn decide_asking(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+    ) -> Result<RateLimitResponse, Status> {
+        // Quirk (ours): a malformed quota header is a bad hint, not a bad request: answered
+        // as if absent (no grant), and counted.
+        let asked = quota_header::parse(quota_header, req.descriptors.len()).unwrap_or_else(|_| {
+            self.metrics.quota_header_malformed();
+            Asked::NONE
+        });
         let config = self.config.get();
         let domain = config.domain(&req.domain);
-        let planned = validate(&req).and_then(|()| plan(domain, &req));
+        let planned = validate(&req).and_then(|()| plan(domain, &req, asked));
         let plan = match planned {
             Ok(p) => p,
             Err(status) => {
@@ -192,6 +214,17 @@ fn respond(
         statuses.push(status);
     }
     let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
+    for s in &mut statuses {
+        match (&s.quota, over) {
+            // An over-limit request grants nothing. The stores take no grant then; on
+            // Redis Cluster a slot may have committed one in the race the README
+            // describes, and those hits stay unspent rather than be spent by a caller
+            // that was told no.
+            (Some(_), true) => s.quota = None,
+            (Some(q), false) => counters.granted(q.requests),
+            (None, _) => {}
+        }
+    }
     let (overall, result) = match (over, options.shadow_mode) {
         (false, _) => (Code::Ok, RequestResult::Ok),
         // Quirk: the reference's global SHADOW_MODE answers OK overall and leaves each
@@ -229,7 +262,15 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        self.decide(request.into_inner()).await.map(Response::new)
+        // Every value of the quota header (sent twice is malformed); as bytes, since a
+        // non-ASCII value is malformed too, not an error.
+        let (metadata, _, req) = request.into_parts();
+        let header: Vec<&[u8]> = metadata
+            .get_all(QUOTA_HEADER)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        self.decide_asking(req, &header).await.map(Response::new)
     }
 }
 
@@ -260,7 +301,24 @@ fn limited_status(name: &str, limit: &Limit, shadow: bool, d: &Decision) -> Desc
         // does, even when a cheaper request would fit (the duration says when one does).
         limit_remaining: if d.allowed { d.remaining } else { 0 },
         duration_until_reset: Some(duration(d.reset_in_ns)),
-        quota: None,
+        // Our lease (issue 11): the grant taken with the admission, spendable until
+        // valid_until. Unlike the RLS v3 comment on this field, a caller that has spent it
+        // before valid_until asks again; it does not treat the descriptor as over.
+        quota: d.grant.map(|g| Quota {
+            requests: g.hits,
+            expiration_specifier: Some(ExpirationSpecifier::ValidUntil(timestamp(
+                g.valid_until_ns,
+            ))),
+            id: String::new(),
+        }),
+    }
+}
+
+/// An instant in ns since the Unix epoch as a protobuf `Timestamp`.
+fn timestamp(ns: u64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
+        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
     }
 }
 
@@ -301,5 +359,7 @@ fn duration(ns: u64) -> prost_types::Duration {
     }
 }
 
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod tests;

@@ -10,12 +10,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/check_only.rs"]
+mod check_only;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
+#[path = "conformance/quota.rs"]
+mod quota;
 #[path = "conformance/rejected.rs"]
 mod rejected;
 mod support;
 
+use check_only::*;
+use floodgate_server::algorithm::lease::Quota;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
@@ -24,6 +30,7 @@ use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Counting, Store};
 use one_hit::*;
 use proptest::prelude::*;
+use quota::*;
 use rejected::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +62,7 @@ impl<St: Store> Harness<St> {
             limit,
             hits: 1,
             shadow: false,
+            quota: None,
         }
     }
 
@@ -95,6 +103,7 @@ fn d(allowed: bool, remaining: u32, reset_in_ns: u64) -> Decision {
         allowed,
         remaining,
         reset_in_ns,
+        grant: None,
     }
 }
 
@@ -400,7 +409,13 @@ macro_rules! for_each_scenario {
             fixed_window_reports_until_the_window_ends,
             token_bucket_reports_until_one_token_is_back,
             sliding_log_reports_until_the_oldest_that_matters_leaves,
-            sliding_counter_reports_until_the_estimate_has_room
+            sliding_counter_reports_until_the_estimate_has_room,
+            check_only_counts_nothing_on_every_algorithm,
+            a_check_only_item_over_its_limit_blocks_and_consumes_nothing,
+            a_grant_takes_up_to_its_quota_on_every_algorithm,
+            grants_never_take_more_than_remains,
+            a_check_only_refill_grants_without_counting_a_hit,
+            no_grant_for_shadow_over_limit_or_repeated_counters
         );
     };
 }
@@ -579,13 +594,15 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
 }
 
 /// A step: microseconds to wait, then a request of 1–3 items (limit index, key, hits,
-/// shadow).
-type Step = (u64, Vec<(usize, u8, u64, bool)>);
+/// shadow, lease asked: 0 none, else the quota's requests).
+type Step = (u64, Vec<(usize, u8, u64, bool, u32)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
-    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(7u64), 1 => Just(u64::MAX)];
-    let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15));
+    // 0: a check-only item.
+    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(0u64), 1 => Just(7u64), 1 => Just(u64::MAX)];
+    let asks = prop_oneof![2 => Just(0u32), 1 => 1u32..=4];
+    let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15), asks);
     prop::collection::vec((gap, prop::collection::vec(item, 1..=3)), 1..40)
 }
 
@@ -616,7 +633,7 @@ fn redis_and_memory_agree_on_random_traffic() {
             clock.set(now);
             let batch: Vec<Check> = items
                 .iter()
-                .map(|&(l, key, hits, shadow)| Check {
+                .map(|&(l, key, hits, shadow, asks)| Check {
                     // One limit per counter, as a configuration gives (a limit changed by a
                     // reload starts afresh in both stores, but Redis keeps the old one's
                     // key until it expires, so A → B → A differs by design).
@@ -624,6 +641,11 @@ fn redis_and_memory_agree_on_random_traffic() {
                     limit: limits[l],
                     hits,
                     shadow,
+                    // As the RLS layer sets it: asked, and enforced.
+                    quota: NonZeroU32::new(asks).filter(|_| !shadow).map(|requests| Quota {
+                        requests,
+                        valid_ms: 700,
+                    }),
                 })
                 .collect();
             let want = memory.check_now(&batch).unwrap();

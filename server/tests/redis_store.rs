@@ -34,6 +34,7 @@ fn check(name: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
+        quota: None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! dispatcher knows tokens). Whatever the host cannot carry out goes through
 //! [`Http::cannot_carry_out`] (see [`super::failure`]).
 
+use super::background;
 use super::failure::{remedy, HostFailure, Remedy};
 use super::hostcalls;
 use super::log;
@@ -15,7 +16,7 @@ use super::shared::HostShared;
 use super::types::Status;
 use crate::descriptor::RequestView;
 use crate::grpc::{self, Answer};
-use crate::limiter::{Pass, Pending, Verdict};
+use crate::limiter::{Pass, Pending, Refill, Verdict};
 use crate::log_throttle::Cause;
 use crate::protocol;
 use crate::response::{self, Headers, Reply};
@@ -77,7 +78,7 @@ impl Http {
         let Some(plugin) = self.plugin.clone() else {
             return Flow::Continue;
         };
-        let verdict = {
+        let mut verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
                 return self.cannot_carry_out(
                     &plugin,
@@ -93,6 +94,15 @@ impl Http {
                 &mut tally,
             )
         };
+        if let Verdict::Continue(Pass {
+            refill: refill @ Some(_),
+            ..
+        }) = &mut verdict
+        {
+            if let Some(refill) = refill.take() {
+                refill_in_background(&plugin, refill);
+            }
+        }
         self.carry_out(&plugin, verdict, Phase::Headers)
     }
 
@@ -172,7 +182,7 @@ impl Http {
                 };
                 let sent = hostcalls::http_call(
                     &rls.cluster,
-                    &plugin.rls_headers,
+                    &plugin.call_headers(&ask.quota),
                     &grpc::frame(&ask.message),
                     rls.timeout_ms,
                 );
@@ -281,6 +291,43 @@ fn cause(failure: HostFailure) -> Cause {
         HostFailure::SwitchContext => Cause::SwitchContext,
         HostFailure::Resume => Cause::Resume,
         HostFailure::LocalReply => Cause::LocalReply,
+    }
+}
+
+/// Makes a lease refill call that no request waits for; its answer (or its failure to
+/// start) goes to [`crate::limiter::Limiter::refilled`].
+fn refill_in_background(plugin: &Rc<Plugin>, refill: Refill) {
+    let Some(rls) = plugin.limiter.rls() else {
+        return;
+    };
+    let refilled = |plugin: &Plugin, keys: &[u128], answer: Answer| {
+        if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
+            let now = || hostcalls::current_time_ns().ok();
+            plugin
+                .limiter
+                .refilled(keys, answer, now, &HostShared, &mut tally);
+        }
+    };
+    let keys = refill.keys.clone();
+    let handler = {
+        let plugin = Rc::clone(plugin);
+        Box::new(move |answer: Answer| refilled(&plugin, &refill.keys, answer))
+    };
+    let sent = background::call(
+        &rls.cluster,
+        &plugin.call_headers(&refill.quota),
+        &grpc::frame(&refill.message),
+        rls.timeout_ms,
+        handler,
+    );
+    if let Err(status) = sent {
+        log::throttled(Level::Warn, Cause::RlsNotSent, || {
+            format!(
+                "cannot call the rate limit service on cluster {} (status {status})",
+                rls.cluster
+            )
+        });
+        refilled(plugin, &keys, Answer::NotSent(status.0));
     }
 }
 

@@ -87,6 +87,20 @@ fn configure() -> Result<Plugin, String> {
     } else {
         0
     };
+    // The lease table's keys, before traffic like the bucket table's.
+    if let Some(leases) = limiter.lease_table() {
+        let created = leases.prepare(&HostShared).map_err(|e| {
+            format!(
+                "cannot create the lease table in shared data (status {})",
+                e.status
+            )
+        })?;
+        log::info!(
+            "lease table: {} sets of {} entries ({created} created)",
+            leases.sets(),
+            crate::lease::WAYS
+        );
+    }
     // The over-limit cache's keys, before traffic like the bucket table's.
     if let Some(cache) = limiter.over_limit_cache() {
         let created = cache.prepare(&HostShared).map_err(|e| {
@@ -142,6 +156,19 @@ fn configure() -> Result<Plugin, String> {
 }
 
 impl Plugin {
+    /// The rate limit call's request headers, encoded: [`Plugin::rls_headers`], or with
+    /// the quota header too when `quota` (its value) is not empty. Encoded per call only
+    /// when quota is asked for: such calls are rare, since leases spare most calls.
+    pub fn call_headers(&self, quota: &str) -> std::borrow::Cow<'_, [u8]> {
+        let Some(rls) = self.limiter.rls().filter(|_| !quota.is_empty()) else {
+            return std::borrow::Cow::Borrowed(&self.rls_headers);
+        };
+        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
+        let mut pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pairs.push((rls::QUOTA_HEADER, quota));
+        std::borrow::Cow::Owned(memory::encode_pairs(&pairs))
+    }
+
     /// Counts a host failure (see [`super::failure`]) for the next flush.
     pub fn count_host_failure(&self, failure: HostFailure) {
         if let Some(cell) = self.host_failures.get(failure as usize) {

@@ -108,6 +108,10 @@ impl Limiter {
             );
             return Verdict::Reject(reply);
         }
+        if decided.grants.iter().any(Option::is_some) {
+            let now = clock.now();
+            self.store_grants(&pending.lease_keys, &decided.grants, now, store, tally);
+        }
         let mut standings = pending.local;
         standings.extend(decided.standings);
         let mut pass = self.pass(&standings, shadow_denied, tally);

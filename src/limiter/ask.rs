@@ -25,20 +25,7 @@ impl Limiter {
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let descriptors: Vec<rls::Descriptor<'_>> = global
             .iter()
-            .map(|(a, cost)| rls::Descriptor {
-                entries: self.config.rules[a.rule]
-                    .entries
-                    .iter()
-                    .map(|e| e.key.as_str())
-                    // UTF-8 already checked for global rules by `descriptor::applicable`.
-                    .zip(
-                        a.values
-                            .iter()
-                            .map(|v| std::str::from_utf8(v).unwrap_or("")),
-                    )
-                    .collect(),
-                cost: *cost,
-            })
+            .map(|&(a, cost)| self.rls_descriptor(a, cost))
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
         pending.fallbacks = global
@@ -47,6 +34,7 @@ impl Limiter {
                 let rule = &self.config.rules[a.rule];
                 let Limit::Global {
                     fallback: Some(quota),
+                    ..
                 } = rule.limit
                 else {
                     return None;
@@ -64,5 +52,23 @@ impl Limiter {
             })
             .collect();
         Some(rls::encode_request(&rls.domain, &descriptors))
+    }
+
+    /// A global rule's descriptor as sent, with `cost` (0: check only).
+    pub(super) fn rls_descriptor<'a>(&'a self, a: &'a Applied, cost: u32) -> rls::Descriptor<'a> {
+        rls::Descriptor {
+            entries: self.config.rules[a.rule]
+                .entries
+                .iter()
+                .map(|e| e.key.as_str())
+                // UTF-8 already checked for global rules by `descriptor::applicable`.
+                .zip(
+                    a.values
+                        .iter()
+                        .map(|v| std::str::from_utf8(v).unwrap_or("")),
+                )
+                .collect(),
+            cost,
+        }
     }
 }

@@ -7,6 +7,7 @@
 
 use crate::config::FailureMode;
 use crate::descriptor::Refusal;
+use crate::lease;
 use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
 use crate::over_limit::Stored;
@@ -56,6 +57,19 @@ pub(super) enum Outcome<'a> {
     CacheTooLarge,
     /// A denial was written to the cache (`None`: shared data failed).
     CacheStored(Option<Stored>),
+    /// The request's grants were spent (or not: then it calls).
+    LeasesSpent {
+        /// The rules decided from grants (empty: the request calls).
+        decided_rules: &'a [usize],
+        /// Compare-and-swap conflicts met.
+        conflicts: u32,
+        /// Shared-data calls that failed.
+        failed: u32,
+        /// A background refill call is made.
+        refill: bool,
+    },
+    /// A grant was stored in the lease table (`None`: shared data failed).
+    LeaseStored(Option<lease::Stored>),
     /// A call to the rate limit service is made.
     Asked,
     /// The request is decided by its rules.
@@ -168,6 +182,31 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
         Outcome::CacheStored(None) => tally.add(Global::ErrorSharedData, 1),
         Outcome::CacheStored(Some(stored)) => {
             tally.add(Global::OverLimitCacheEvictions, u32::from(stored.evicted));
+            tally.add(Global::CasConflicts, stored.conflicts);
+        }
+        Outcome::LeasesSpent {
+            decided_rules,
+            conflicts,
+            failed,
+            refill,
+        } => {
+            tally.add(Global::CasConflicts, conflicts);
+            tally.add(Global::ErrorSharedData, failed);
+            if !decided_rules.is_empty() {
+                tally.add(Global::LeaseAllowed, 1);
+            }
+            for &rule in decided_rules {
+                tally.rule(rule, PerRule::Allowed);
+            }
+            if refill {
+                tally.add(Global::LeaseRefills, 1);
+                tally.add(Global::RlsCalls, 1);
+            }
+        }
+        Outcome::LeaseStored(None) => tally.add(Global::ErrorSharedData, 1),
+        Outcome::LeaseStored(Some(stored)) => {
+            tally.add(Global::LeaseGrants, 1);
+            tally.add(Global::LeaseEvictions, u32::from(stored.evicted));
             tally.add(Global::CasConflicts, stored.conflicts);
         }
         Outcome::Asked => tally.add(Global::RlsCalls, 1),

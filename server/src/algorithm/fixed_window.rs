@@ -24,7 +24,8 @@ impl State {
     }
 }
 
-/// Admits `hits` when they fit in what is left of the current window.
+/// Admits `hits` when they fit in what is left of the current window. `hits` of 0 is a
+/// check-only probe: admitted when one hit would fit, counting nothing.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let period = limit.period_ns();
     let window = now_ns / period;
@@ -38,7 +39,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     let ends_at = current.window.saturating_add(1).saturating_mul(period);
     let reset_in_ns = ends_at.saturating_sub(now_ns);
     let after = current.count.saturating_add(hits);
-    if after <= limit.rpu() {
+    if current.count.saturating_add(hits.max(1)) <= limit.rpu() {
         let next = State {
             window: current.window,
             count: after,
@@ -47,6 +48,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: clamp_u32(limit.rpu() - after),
             reset_in_ns,
+            grant: None,
         };
         (decision, next)
     } else {
@@ -57,6 +59,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: false,
             remaining: clamp_u32(limit.rpu().saturating_sub(current.count)),
             reset_in_ns: if one_hit_fits { 0 } else { reset_in_ns },
+            grant: None,
         };
         (decision, current)
     }

@@ -32,7 +32,8 @@ impl State {
     }
 }
 
-/// Takes `hits` tokens from a bucket of `burst` tokens when they are there.
+/// Takes `hits` tokens from a bucket of `burst` tokens when they are there. `hits` of 0 is
+/// a check-only probe: admitted when one token is there, taking none.
 pub fn decide(
     state: &State,
     now_ns: u64,
@@ -49,11 +50,13 @@ pub fn decide(
     let start = state.tat.max(now);
     let new_tat = start.saturating_add(cost);
     let ahead = new_tat - now;
-    if ahead <= capacity {
+    let probe = if hits == 0 { ahead + token } else { ahead };
+    if probe <= capacity {
         let decision = Decision {
             allowed: true,
             remaining: whole_tokens(capacity - ahead, token),
             reset_in_ns: div_ceil_u128(ahead, rate),
+            grant: None,
         };
         (decision, State { tat: new_tat })
     } else {
@@ -66,6 +69,7 @@ pub fn decide(
             allowed: false,
             remaining: whole_tokens(capacity.saturating_sub(debt), token),
             reset_in_ns: div_ceil_u128(one_hit_over, rate),
+            grant: None,
         };
         (decision, *state)
     }

@@ -18,6 +18,8 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+/// A validated `quota` (only on a limited rule): the lease terms the stores grant by.
+pub use crate::algorithm::lease::Quota;
 use crate::algorithm::Limit;
 use std::collections::HashMap;
 use std::fmt;
@@ -30,6 +32,15 @@ pub const MAX_DEPTH: usize = 16;
 /// The largest `requests_per_unit` for `sliding_window_log`, which stores one entry per
 /// admitted request (16 bytes each) for a whole unit.
 pub const MAX_LOG_LIMIT: u32 = 100_000;
+
+/// The most hits one grant may take (`quota.requests`). A grant is hits taken from everyone
+/// else for one caller; a million is far beyond any useful lease and keeps the arithmetic
+/// small.
+pub const MAX_QUOTA_REQUESTS: u32 = 1_000_000;
+
+/// The longest a grant may be spent (`quota.valid_ms`): one hour. Leased hits unspent at
+/// expiry are lost to everyone, and a lowered limit takes this long to bind every caller.
+pub const MAX_QUOTA_VALID_MS: u64 = 3_600_000;
 
 /// A configuration error: which file, which field, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +119,8 @@ pub struct Rule {
     pub limit: Option<Limit>,
     /// Shadow mode: decide and count, but always answer OK.
     pub shadow: bool,
+    /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
+    pub quota: Option<Quota>,
 }
 
 /// The children of one node, indexed for lookup without allocating.

@@ -4,7 +4,8 @@ use super::nesting;
 use super::source::Files;
 use super::wire::{self, AlgorithmName};
 use super::{
-    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Rule, MAX_DEPTH, MAX_LOG_LIMIT,
+    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, MAX_DEPTH,
+    MAX_LOG_LIMIT, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
 };
 use crate::algorithm::{Algorithm, Limit, Unit};
 use std::collections::HashMap;
@@ -126,10 +127,16 @@ fn level_into(
                 "is required and must not be empty",
             ));
         }
-        let rule = match d.rate_limit {
+        let mut rule = match d.rate_limit {
             None => None,
             Some(r) => Some(rule(file, &format!("{at}.rate_limit"), r, d.shadow_mode)?),
         };
+        if let Some(q) = d.quota {
+            let quota = quota(file, &format!("{at}.quota"), q, rule.as_ref())?;
+            if let Some(r) = rule.as_mut() {
+                r.quota = Some(quota);
+            }
+        }
         let node = Node {
             rule,
             children: level(file, &format!("{at}."), d.descriptors, depth + 1)?,
@@ -215,6 +222,7 @@ fn rule(file: &Path, at: &str, r: wire::RateLimit, shadow: bool) -> Result<Rule,
             name,
             limit: None,
             shadow,
+            quota: None,
         });
     }
     let unit = match r.unit.as_deref() {
@@ -286,7 +294,67 @@ fn rule(file: &Path, at: &str, r: wire::RateLimit, shadow: bool) -> Result<Rule,
             algorithm,
         }),
         shadow,
+        quota: None,
     })
+}
+
+/// Validates a descriptor's `quota` against the rule beside it (`None`: no `rate_limit`).
+fn quota(file: &Path, at: &str, q: wire::Quota, rule: Option<&Rule>) -> Result<Quota, ConfigError> {
+    match rule {
+        None => return Err(ConfigError::new(file, at, "needs a rate_limit beside it")),
+        Some(Rule { limit: None, .. }) => {
+            return Err(ConfigError::new(
+                file,
+                at,
+                "cannot be combined with rate_limit.unlimited: true (nothing to lease)",
+            ))
+        }
+        Some(_) => {}
+    }
+    let requests = match q.requests {
+        None => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.requests"),
+                "is required",
+            ))
+        }
+        Some(n) if n > MAX_QUOTA_REQUESTS => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.requests"),
+                format!("must be at most {MAX_QUOTA_REQUESTS}"),
+            ))
+        }
+        Some(n) => NonZeroU32::new(n).ok_or_else(|| {
+            ConfigError::new(file, format!("{at}.requests"), "must be greater than 0")
+        })?,
+    };
+    let valid_ms = match q.valid_ms {
+        None => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                "is required",
+            ))
+        }
+        Some(0) => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                "must be greater than 0",
+            ))
+        }
+        Some(ms) if ms > MAX_QUOTA_VALID_MS => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                format!("must be at most {MAX_QUOTA_VALID_MS} (one hour)"),
+            ))
+        }
+        Some(ms) => ms,
+    };
+    Ok(Quota { requests, valid_ms })
 }
 
 /// Unit names, in any case as the reference service accepts them.

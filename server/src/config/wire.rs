@@ -35,6 +35,9 @@ pub struct Descriptor {
     /// Decide and count, but never answer OVER_LIMIT.
     #[serde(default)]
     pub shadow_mode: bool,
+    /// Ours (issue 11): hits a caller that asks may take ahead as a lease.
+    #[serde(default)]
+    pub quota: Option<Quota>,
     /// Children, matched against the next entry of a request descriptor.
     #[serde(default)]
     pub descriptors: Vec<Descriptor>,
@@ -62,6 +65,18 @@ pub struct RateLimit {
     /// Our extension, token_bucket only: bucket size; `requests_per_unit` when absent.
     #[serde(default)]
     pub burst: Option<u32>,
+}
+
+/// A quota lease as written: `quota: {requests: N, valid_ms: T}` beside `rate_limit`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// Hits granted at most per admitted request that asks; 1 to [`super::MAX_QUOTA_REQUESTS`].
+    #[serde(default)]
+    pub requests: Option<u32>,
+    /// How long a grant may be spent, in ms; 1 to [`super::MAX_QUOTA_VALID_MS`].
+    #[serde(default)]
+    pub valid_ms: Option<u64>,
 }
 
 /// The algorithms by name.

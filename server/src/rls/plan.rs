@@ -1,6 +1,7 @@
 //! What one request asks of the store, worked out from the configuration and the request
 //! alone: which limit applies to each descriptor, and the counter checks to make.
 
+use super::quota_header::Asked;
 use crate::algorithm::{Algorithm, Limit, Unit};
 use crate::config::{Domain, Rule};
 use crate::proto::rls::RateLimitRequest;
@@ -50,11 +51,13 @@ pub(super) struct Plan<'c> {
     pub checks: Vec<Check>,
 }
 
-/// Matches every descriptor of `req` against `domain` (`None`: unconfigured). `Err` is an
-/// INVALID_ARGUMENT for an override no limit can be made of.
+/// Matches every descriptor of `req` against `domain` (`None`: unconfigured); the
+/// descriptors in `asked` get their configured limit's quota lease if it has one and is
+/// enforced. `Err` is an INVALID_ARGUMENT for an override no limit can be made of.
 pub(super) fn plan<'c>(
     domain: Option<&'c Domain>,
     req: &RateLimitRequest,
+    asked: Asked,
 ) -> Result<Plan<'c>, Status> {
     // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
     // sends) means 1.
@@ -88,9 +91,17 @@ pub(super) fn plan<'c>(
                 key,
                 limit,
                 // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
-                // is distinguishable) overrides the request's; 0 there means 1 too.
-                hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
+                // is distinguishable) overrides the request's, and there 0 means
+                // check-only, as envoyproxy/ratelimit defines it: decided (OK when one
+                // hit would fit), remaining reported as it stands, nothing counted.
+                hits: d.hits_addend.unwrap_or(request_hits),
                 shadow: a.shadow(),
+                // Only a configured, enforced limit grants: a shadow limit must not take
+                // hits from anyone, and an override has no `quota` of its own.
+                quota: match a {
+                    Applied::Configured(r, _) if !r.shadow && asked.contains(i) => r.quota,
+                    _ => None,
+                },
             });
         }
         applied.push(a);

@@ -18,7 +18,7 @@
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
 use super::{report_unconsumed, Check, Counting, Store, StoreError};
-use crate::algorithm::{decide, Decision, Limit, State, Update};
+use crate::algorithm::{decide, lease, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -162,32 +162,24 @@ impl<C: Clock> MemoryStore<C> {
         let mut decisions = Vec::with_capacity(batch.len());
         let mut updates: Vec<Update> = Vec::with_capacity(batch.len());
         let mut blocked = false;
-        let mut growth = 0isize;
         for (i, c) in batch.iter().enumerate() {
-            let shard = &guards[guard_of(i)];
-            let stored = shard
-                .get(&c.key)
-                .filter(|s| s.limit == c.limit && s.idle_at > now)
-                .map(|s| &s.state);
+            let stored = stored(&guards[guard_of(i)], c, now);
             // The same counter twice in one request: the later item sees the earlier's hits.
-            let earlier: Vec<usize> = (0..i)
-                .filter(|&j| batch[j].key == c.key && batch[j].limit == c.limit)
-                .collect();
-            let (d, u) = match (stored, earlier.is_empty()) {
-                (Some(s), true) => decide(s, now, &c.limit, c.hits),
-                (None, true) => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
-                (s, false) => {
-                    let mut s = s.cloned().unwrap_or_else(|| State::fresh(&c.limit));
-                    for &j in &earlier {
-                        s.apply(updates[j].clone());
-                    }
-                    decide(&s, now, &c.limit, c.hits)
+            let earlier: Vec<usize> = (0..i).filter(|&j| same_counter(&batch[j], c)).collect();
+            let (d, u) = if earlier.is_empty() {
+                match stored {
+                    Some(s) => decide(s, now, &c.limit, c.hits),
+                    None => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
                 }
+            } else {
+                let mut s = stored.cloned().unwrap_or_else(|| State::fresh(&c.limit));
+                for &j in &earlier {
+                    s.apply(updates[j].clone());
+                }
+                decide(&s, now, &c.limit, c.hits)
             };
             if !d.allowed && !c.shadow {
                 blocked = true;
-            } else if d.allowed && earlier.is_empty() {
-                growth += cell_growth(shard.get(&c.key), stored.is_some(), &u);
             }
             decisions.push(d);
             updates.push(u);
@@ -196,6 +188,54 @@ impl<C: Clock> MemoryStore<C> {
             // Over the limit somewhere: the request is rejected and consumes nothing.
             report_unconsumed(batch, &mut decisions);
             return Ok(decisions);
+        }
+
+        // Admitted (a request blocked under per-descriptor counting gets no grant): the
+        // grants, in the same step (under the same locks, at the same
+        // instant). An item that asked takes up to its quota of what its admission left,
+        // by deciding it again with its own hits plus the grant (which fits: `remaining`
+        // is what fits). Only on a counter used once in the batch, so no other item's
+        // decision depends on it.
+        let mut hits: Vec<u64> = batch.iter().map(|c| c.hits).collect();
+        for (i, c) in batch.iter().enumerate() {
+            let Some(quota) = c
+                .quota
+                .filter(|_| !blocked && !c.shadow && decisions[i].allowed)
+            else {
+                continue;
+            };
+            if batch.iter().filter(|b| same_counter(b, c)).count() > 1 {
+                continue;
+            }
+            let Some(grant) = lease::grant(&c.limit, &quota, decisions[i].remaining, now) else {
+                continue;
+            };
+            let fresh = State::fresh(&c.limit);
+            let base = stored(&guards[guard_of(i)], c, now).unwrap_or(&fresh);
+            let with_grant = c.hits.saturating_add(u64::from(grant.hits));
+            let (d, u) = decide(base, now, &c.limit, with_grant);
+            if d.allowed {
+                decisions[i] = Decision {
+                    grant: Some(grant),
+                    ..d
+                };
+                updates[i] = u;
+                hits[i] = with_grant;
+            }
+        }
+
+        // Cells the admitted items will add, counted once per counter (its first item).
+        let mut growth = 0isize;
+        for (i, c) in batch.iter().enumerate() {
+            if !decisions[i].allowed || (0..i).any(|j| same_counter(&batch[j], c)) {
+                continue;
+            }
+            let shard = &guards[guard_of(i)];
+            // Whether this counter records anything in this request: a check-only item
+            // without a grant does not, a later item on the same counter may.
+            let records = (i..batch.len()).any(|j| same_counter(&batch[j], c) && hits[j] > 0);
+            let live = stored(shard, c, now).is_some();
+            growth += cell_growth(shard.get(&c.key), live, &updates[i], records);
         }
 
         // Phase 2: reserve room, then apply every update in order.
@@ -208,8 +248,10 @@ impl<C: Clock> MemoryStore<C> {
         let mut delta: isize = 0;
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let shard = &mut guards[guard_of(i)];
-            if !decisions[i].allowed && !shard.contains_key(&c.key) {
-                continue; // a denied item on a fresh counter changes nothing
+            if (!decisions[i].allowed || hits[i] == 0) && !shard.contains_key(&c.key) {
+                // A denied shadow item or a check-only one on a fresh counter changes
+                // nothing: no cell for it.
+                continue;
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
                 limit: c.limit,
@@ -239,18 +281,34 @@ impl<C: Clock> MemoryStore<C> {
     }
 }
 
+/// The live state of `c`'s counter in `shard`: none when absent, idle, or kept under
+/// another limit (after a reload), all of which decide as fresh.
+fn stored<'s>(shard: &'s Shard, c: &Check, now: u64) -> Option<&'s State> {
+    shard
+        .get(&c.key)
+        .filter(|s| s.limit == c.limit && s.idle_at > now)
+        .map(|s| &s.state)
+}
+
+/// Whether two items of a batch count on the same counter.
+fn same_counter(a: &Check, b: &Check) -> bool {
+    a.key == b.key && a.limit == b.limit
+}
+
 /// Cells an admitted item will add (negative: free): a new or reset counter costs one cell
-/// plus its state; a live log gains at most one entry and loses those it trims.
-fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update) -> isize {
-    let log_entry = isize::from(matches!(update, Update::SlidingWindowLog(_)));
+/// plus its state; a live log gains at most one entry and loses those it trims. A counter
+/// that `records` nothing (check-only items alone) gains no entry and no new counter.
+fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update, records: bool) -> isize {
+    let records = isize::from(records);
+    let log_entry = records * isize::from(matches!(update, Update::SlidingWindowLog(_)));
     match slot {
         Some(_) if live => match update {
-            Update::SlidingWindowLog(l) => 1 - l.expired() as isize,
+            Update::SlidingWindowLog(l) => log_entry - l.expired() as isize,
             _ => 0,
         },
         // A stale slot (idle, or from another limit) is replaced.
         Some(slot) => 1 + log_entry - slot.cells as isize,
-        None => 1 + log_entry,
+        None => records * (1 + log_entry),
     }
 }
 

@@ -23,6 +23,7 @@ pub mod health;
 pub mod memory;
 pub mod redis;
 
+use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
@@ -36,10 +37,16 @@ pub struct Check {
     pub key: CounterKey,
     /// The limit the configuration applies to it.
     pub limit: Limit,
-    /// Hits to add (at least 1).
+    /// Hits to add. 0 is a **check-only** item (a descriptor's own `hits_addend` of 0):
+    /// decided as whether one hit would fit, `remaining` as it stands, nothing counted.
     pub hits: u64,
     /// Shadow mode: never blocks the request, so never blocks the other items' consumption.
     pub shadow: bool,
+    /// A lease to take for the caller if the request is admitted (quota leases, see
+    /// [`crate::algorithm::lease`]): set only when the caller asked for this descriptor, its
+    /// rule has a `quota` and is enforced (not shadow). A store grants only to an item whose
+    /// counter appears once in the batch.
+    pub quota: Option<Quota>,
 }
 
 /// Which items of a request consume their hits. The RLS layer's answers are the same
@@ -231,6 +238,7 @@ mod tests {
             },
             hits,
             shadow,
+            quota: None,
         }
     }
 
@@ -239,6 +247,7 @@ mod tests {
             allowed,
             remaining,
             reset_in_ns: 0,
+            grant: None,
         }
     }
 

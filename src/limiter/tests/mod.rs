@@ -26,6 +26,9 @@ pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
+    if let Some(leases) = limiter.lease_table() {
+        leases.prepare(&store).unwrap();
+    }
     if let Some(cache) = limiter.over_limit_cache() {
         cache.prepare(&store).unwrap();
     }
@@ -153,7 +156,8 @@ fn allowed_responses_carry_headers_when_asked() {
                 ("x-ratelimit-limit", "5"),
                 ("x-ratelimit-remaining", "4"),
                 ("x-ratelimit-reset", "1"),
-            ])
+            ]),
+            ..Pass::default()
         })
     );
 }
@@ -274,4 +278,5 @@ mod cached;
 mod fallback;
 mod fields;
 mod global;
+mod leased;
 mod refusal;

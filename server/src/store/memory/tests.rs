@@ -24,6 +24,7 @@ fn check(key: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
+        quota: None,
     }
 }
 
@@ -283,4 +284,33 @@ mod rejected_batches {
             }
         }
     }
+}
+
+#[test]
+fn check_only_items_take_no_cell() {
+    let (_, s) = store(1);
+    for algorithm in all_algorithms() {
+        let probe = Check {
+            hits: 0,
+            ..check(algorithm.name(), limit(5, algorithm))
+        };
+        assert_eq!(allowed(&s, &[probe.clone(), probe]), [true, true]);
+    }
+    assert_eq!(s.cells(), 0, "probing fresh counters stores nothing");
+    // At capacity a probe still answers (it needs no cell), and with a hit on the same
+    // counter the reservation counts the cell the hit needs.
+    assert!(s
+        .check_now(&[check("taken", limit(5, Algorithm::FixedWindow))])
+        .is_ok());
+    let log = limit(5, Algorithm::SlidingWindowLog);
+    let probe = Check {
+        hits: 0,
+        ..check("log", log)
+    };
+    assert_eq!(allowed(&s, std::slice::from_ref(&probe)), [true]);
+    assert!(matches!(
+        s.check_now(&[probe, check("log", log)]),
+        Err(StoreError::Full(1))
+    ));
+    assert_eq!(s.cells(), 1);
 }

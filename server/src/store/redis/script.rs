@@ -3,12 +3,20 @@
 
 use super::outage::Failure;
 use super::{key, Inner};
+use crate::algorithm::lease::{self, Grant};
 use crate::algorithm::{Algorithm, Decision};
 use crate::store::Check;
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-/// The decision script (see its header for the KEYS/ARGV contract).
-pub const SCRIPT: &str = include_str!("check.lua");
+/// The decision script (see `check.lua`'s header for the KEYS/ARGV contract): one script,
+/// written in four files so that each stays readable (contract, exact integers, the
+/// algorithms, the driver), concatenated here in that order.
+pub const SCRIPT: &str = concat!(
+    include_str!("check.lua"),
+    include_str!("check_numbers.lua"),
+    include_str!("check_algorithms.lua"),
+    include_str!("check_driver.lua"),
+);
 
 /// Hits above this never fit any limit (limits and bursts are `u32`), so the script gets
 /// at most this many; it keeps the script's arithmetic within exact doubles.
@@ -46,16 +54,19 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) ->
             .arg(c.limit.requests_per_unit.get())
             .arg(c.limit.unit.seconds())
             .arg(burst)
-            // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
-            .arg(c.hits.clamp(1, MAX_SCRIPT_HITS))
-            .arg(if c.shadow { "1" } else { "0" });
+            // Hits of 0 are check-only (the script counts nothing); above 2^32 nothing
+            // fits either way.
+            .arg(c.hits.min(MAX_SCRIPT_HITS))
+            .arg(if c.shadow { "1" } else { "0" })
+            // The most hits to grant if admitted; 0: none asked.
+            .arg(c.quota.map_or(0, |q| q.requests.get()));
     }
     cmd
 }
 
-/// The script's reply: three values per item then Redis's time in µs (the decisions and
-/// that time), or [`LATE`].
-fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Failure> {
+/// The script's reply: four values per item then Redis's time in µs (the decisions, each
+/// with the hits it granted, and that time), or [`LATE`].
+fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<(Decision, u32)>, i64), Failure> {
     if let [Value::BulkString(b)] = reply {
         if b == LATE {
             // Redis got to the call after its caller gave up: as a timeout.
@@ -67,14 +78,14 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Fa
     let Some((Value::Int(redis_now), reply)) = reply.split_last() else {
         return Err(Failure::Reply("script answered no time".into()));
     };
-    if reply.len() != 3 * items {
+    if reply.len() != 4 * items {
         return Err(Failure::Reply(format!(
             "script answered {} values for {items} items",
             reply.len() + 1
         )));
     }
     let decisions = reply
-        .chunks_exact(3)
+        .chunks_exact(4)
         .map(|v| {
             let allowed = match &v[0] {
                 Value::Int(1) => true,
@@ -91,11 +102,17 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Fa
                 }
                 other => return Err(bad_value("reset", other)),
             };
-            Ok(Decision {
+            let granted = match &v[3] {
+                Value::Int(n) => u32::try_from(*n).map_err(|_| bad_value("granted", &v[3]))?,
+                other => return Err(bad_value("granted", other)),
+            };
+            let decision = Decision {
                 allowed,
                 remaining,
                 reset_in_ns,
-            })
+                grant: None,
+            };
+            Ok((decision, granted))
         })
         .collect::<Result<_, _>>()?;
     Ok((decisions, *redis_now))
@@ -135,7 +152,21 @@ impl Inner {
             }
             other => other?,
         };
-        let (decisions, redis_now) = parse_reply(&reply, items.len())?;
+        let (decided, redis_now) = parse_reply(&reply, items.len())?;
+        // A grant may be spent until its validity counted from the instant the script
+        // decided at (Redis's clock, whole µs), by the same rule as the memory store's.
+        let decided_ns = u64::try_from(redis_now).unwrap_or(0).saturating_mul(1_000);
+        let decisions = decided
+            .into_iter()
+            .zip(items)
+            .map(|((d, granted), c)| Decision {
+                grant: c.quota.filter(|_| granted > 0).map(|q| Grant {
+                    hits: granted,
+                    valid_until_ns: lease::lease_ends_at(&c.limit, &q, decided_ns),
+                }),
+                ..d
+            })
+            .collect();
         if self.clock.get().is_none() {
             // Every answer is also a reading of Redis's clock (see `deadline`).
             self.redis_clock
