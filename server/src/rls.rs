@@ -17,6 +17,37 @@ use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 
+/// The request header (gRPC metadata) that makes a call a **charge**: every descriptor is
+/// counted whether it fits or not ([`Store::charge`]), and the answer says where each
+/// stands after it. floodgate's filter sends it, with `hits_addend` = the cost, at the end
+/// of a response whose cost is known only then (an LLM answer's tokens): the request was
+/// admitted already, and a charge refused for not fitting would leak the budget. Its only
+/// value is `1`; any other is refused as INVALID_ARGUMENT. Envoy's native
+/// `apply_on_stream_done` sends no such header.
+pub const CHARGE_HEADER: &str = "x-floodgate-charge";
+
+/// How a call counts, from its [`CHARGE_HEADER`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counting {
+    /// All or nothing: nothing is consumed unless every enforced descriptor fits.
+    Admit,
+    /// Every descriptor is counted, into debt if need be.
+    Charge,
+}
+
+impl Counting {
+    /// The counting a call's metadata asks for; `Err` for a value other than `1`.
+    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<Counting, Status> {
+        match metadata.get(CHARGE_HEADER) {
+            None => Ok(Counting::Admit),
+            Some(v) if v.as_bytes() == b"1" => Ok(Counting::Charge),
+            Some(_) => Err(Status::invalid_argument(format!(
+                "{CHARGE_HEADER} must be 1"
+            ))),
+        }
+    }
+}
+
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
@@ -47,9 +78,19 @@ impl<S: Store> RlsService<S> {
         }
     }
 
-    /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
-    /// to ask the store (configuration only), `call_store`, then `respond`.
+    /// Decides one request; `Err` is the gRPC status to answer.
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
+        self.decide_as(req, Counting::Admit).await
+    }
+
+    /// Decides one request counted as `counting` says; `Err` is the gRPC status to
+    /// answer. Three steps: `plan` what to ask the store (configuration only),
+    /// `call_store`, then `respond`.
+    pub async fn decide_as(
+        &self,
+        req: RateLimitRequest,
+        counting: Counting,
+    ) -> Result<RateLimitResponse, Status> {
         if let Err(status) = validate(&req) {
             self.metrics.error(ErrorKind::InvalidArgument);
             return Err(status);
@@ -63,7 +104,7 @@ impl<S: Store> RlsService<S> {
             None => self.metrics.unknown_domain(),
         };
         let plan = plan(domain, &req);
-        let decisions = self.call_store(&plan.checks, &req.domain).await?;
+        let decisions = self.call_store(&plan.checks, &req.domain, counting).await?;
         let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
         self.metrics.request(result);
         Ok(response)
@@ -71,12 +112,20 @@ impl<S: Store> RlsService<S> {
 
     /// Asks the store about `checks` (none: no call), timing it; a failure is counted by
     /// cause and answered UNAVAILABLE.
-    async fn call_store(&self, checks: &[Check], domain: &str) -> Result<Vec<Decision>, Status> {
+    async fn call_store(
+        &self,
+        checks: &[Check],
+        domain: &str,
+        counting: Counting,
+    ) -> Result<Vec<Decision>, Status> {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
         let started = Instant::now();
-        let result = self.store.check(checks).await;
+        let result = match counting {
+            Counting::Admit => self.store.check(checks).await,
+            Counting::Charge => self.store.charge(checks).await,
+        };
         self.metrics.store_latency(started.elapsed());
         // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
         // what Envoy's `failure_mode_deny` is defined over.
@@ -209,7 +258,12 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        self.decide(request.into_inner()).await.map(Response::new)
+        let counting = Counting::of(request.metadata()).inspect_err(|_| {
+            self.metrics.error(ErrorKind::InvalidArgument);
+        })?;
+        self.decide_as(request.into_inner(), counting)
+            .await
+            .map(Response::new)
     }
 }
 

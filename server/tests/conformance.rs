@@ -10,10 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/charge.rs"]
+mod charge;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
 mod support;
 
+use charge::*;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
@@ -61,6 +64,15 @@ impl<St: Store> Harness<St> {
 
     async fn one(&self, c: &Check) -> Decision {
         self.ask(std::slice::from_ref(c)).await.remove(0)
+    }
+
+    /// A stream-end charge of one item.
+    async fn charge(&self, c: &Check) -> Decision {
+        self.store
+            .charge(std::slice::from_ref(c))
+            .await
+            .unwrap()
+            .remove(0)
     }
 
     async fn allowed(&self, batch: &[Check]) -> Vec<bool> {
@@ -396,7 +408,12 @@ macro_rules! for_each_scenario {
             fixed_window_reports_until_the_window_ends,
             token_bucket_reports_until_one_token_is_back,
             sliding_log_reports_until_the_oldest_that_matters_leaves,
-            sliding_counter_reports_until_the_estimate_has_room
+            sliding_counter_reports_until_the_estimate_has_room,
+            a_fixed_window_charge_passes_the_limit,
+            a_token_bucket_charge_goes_into_debt,
+            a_sliding_counter_charge_weighs_on_the_next_window,
+            a_sliding_log_charge_joins_the_newest_entry,
+            a_charge_counts_every_descriptor
         );
     };
 }
@@ -515,15 +532,16 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
     })
 }
 
-/// A step: microseconds to wait, then a request of 1–3 items (limit index, key, hits,
-/// shadow).
-type Step = (u64, Vec<(usize, u8, u64, bool)>);
+/// A step: microseconds to wait, whether it is a stream-end charge, then a request of 1–3
+/// items (limit index, key, hits, shadow).
+type Step = (u64, bool, Vec<(usize, u8, u64, bool)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
     let hits = prop_oneof![8 => 1u64..=3, 1 => Just(7u64), 1 => Just(u64::MAX)];
     let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15));
-    prop::collection::vec((gap, prop::collection::vec(item, 1..=3)), 1..40)
+    let charge = prop::bool::weighted(0.2);
+    prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)
 }
 
 #[test]
@@ -548,7 +566,7 @@ fn redis_and_memory_agree_on_random_traffic() {
         let memory = MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone());
         let mut now = W + 123 * US;
         clock.set(now);
-        for (i, (gap, items)) in steps.iter().enumerate() {
+        for (i, (gap, charge, items)) in steps.iter().enumerate() {
             now += gap * US;
             clock.set(now);
             let batch: Vec<Check> = items
@@ -563,8 +581,11 @@ fn redis_and_memory_agree_on_random_traffic() {
                     shadow,
                 })
                 .collect();
-            let want = memory.check_now(&batch).unwrap();
-            let got = rt.block_on(redis.check(&batch)).unwrap();
+            let (want, got) = if *charge {
+                (memory.charge_now(&batch).unwrap(), rt.block_on(redis.charge(&batch)).unwrap())
+            } else {
+                (memory.check_now(&batch).unwrap(), rt.block_on(redis.check(&batch)).unwrap())
+            };
             prop_assert_eq!(got, want, "step {} at {} ns: {:?}", i, now, batch);
         }
     });

@@ -18,7 +18,7 @@
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
 use super::{Check, Store, StoreError};
-use crate::algorithm::{decide, Decision, Limit, State, Update};
+use crate::algorithm::{charge, decide, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -141,6 +141,18 @@ impl<C: Clock> MemoryStore<C> {
 
     /// The synchronous heart of [`Store::check`].
     pub fn check_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, false)
+    }
+
+    /// The synchronous heart of [`Store::charge`].
+    pub fn charge_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, true)
+    }
+
+    /// Decides `batch` all or nothing, or with `charging` counts every item whatever it
+    /// finds (see [`Store::charge`]).
+    fn decide_now(&self, batch: &[Check], charging: bool) -> Result<Vec<Decision>, StoreError> {
+        let count = if charging { charge } else { decide };
         let shard_of: Vec<usize> = batch.iter().map(|c| self.shard_of(c)).collect();
         let mut order = shard_of.clone();
         order.sort_unstable();
@@ -166,19 +178,21 @@ impl<C: Clock> MemoryStore<C> {
                 .filter(|&j| batch[j].key == c.key && batch[j].limit == c.limit)
                 .collect();
             let (d, u) = match (stored, earlier.is_empty()) {
-                (Some(s), true) => decide(s, now, &c.limit, c.hits),
-                (None, true) => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
+                (Some(s), true) => count(s, now, &c.limit, c.hits),
+                (None, true) => count(&State::fresh(&c.limit), now, &c.limit, c.hits),
                 (s, false) => {
                     let mut s = s.cloned().unwrap_or_else(|| State::fresh(&c.limit));
                     for &j in &earlier {
                         s.apply(updates[j].clone());
                     }
-                    decide(&s, now, &c.limit, c.hits)
+                    count(&s, now, &c.limit, c.hits)
                 }
             };
-            if !d.allowed && !c.shadow {
+            // A charge is counted whatever it finds, so it never blocks.
+            let counted = d.allowed || charging;
+            if !counted && !c.shadow {
                 blocked = true;
-            } else if d.allowed && earlier.is_empty() {
+            } else if counted && earlier.is_empty() {
                 growth += cell_growth(shard.get(&c.key), stored.is_some(), &u);
             }
             decisions.push(d);
@@ -199,7 +213,7 @@ impl<C: Clock> MemoryStore<C> {
         let mut delta: isize = 0;
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let shard = &mut guards[guard_of(i)];
-            if !decisions[i].allowed && !shard.contains_key(&c.key) {
+            if !decisions[i].allowed && !charging && !shard.contains_key(&c.key) {
                 continue; // a denied shadow item on a fresh counter changes nothing
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
@@ -248,6 +262,10 @@ fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update) -> isize {
 impl<C: Clock> Store for MemoryStore<C> {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
         self.check_now(batch)
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.charge_now(batch)
     }
 
     fn name(&self) -> &'static str {

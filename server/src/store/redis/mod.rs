@@ -47,7 +47,7 @@ mod outage;
 mod script;
 
 pub use outage::{LOG_EVERY, PROBE_EVERY};
-pub use script::{script_cmd, CallTimes, SCRIPT};
+pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
 
 use super::health::Health;
 use super::{Check, Store, StoreError};
@@ -153,7 +153,11 @@ impl RedisStore {
 
 impl Store for RedisStore {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
-        self.inner.check(batch).await
+        self.inner.check(batch, Mode::Commit).await
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.inner.check(batch, Mode::Charge).await
     }
 
     fn name(&self) -> &'static str {
@@ -164,7 +168,7 @@ impl Store for RedisStore {
 impl Inner {
     /// One request: refused at once while down or over the in-flight cap, else decided
     /// within the timeout, the outcome fed to the breaker.
-    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+    async fn check(&self, batch: &[Check], mode: Mode) -> Result<Vec<Decision>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -181,14 +185,18 @@ impl Inner {
             return Err(StoreError::Overloaded(self.options.max_in_flight));
         };
         let times = self.call_times();
-        let outcome =
-            match tokio::time::timeout(self.options.timeout, self.decide(batch, &times)).await {
-                Ok(r) => r,
-                Err(_) => Err(Failure::Connectivity(format!(
-                    "no answer within {:?}",
-                    self.options.timeout
-                ))),
-            };
+        let outcome = match tokio::time::timeout(
+            self.options.timeout,
+            self.decide(batch, mode, &times),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Connectivity(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
         match outcome {
             Ok(d) => {
                 self.outage.succeeded();
@@ -224,16 +232,21 @@ impl Inner {
     }
 
     /// One script call on a single Redis; the cluster path on a cluster.
-    async fn decide(&self, batch: &[Check], now: &CallTimes) -> Result<Vec<Decision>, Failure> {
+    async fn decide(
+        &self,
+        batch: &[Check],
+        mode: Mode,
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
         match &self.conn {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
-                self.call(&mut conn, &items, "commit", now).await
+                self.call(&mut conn, &items, mode, now).await
             }
             Conn::Cluster { conn, .. } => {
                 let conn = Conn::cluster(conn)?;
-                self.decide_cluster(conn, batch, now).await
+                self.decide_cluster(conn, batch, mode, now).await
             }
         }
     }
