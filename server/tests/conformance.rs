@@ -12,11 +12,14 @@
 
 #[path = "conformance/charge.rs"]
 mod charge;
+#[path = "conformance/check_only.rs"]
+mod check_only;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
 mod support;
 
 use charge::*;
+use check_only::*;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
@@ -413,7 +416,9 @@ macro_rules! for_each_scenario {
             a_token_bucket_charge_goes_into_debt,
             a_sliding_counter_charge_weighs_on_the_next_window,
             a_sliding_log_charge_joins_the_newest_entry,
-            a_charge_counts_every_descriptor
+            a_charge_counts_every_descriptor,
+            check_only_counts_nothing_on_every_algorithm,
+            a_check_only_item_over_its_limit_blocks_and_consumes_nothing
         );
     };
 }
@@ -538,7 +543,8 @@ type Step = (u64, bool, Vec<(usize, u8, u64, bool)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
-    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(7u64), 1 => Just(u64::MAX)];
+    // 0: a check-only item.
+    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(0u64), 1 => Just(7u64), 1 => Just(u64::MAX)];
     let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15));
     let charge = prop::bool::weighted(0.2);
     prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)

@@ -223,11 +223,13 @@ impl State {
 
 /// Decides `hits` against `state` at `now_ns` under `limit`.
 ///
-/// Pure. `hits` of zero counts as one (Envoy's `hits_addend` rule, applied again here so
-/// no caller can forget it). A state of another algorithm than the limit's is read as
-/// fresh: it happens when a configuration reload changes a limit's algorithm.
+/// Pure. `hits` of zero is a **check-only** probe (a descriptor's own `hits_addend` of 0,
+/// as envoyproxy/ratelimit defines it): admitted when one hit would fit, denied otherwise,
+/// `remaining` as it stands, and its update counts nothing. (The request-level
+/// `hits_addend` of 0 means 1; the RLS layer maps that before a store sees it.) A state of
+/// another algorithm than the limit's is read as fresh: it happens when a configuration
+/// reload changes a limit's algorithm.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
-    let hits = hits.max(1);
     match (state, limit.algorithm) {
         (State::FixedWindow(s), Algorithm::FixedWindow) => {
             let (d, n) = fixed_window::decide(s, now_ns, limit, hits);
@@ -262,9 +264,14 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// to its newest entry (see [`sliding_log::charge`]). The decision then says
 /// `allowed: false`, `remaining: 0`, and `reset_in_ns` the exact time until one hit fits
 /// again, so an over-limit cache can trust it as after any denial. Hits are clamped to
-/// [`MAX_CHARGE_HITS`], and counts to [`MAX_CHARGED_COUNT`].
+/// [`MAX_CHARGE_HITS`], and counts to [`MAX_CHARGED_COUNT`]; 0 hits is check-only, as
+/// in [`decide`].
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
-    let hits = hits.clamp(1, MAX_CHARGE_HITS);
+    if hits == 0 {
+        // Check-only, even in a charge: nothing to count.
+        return decide(state, now_ns, limit, 0);
+    }
+    let hits = hits.min(MAX_CHARGE_HITS);
     match (state, limit.algorithm) {
         (State::FixedWindow(s), Algorithm::FixedWindow) => {
             let (d, n) = fixed_window::charge(s, now_ns, limit, hits);

@@ -63,7 +63,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 #[test]
-fn hits_addend_zero_means_one_and_a_descriptor_overrides_the_request() {
+fn a_request_hits_addend_of_zero_means_one_and_a_descriptor_overrides_it() {
     let svc = service(100, false);
     let user = || desc(&[("user", "a")], None);
     let r = block_on(svc.decide(request("web", vec![user()], 0))).unwrap();
@@ -79,6 +79,33 @@ fn hits_addend_zero_means_one_and_a_descriptor_overrides_the_request() {
         Code::OverLimit as i32,
         "the request's 3 exceed 2"
     );
+}
+
+#[test]
+fn a_descriptor_hits_addend_of_zero_is_check_only() {
+    let svc = service(100, false);
+    let probe = |v: &str| desc(&[("user", v)], Some(0));
+    // The request's 0 still means 1 for the descriptors without their own.
+    let r = block_on(svc.decide(request("web", vec![probe("a")], 0))).unwrap();
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    assert_eq!(r.statuses[0].limit_remaining, 2, "nothing counted");
+    let r = block_on(svc.decide(request("web", vec![probe("a")], 5))).unwrap();
+    assert_eq!(
+        r.statuses[0].limit_remaining, 2,
+        "the request's 5 do not apply"
+    );
+    for left in [1, 0] {
+        let r =
+            block_on(svc.decide(request("web", vec![desc(&[("user", "a")], None)], 0))).unwrap();
+        assert_eq!(r.statuses[0].limit_remaining, left);
+    }
+    // Full: the probe is over, and a request it belongs to consumes nothing.
+    let other = || desc(&[("user", "b")], None);
+    let r = block_on(svc.decide(request("web", vec![probe("a"), other()], 0))).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].code, Code::OverLimit as i32);
+    let r = block_on(svc.decide(request("web", vec![other()], 0))).unwrap();
+    assert_eq!(r.statuses[0].limit_remaining, 1, "b was not consumed");
 }
 
 #[test]
@@ -250,4 +277,35 @@ fn a_store_error_is_unavailable() {
     // Requests with nothing to count never reach the store.
     let r = block_on(svc.decide(request("web", vec![desc(&[("nomatch", "a")], None)], 0)));
     assert!(r.is_ok());
+}
+
+#[test]
+fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
+    let svc = service(100, false);
+    let call = |hits, charge: Option<&str>| {
+        let mut req = tonic::Request::new(request("web", vec![desc(&[("user", "a")], hits)], 0));
+        if let Some(v) = charge {
+            req.metadata_mut().insert(CHARGE_HEADER, v.parse().unwrap());
+        }
+        block_on(svc.should_rate_limit(req)).map(tonic::Response::into_inner)
+    };
+    // 2 per second: a charge of 5 is counted anyway, and answered over the limit until
+    // the window ends (the clock is a quarter into it).
+    let r = call(Some(5), Some("1")).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].limit_remaining, 0);
+    let reset = r.statuses[0].duration_until_reset.clone().unwrap();
+    assert_eq!((reset.seconds, reset.nanos), (0, 750_000_000));
+    let r = call(Some(0), None).unwrap();
+    assert_eq!(
+        r.overall_code,
+        Code::OverLimit as i32,
+        "a check sees the debt"
+    );
+    // Without the header the same cost is refused and counts nothing.
+    let r = call(Some(5), None).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    let err = call(Some(1), Some("yes")).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(err.message(), "x-floodgate-charge must be 1");
 }
