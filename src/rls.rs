@@ -19,12 +19,20 @@ use crate::grpc::code;
 /// What the transport brought back, re-exported where its meaning is decided.
 pub use crate::grpc::Answer;
 
+/// The request header that makes a call a **charge**: every descriptor counted with its
+/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
+/// with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Descriptor<'a> {
     /// (key, value) entries.
     pub entries: Vec<(&'a str, &'a str)>,
-    /// Hits this request adds (at least 1).
+    /// Hits this request adds. 0 is **check-only**: the descriptor's own `hits_addend`
+    /// is sent as 0, which floodgate-server and envoyproxy/ratelimit decide as whether
+    /// one hit fits, counting nothing (a rule whose cost the response reports asks this
+    /// at request time). A service that ignores the descriptor's own field counts 1.
     pub cost: u32,
 }
 
@@ -61,11 +69,14 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
             string_field(&mut out, 2, value);
         }
         if d.cost != 1 {
-            // google.protobuf.UInt64Value { value = 1 }
+            // google.protobuf.UInt64Value { value = 1 }: present even for 0 (check-only),
+            // then empty, as proto3 leaves a zero field out.
             tag(&mut out, 3, LENGTH_DELIMITED);
-            varint(&mut out, (1 + varint_len(u64::from(d.cost))) as u64);
-            tag(&mut out, 1, VARINT);
-            varint(&mut out, u64::from(d.cost));
+            varint(&mut out, wrapper_len(d.cost) as u64);
+            if d.cost != 0 {
+                tag(&mut out, 1, VARINT);
+                varint(&mut out, u64::from(d.cost));
+            }
         }
     }
     if request_hits != 0 {
@@ -126,12 +137,21 @@ fn descriptor_len(d: &Descriptor<'_>) -> usize {
         })
         .sum();
     let hits = if d.cost != 1 {
-        let inner = 1 + varint_len(u64::from(d.cost));
+        let inner = wrapper_len(d.cost);
         1 + varint_len(inner as u64) + inner
     } else {
         0
     };
     entries + hits
+}
+
+/// The length of a `UInt64Value` holding `cost` (0 is the empty message).
+fn wrapper_len(cost: u32) -> usize {
+    if cost == 0 {
+        0
+    } else {
+        1 + varint_len(u64::from(cost))
+    }
 }
 
 /// Why the service's answer cannot decide the request.

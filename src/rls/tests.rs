@@ -52,7 +52,8 @@ proptest! {
             .iter()
             .map(|(entries, cost)| Descriptor {
                 entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                cost: (*cost).max(1),
+                // 0: a check-only descriptor.
+                cost: *cost,
             })
             .collect();
         prop_assert_eq!(encode_request(&domain, &owned), prost_encoding(&domain, &owned));
@@ -130,6 +131,25 @@ fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
     assert_eq!(mixed.hits_addend, 0);
     assert_eq!(mixed.descriptors[0].hits_addend, Some(5));
     assert_eq!(mixed.descriptors[1].hits_addend, None);
+}
+
+#[test]
+fn a_cost_of_zero_is_a_check_only_descriptor() {
+    // Pinned: an empty UInt64Value (present, value 0) for the descriptor, nothing on the
+    // request (where 0 would mean 1 anyway).
+    let bytes = encode_request("d", &[descriptor(&[("k", "v")], 0)]);
+    assert_eq!(
+        bytes,
+        [
+            0x0a, 0x01, b'd', // domain = "d"
+            0x12, 0x0a, // descriptors[0], 10 bytes
+            0x0a, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v', // entries[0] = (k, v)
+            0x1a, 0x00, // hits_addend = UInt64Value(0)
+        ]
+    );
+    let request = decode(&bytes);
+    assert_eq!(request.descriptors[0].hits_addend, Some(0));
+    assert_eq!(request.hits_addend, 0);
 }
 
 fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorStatus {
