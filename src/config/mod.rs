@@ -6,8 +6,15 @@
 //! names the field path, e.g. `rules[0].local.capacity: must be at least 1`, and Envoy
 //! refuses the filter when `on_configure` reports it.
 
+mod cost;
 mod validate;
 mod wire;
+
+pub use cost::{
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_FALLBACK,
+    DEFAULT_MAX_SCAN_BYTES, MAX_JSON_PATHS, MAX_MAX_SCAN_BYTES, MAX_PATH_SEGMENTS,
+    MAX_SEGMENT_BYTES,
+};
 
 use crate::bucket::Quota;
 use std::fmt;
@@ -107,6 +114,10 @@ pub struct Rule {
     pub limit: Limit,
     /// The request header holding the request's cost (tokens it takes); `None`: 1.
     pub cost_header: Option<String>,
+    /// A cost the response reports (then `cost_header` is `None`): the request is
+    /// admitted on [`ResponseCost::estimate`] tokens, and charged what the response
+    /// reports when it is done.
+    pub response_cost: Option<ResponseCost>,
     /// Decide and count, but never reject.
     pub shadow: bool,
 }

@@ -201,3 +201,49 @@ fn each_invalid_fixture_fails_with_its_exact_message() {
         dir.display()
     );
 }
+#[test]
+fn a_response_cost_parses_with_its_defaults_and_a_sum() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"openai","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":"usage.total_tokens"}}},
+          {"name":"anthropic","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":["message.usage.input_tokens","usage.output_tokens"],
+                   "estimate":50,"fallback":0,"max_scan_bytes":4096}}},
+          {"name":"by-header","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":1},
+           "cost":{"response":{"header":"X-Usage-Tokens"}}}]}"#,
+    )
+    .unwrap();
+    let path = |p: &str| JsonPath {
+        keys: p.split('.').map(str::to_string).collect(),
+    };
+    assert_eq!(
+        config.rules[0].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![path("usage.total_tokens")]),
+            estimate: 1,
+            fallback: 1,
+            max_scan_bytes: 65_536,
+        })
+    );
+    assert_eq!(config.rules[0].cost_header, None);
+    assert_eq!(
+        config.rules[1].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![
+                path("message.usage.input_tokens"),
+                path("usage.output_tokens")
+            ]),
+            estimate: 50,
+            fallback: 0,
+            max_scan_bytes: 4096,
+        })
+    );
+    assert_eq!(
+        config.rules[2].response_cost.as_ref().map(|c| &c.source),
+        Some(&UsageSource::Header("x-usage-tokens".into()))
+    );
+}
