@@ -29,6 +29,7 @@ use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
 use crate::table::Table;
 use cached::CacheKey;
+pub use charge::{ChargeOutcome, GlobalCharge};
 use record::{record, Outcome};
 
 /// What the host must do with a request.
@@ -287,6 +288,7 @@ mod answer;
 mod ask;
 mod buckets;
 mod cached;
+mod charge;
 mod record;
 
 #[cfg(test)]

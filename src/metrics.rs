@@ -93,11 +93,16 @@ pub enum Global {
     OverLimitCacheEvictions,
     /// Denials not cached because the service's body and headers do not fit an entry.
     OverLimitCacheTooLarge,
+    /// Stream-end charges sent to the rate limit service (a response cost, global rules).
+    RlsCharges,
+    /// Stream-end charges that could not be sent or that the service answered with an
+    /// error: counted here only, never sent again.
+    RlsChargeFailed,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 33] = [
+    pub const ALL: [Global; 35] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -131,6 +136,8 @@ impl Global {
         Global::OverLimitCached,
         Global::OverLimitCacheEvictions,
         Global::OverLimitCacheTooLarge,
+        Global::RlsCharges,
+        Global::RlsChargeFailed,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -169,6 +176,8 @@ impl Global {
             Global::OverLimitCached => "floodgate.over_limit_cached",
             Global::OverLimitCacheEvictions => "floodgate.over_limit_cache.evictions",
             Global::OverLimitCacheTooLarge => "floodgate.over_limit_cache.too_large",
+            Global::RlsCharges => "floodgate.rls.charges",
+            Global::RlsChargeFailed => "floodgate.rls.charge_failed",
         }
     }
 

@@ -84,13 +84,8 @@ pub(super) fn cost(at: &str, c: wire::Cost, limit: &Limit) -> Result<Cost, Confi
             header,
         )?)),
         (None, Some(response)) => {
-            if matches!(limit, Limit::Global { .. }) {
-                // TODO(llmg): global mode (a check-only call, the charge at stream end).
-                return Err(ConfigError::new(
-                    format!("{at}.response"),
-                    "is supported on local rules only for now",
-                ));
-            }
+            // Global rules too: a check-only call at request time (or the estimate),
+            // the charge at stream end (see `limiter::charge`).
             Ok(Cost::Response(response_cost(
                 &format!("{at}.response"),
                 response, limit,

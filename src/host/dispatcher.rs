@@ -7,6 +7,7 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
+use super::charge;
 use super::hostcalls;
 use super::http::{Flow, Http};
 use super::memory;
@@ -151,21 +152,27 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _en
 /// waiting for it is found by token.
 #[no_mangle]
 pub extern "C" fn proxy_on_http_call_response(
-    _root_id: u32,
+    root_id: u32,
     token: u32,
     headers: usize,
     body_size: usize,
     trailers: usize,
 ) {
+    let read = || {
+        grpc::read_answer(headers, trailers, |part| match part {
+            Part::Header(name) => hostcalls::http_call_header(name).ok().flatten(),
+            Part::Trailer(name) => hostcalls::http_call_trailer(name).ok().flatten(),
+            Part::Body => hostcalls::http_call_body(body_size).ok(),
+        })
+    };
     let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
-        // The request is gone (its context deleted): nobody to answer.
+        // A stream-end charge (no request waits for it), or the request is gone (its
+        // context deleted): nobody to answer.
+        let plugin = with_root(root_id, |root| root.plugin()).flatten();
+        charge::answered(plugin.as_deref(), token, read);
         return;
     };
-    let answer = grpc::read_answer(headers, trailers, |part| match part {
-        Part::Header(name) => hostcalls::http_call_header(name).ok().flatten(),
-        Part::Trailer(name) => hostcalls::http_call_trailer(name).ok().flatten(),
-        Part::Body => hostcalls::http_call_body(body_size).ok(),
-    });
+    let answer = read();
     // Everything the request's context does from here acts on whichever context is
     // current, so it must be this request's.
     with_http(context_id, |http| {

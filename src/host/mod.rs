@@ -25,6 +25,8 @@ pub mod memory;
 pub mod types;
 
 #[cfg(target_arch = "wasm32")]
+mod charge;
+#[cfg(target_arch = "wasm32")]
 mod dispatcher;
 #[cfg(target_arch = "wasm32")]
 mod hostcalls;

@@ -34,6 +34,8 @@ pub struct Plugin {
     host_failures: [Cell<u32>; HostFailure::ALL.len()],
     /// The rate limit call's request headers, encoded once (empty without `rls`).
     pub rls_headers: Vec<u8>,
+    /// The same with the charge header, for stream-end charges (empty without `rls`).
+    pub charge_headers: Vec<u8>,
 }
 
 /// The root context of one plugin in this VM.
@@ -128,16 +130,26 @@ fn configure() -> Result<Plugin, String> {
         );
     }
     let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
-    let rls_headers = limiter.rls().map_or_else(Vec::new, |rls| {
-        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-        memory::encode_pairs(&headers.each_ref().map(|(k, v)| (*k, v.as_str())))
-    });
+    let encoded = |extra: Option<(&str, &str)>| {
+        limiter.rls().map_or_else(Vec::new, |rls| {
+            let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
+            let pairs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (*k, v.as_str()))
+                .chain(extra)
+                .collect();
+            memory::encode_pairs(&pairs)
+        })
+    };
+    let rls_headers = encoded(None);
+    let charge_headers = encoded(Some(rls::CHARGE_HEADER));
     Ok(Plugin {
         limiter,
         tally,
         metric_ids,
         host_failures: Default::default(),
         rls_headers,
+        charge_headers,
     })
 }
 

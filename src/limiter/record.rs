@@ -58,6 +58,8 @@ pub(super) enum Outcome<'a> {
     CacheStored(Option<Stored>),
     /// A call to the rate limit service is made.
     Asked,
+    /// A stream-end charge was sent, failed, or was counted by the service.
+    Charge(super::charge::ChargeOutcome),
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -171,6 +173,12 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(Global::CasConflicts, stored.conflicts);
         }
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
+        Outcome::Charge(outcome) => match outcome {
+            super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
+            super::charge::ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
+            // Counted by the service: nothing more to count here.
+            super::charge::ChargeOutcome::Counted => {}
+        },
         Outcome::Finished {
             allowed,
             shadow_denied,

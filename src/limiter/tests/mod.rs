@@ -271,6 +271,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 }
 
 mod cached;
+mod charge;
 mod fallback;
 mod global;
 mod refusal;
