@@ -7,7 +7,7 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
-use super::charge;
+use super::background;
 use super::hostcalls;
 use super::http::{Flow, Http};
 use super::memory;
@@ -149,10 +149,11 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _en
 
 /// The answer to a rate limit call. It arrives on the root context that made the call
 /// (response parts are readable only here, before switching context); the HTTP context
-/// waiting for it is found by token.
+/// waiting for it is found by token. A call no request waits for goes to its handler
+/// (see [`background`]), in the root context, with no request context made current.
 #[no_mangle]
 pub extern "C" fn proxy_on_http_call_response(
-    root_id: u32,
+    _root_id: u32,
     token: u32,
     headers: usize,
     body_size: usize,
@@ -166,10 +167,11 @@ pub extern "C" fn proxy_on_http_call_response(
         })
     };
     let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
-        // A stream-end charge (no request waits for it), or the request is gone (its
-        // context deleted): nobody to answer.
-        let plugin = with_root(root_id, |root| root.plugin()).flatten();
-        charge::answered(plugin.as_deref(), token, read);
+        // Not a request's call: a background call's handler, or nobody (the request is
+        // gone, its context deleted).
+        if let Some(handler) = background::take(token) {
+            handler(read());
+        }
         return;
     };
     let answer = read();
