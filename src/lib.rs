@@ -39,6 +39,7 @@ pub mod protocol;
 pub mod response;
 pub mod rls;
 pub mod service_headers;
+pub mod sets;
 pub mod shared;
 pub mod table;
 

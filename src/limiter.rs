@@ -156,7 +156,11 @@ impl Limiter {
         self.config.rules.iter().any(|r| {
             matches!(
                 r.limit,
-                Limit::Local(_) | Limit::Global { fallback: Some(_) }
+                Limit::Local(_)
+                    | Limit::Global {
+                        fallback: Some(_),
+                        ..
+                    }
             )
         })
     }

@@ -115,7 +115,7 @@ fn response_cost(
     };
     let capacity = match limit {
         Limit::Local(quota) => quota.capacity(),
-        Limit::Global { fallback } => fallback.map_or(u32::MAX, |q| q.capacity()),
+        Limit::Global { fallback, .. } => fallback.map_or(u32::MAX, |q| q.capacity()),
     };
     let estimate = match r.estimate {
         None => DEFAULT_ESTIMATE,

@@ -48,6 +48,10 @@ pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
 pub const DEFAULT_OVER_LIMIT_CACHE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.over_limit_cache_slots`.
 pub const MAX_OVER_LIMIT_CACHE_SLOTS: u32 = 65_536;
+/// Grants the lease table holds when `rls.lease_slots` is not set.
+pub const DEFAULT_LEASE_SLOTS: u32 = 1024;
+/// The largest accepted `rls.lease_slots`.
+pub const MAX_LEASE_SLOTS: u32 = 65_536;
 /// The longest accepted `rls.timeout_ms`.
 pub const MAX_RLS_TIMEOUT_MS: u32 = 60_000;
 
@@ -86,6 +90,9 @@ pub struct RlsConfig {
     /// The over-limit cache (`rls.cache_over_limit`, on by default): how many denials
     /// this Envoy remembers so that it need not ask again; `None`: switched off.
     pub over_limit_cache_slots: Option<NonZeroU32>,
+    /// How many (rule, descriptor values) the lease table holds grants for
+    /// (`rls.lease_slots`, default 1024); used only when some rule leases.
+    pub lease_slots: NonZeroU32,
 }
 
 /// What limits a rule's requests.
@@ -98,6 +105,9 @@ pub enum Limit {
         /// The token bucket (in this Envoy's shared data) that decides the rule while
         /// the service cannot answer; `None`: `rls.failure_mode` decides.
         fallback: Option<Quota>,
+        /// Whether the rule asks the service for quota leases (`global.quota`, default
+        /// true); see [`Rule::asks_for_lease`].
+        lease: bool,
     },
 }
 
@@ -120,6 +130,21 @@ pub struct Rule {
     pub response_cost: Option<ResponseCost>,
     /// Decide and count, but never reject.
     pub shadow: bool,
+}
+
+impl Rule {
+    /// Whether this rule asks the rate limit service for quota leases and spends them:
+    /// a global rule, enforced (the service grants nothing for a shadow rule, which
+    /// never rejects), that did not say `"global": {"quota": false}`. The one place this
+    /// is decided, so that a rule whose cost is known only later can opt out here.
+    /// A rule whose cost the response reports never leases: a grant is spent at
+    /// admission, before its cost is known, and the service must see every stream-end
+    /// charge for the budget to hold.
+    pub fn asks_for_lease(&self) -> bool {
+        matches!(self.limit, Limit::Global { lease: true, .. })
+            && !self.shadow
+            && self.response_cost.is_none()
+    }
 }
 
 /// Which requests a rule applies to; the default matches every request.

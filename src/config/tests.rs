@@ -124,12 +124,14 @@ fn global_rules_and_the_rate_limit_service_parse() {
             timeout_ms: 20,
             failure_mode: FailureMode::Allow,
             over_limit_cache_slots: NonZeroU32::new(1024),
+            lease_slots: NonZeroU32::new(1024).unwrap(),
         })
     );
     assert_eq!(
         config.rules[0].limit,
         Limit::Global {
-            fallback: Some(Quota::new(5, 83_333).unwrap())
+            fallback: Some(Quota::new(5, 83_333).unwrap()),
+            lease: true,
         }
     );
     assert_eq!(config.rules[0].cost_header.as_deref(), Some("x-cost"));
@@ -153,7 +155,8 @@ fn a_global_rule_can_carry_a_local_fallback() {
     assert_eq!(
         config.rules[0].limit,
         Limit::Global {
-            fallback: Some(Quota::new(5, 500_000).unwrap())
+            fallback: Some(Quota::new(5, 500_000).unwrap()),
+            lease: true,
         }
     );
 }

@@ -4,10 +4,10 @@ use super::cost::{self, Cost};
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
-    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
-    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES,
-    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_SLOTS,
-    MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
+    DEFAULT_STATUS, MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
+    MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -103,6 +103,12 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
         over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
+        lease_slots: slots(
+            "rls.lease_slots",
+            r.lease_slots,
+            DEFAULT_LEASE_SLOTS,
+            MAX_LEASE_SLOTS,
+        )?,
     })
 }
 
@@ -111,19 +117,25 @@ fn over_limit_cache(
     on: Option<bool>,
     slots: Option<u64>,
 ) -> Result<Option<NonZeroU32>, ConfigError> {
-    const AT: &str = "rls.over_limit_cache_slots";
-    let n = slots.unwrap_or(u64::from(DEFAULT_OVER_LIMIT_CACHE_SLOTS));
-    if n > u64::from(MAX_OVER_LIMIT_CACHE_SLOTS) {
-        return Err(ConfigError::new(
-            AT,
-            format!("must be at most {MAX_OVER_LIMIT_CACHE_SLOTS}"),
-        ));
+    let n = self::slots(
+        "rls.over_limit_cache_slots",
+        slots,
+        DEFAULT_OVER_LIMIT_CACHE_SLOTS,
+        MAX_OVER_LIMIT_CACHE_SLOTS,
+    )?;
+    Ok(on.unwrap_or(true).then_some(n))
+}
+
+/// A table size in shared data (field `at`): `default` when unset, 1 to `max`.
+fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32, ConfigError> {
+    let n = n.unwrap_or(u64::from(default));
+    if n > u64::from(max) {
+        return Err(ConfigError::new(at, format!("must be at most {max}")));
     }
-    let n = u32::try_from(n)
+    u32::try_from(n)
         .ok()
         .and_then(NonZeroU32::new)
-        .ok_or_else(|| ConfigError::new(AT, "must be at least 1"))?;
-    Ok(on.unwrap_or(true).then_some(n))
+        .ok_or_else(|| ConfigError::new(at, "must be at least 1"))
 }
 
 fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {
@@ -157,6 +169,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
                 None => None,
                 Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
             },
+            lease: global.quota.unwrap_or(true),
         },
         _ => {
             return Err(ConfigError::new(

@@ -39,6 +39,8 @@ pub struct Rls {
     pub cache_over_limit: Option<bool>,
     #[serde(default)]
     pub over_limit_cache_slots: Option<u64>,
+    #[serde(default)]
+    pub lease_slots: Option<u64>,
 }
 
 /// A global limit: decided by the rate limit service, which holds the numbers.
@@ -48,6 +50,9 @@ pub struct Global {
     /// The local bucket that decides the rule while the service cannot.
     #[serde(default)]
     pub fallback: Option<Local>,
+    /// Whether the rule asks the service for quota leases (default true).
+    #[serde(default)]
+    pub quota: Option<bool>,
 }
 
 /// Where a request's cost (tokens or hits it takes) comes from: a request header, or

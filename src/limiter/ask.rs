@@ -47,6 +47,7 @@ impl Limiter {
                 let rule = &self.config.rules[a.rule];
                 let Limit::Global {
                     fallback: Some(quota),
+                    ..
                 } = rule.limit
                 else {
                     return None;

@@ -52,7 +52,6 @@ proptest! {
             .iter()
             .map(|(entries, cost)| Descriptor {
                 entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                // 0: a check-only descriptor.
                 cost: *cost,
             })
             .collect();
@@ -131,25 +130,6 @@ fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
     assert_eq!(mixed.hits_addend, 0);
     assert_eq!(mixed.descriptors[0].hits_addend, Some(5));
     assert_eq!(mixed.descriptors[1].hits_addend, None);
-}
-
-#[test]
-fn a_cost_of_zero_is_a_check_only_descriptor() {
-    // Pinned: an empty UInt64Value (present, value 0) for the descriptor, nothing on the
-    // request (where 0 would mean 1 anyway).
-    let bytes = encode_request("d", &[descriptor(&[("k", "v")], 0)]);
-    assert_eq!(
-        bytes,
-        [
-            0x0a, 0x01, b'd', // domain = "d"
-            0x12, 0x0a, // descriptors[0], 10 bytes
-            0x0a, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v', // entries[0] = (k, v)
-            0x1a, 0x00, // hits_addend = UInt64Value(0)
-        ]
-    );
-    let request = decode(&bytes);
-    assert_eq!(request.descriptors[0].hits_addend, Some(0));
-    assert_eq!(request.hits_addend, 0);
 }
 
 fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorStatus {
@@ -320,25 +300,65 @@ fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
     assert_eq!(d.dropped_headers, 7);
 }
 
-/// A service that grants quotas (`DescriptorStatus.quota`, field 5, and
-/// `RateLimitResponse.quota`, field 7) is decided exactly as one that does not: the
-/// filter does not spend grants yet, and must not fail on them.
+/// A grant in `DescriptorStatus.quota` (field 5), bytes written by hand from the public
+/// proto: `Quota { requests: 10, valid_until: 1_900_000_000 s + 5 ns }`.
 #[test]
-fn answers_carrying_quota_grants_decode_as_without_them() {
+fn a_descriptor_grant_is_decoded_from_its_wire_bytes() {
+    let bytes = vec![
+        0x08, 0x01, // overall_code OK
+        0x12, 0x10, // statuses[0], 16 bytes
+        0x08, 0x01, // code OK
+        0x2a, 0x0c, // quota (field 5), 12 bytes
+        0x08, 0x0a, // requests 10
+        0x12, 0x08, // valid_until, 8 bytes
+        0x08, 0x80, 0xe6, 0xfe, 0x89, 0x07, // seconds 1 900 000 000
+        0x10, 0x05, // nanos 5
+    ];
+    let d = interpret(&Answer::Response(bytes), &[false]).unwrap();
+    assert!(!d.over_limit);
+    let expected = Grant {
+        requests: 10,
+        valid_until_ns: 1_900_000_000_000_000_005,
+    };
+    assert_eq!(d.grants, vec![Some(expected)]);
+}
+
+/// A grant of 0 requests, or without `valid_until`, is no grant; the whole-request
+/// `quota` (field 7) is not read; and the verdict is the same with or without grants.
+#[test]
+fn unusable_grants_are_ignored_and_grants_never_change_the_verdict() {
     use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
     use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
-    let grant = Quota {
-        requests: 50,
-        expiration_specifier: Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
-            seconds: 1_900_000_000,
-            nanos: 0,
-        })),
-        id: "lease-1".into(),
+    let until = Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
+        seconds: 1_900_000_000,
+        nanos: 0,
+    }));
+    let quota = |requests, expiration_specifier| Quota {
+        requests,
+        expiration_specifier,
+        id: String::new(),
     };
-    let plain = response(Code::OverLimit, vec![status(Code::OverLimit, 0, 30, 10)]);
+    let plain = response(
+        Code::Ok,
+        vec![status(Code::Ok, 5, 30, 10), status(Code::Ok, 5, 30, 10)],
+    );
     let mut granted = plain.clone();
-    granted.statuses[0].quota = Some(grant.clone());
-    granted.quota = Some(grant);
-    let expected = interpret(&answer(plain), &[false]).unwrap();
-    assert_eq!(interpret(&answer(granted), &[false]).unwrap(), expected);
+    granted.statuses[0].quota = Some(quota(0, until.clone()));
+    granted.statuses[1].quota = Some(quota(7, None));
+    granted.quota = Some(quota(50, until));
+    let d = interpret(&answer(granted), &[false, false]).unwrap();
+    assert_eq!(d.grants, vec![None, None]);
+    assert_eq!(d, interpret(&answer(plain), &[false, false]).unwrap());
+}
+
+/// A check-only descriptor (cost 0) carries `hits_addend` present and 0; the quota
+/// header lists indices in order.
+#[test]
+fn check_only_descriptors_send_an_explicit_zero() {
+    let d = [descriptor(&[("k", "v")], 0)];
+    let bytes = encode_request("", &d);
+    assert_eq!(decode(&bytes).descriptors[0].hits_addend, Some(0));
+    assert_eq!(decode(&bytes).hits_addend, 0);
+    assert_eq!(quota_header_value(&[0, 2, 11]), "0,2,11");
+    assert_eq!(quota_header_value(&[]), "");
 }

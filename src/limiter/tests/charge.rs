@@ -109,3 +109,14 @@ fn charges_are_counted_sent_or_failed_once() {
         "a charge's answer is counted only as a charge: {counted:?}"
     );
 }
+
+#[test]
+fn a_response_cost_rule_never_asks_for_a_lease() {
+    let (l, _, _) = limiter(&budget(None));
+    let rules = &l.config().rules;
+    assert!(
+        !rules[0].asks_for_lease(),
+        "its cost is known only at stream end"
+    );
+    assert!(rules[1].asks_for_lease(), "an ordinary global rule does");
+}
