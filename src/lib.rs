@@ -41,6 +41,7 @@ pub mod rls;
 pub mod service_headers;
 pub mod shared;
 pub mod table;
+pub mod usage;
 
 #[cfg(test)]
 mod testing;
