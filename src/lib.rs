@@ -42,6 +42,7 @@ pub mod service_headers;
 pub mod sets;
 pub mod shared;
 pub mod table;
+pub mod usage;
 
 #[cfg(test)]
 mod testing;
