@@ -26,21 +26,21 @@ use tonic::{Request, Response, Status};
 /// `apply_on_stream_done` sends no such header.
 pub const CHARGE_HEADER: &str = "x-floodgate-charge";
 
-/// How a call counts, from its [`CHARGE_HEADER`].
+/// What a call is, from its [`CHARGE_HEADER`]: an admission or a charge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Counting {
+pub enum CallKind {
     /// All or nothing: nothing is consumed unless every enforced descriptor fits.
-    Admit,
+    Admission,
     /// Every descriptor is counted, into debt if need be.
     Charge,
 }
 
-impl Counting {
-    /// The counting a call's metadata asks for; `Err` for a value other than `1`.
-    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<Counting, Status> {
+impl CallKind {
+    /// The kind of call its metadata says; `Err` for a charge header other than `1`.
+    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<CallKind, Status> {
         match metadata.get(CHARGE_HEADER) {
-            None => Ok(Counting::Admit),
-            Some(v) if v.as_bytes() == b"1" => Ok(Counting::Charge),
+            None => Ok(CallKind::Admission),
+            Some(v) if v.as_bytes() == b"1" => Ok(CallKind::Charge),
             Some(_) => Err(Status::invalid_argument(format!(
                 "{CHARGE_HEADER} must be 1"
             ))),
@@ -80,16 +80,16 @@ impl<S: Store> RlsService<S> {
 
     /// Decides one request; `Err` is the gRPC status to answer.
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        self.decide_as(req, Counting::Admit).await
+        self.decide_as(req, CallKind::Admission).await
     }
 
-    /// Decides one request counted as `counting` says; `Err` is the gRPC status to
+    /// Decides one request as a call of `kind`; `Err` is the gRPC status to
     /// answer. Three steps: `plan` what to ask the store (configuration only),
     /// `call_store`, then `respond`.
     pub async fn decide_as(
         &self,
         req: RateLimitRequest,
-        counting: Counting,
+        kind: CallKind,
     ) -> Result<RateLimitResponse, Status> {
         if let Err(status) = validate(&req) {
             self.metrics.error(ErrorKind::InvalidArgument);
@@ -104,7 +104,7 @@ impl<S: Store> RlsService<S> {
             None => self.metrics.unknown_domain(),
         };
         let plan = plan(domain, &req);
-        let decisions = self.call_store(&plan.checks, &req.domain, counting).await?;
+        let decisions = self.call_store(&plan.checks, &req.domain, kind).await?;
         let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
         self.metrics.request(result);
         Ok(response)
@@ -116,15 +116,15 @@ impl<S: Store> RlsService<S> {
         &self,
         checks: &[Check],
         domain: &str,
-        counting: Counting,
+        kind: CallKind,
     ) -> Result<Vec<Decision>, Status> {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
         let started = Instant::now();
-        let result = match counting {
-            Counting::Admit => self.store.check(checks).await,
-            Counting::Charge => self.store.charge(checks).await,
+        let result = match kind {
+            CallKind::Admission => self.store.check(checks).await,
+            CallKind::Charge => self.store.charge(checks).await,
         };
         self.metrics.store_latency(started.elapsed());
         // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
@@ -260,10 +260,10 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        let counting = Counting::of(request.metadata()).inspect_err(|_| {
+        let kind = CallKind::of(request.metadata()).inspect_err(|_| {
             self.metrics.error(ErrorKind::InvalidArgument);
         })?;
-        self.decide_as(request.into_inner(), counting)
+        self.decide_as(request.into_inner(), kind)
             .await
             .map(Response::new)
     }
