@@ -93,11 +93,28 @@ pub enum Global {
     OverLimitCacheEvictions,
     /// Denials not cached because the service's body and headers do not fit an entry.
     OverLimitCacheTooLarge,
+    /// Responses charged the cost they reported (a rule with a response cost).
+    UsageReported,
+    /// Tokens charged for responses, reported or fallback.
+    UsageTokens,
+    /// Complete, readable responses that reported no usage: charged the fallback.
+    UsageFallbackAbsent,
+    /// Responses whose body is not JSON or whose usage header is not a whole number:
+    /// charged the fallback.
+    UsageFallbackUnreadable,
+    /// Responses whose usage could have been in an event or body longer than
+    /// `max_scan_bytes`: charged the fallback.
+    UsageFallbackTooLarge,
+    /// Requests that went away before their response reported a usage: charged the
+    /// fallback.
+    UsageFallbackCutOff,
+    /// SSE events and JSON bodies skipped for being longer than `max_scan_bytes`.
+    UsageSkipped,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 33] = [
+    pub const ALL: [Global; 40] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -131,6 +148,13 @@ impl Global {
         Global::OverLimitCached,
         Global::OverLimitCacheEvictions,
         Global::OverLimitCacheTooLarge,
+        Global::UsageReported,
+        Global::UsageTokens,
+        Global::UsageFallbackAbsent,
+        Global::UsageFallbackUnreadable,
+        Global::UsageFallbackTooLarge,
+        Global::UsageFallbackCutOff,
+        Global::UsageSkipped,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -169,6 +193,13 @@ impl Global {
             Global::OverLimitCached => "floodgate.over_limit_cached",
             Global::OverLimitCacheEvictions => "floodgate.over_limit_cache.evictions",
             Global::OverLimitCacheTooLarge => "floodgate.over_limit_cache.too_large",
+            Global::UsageReported => "floodgate.usage.reported",
+            Global::UsageTokens => "floodgate.usage.tokens",
+            Global::UsageFallbackAbsent => "floodgate.usage.fallback.absent",
+            Global::UsageFallbackUnreadable => "floodgate.usage.fallback.unreadable",
+            Global::UsageFallbackTooLarge => "floodgate.usage.fallback.too_large",
+            Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
+            Global::UsageSkipped => "floodgate.usage.skipped",
         }
     }
 

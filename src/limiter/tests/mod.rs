@@ -153,7 +153,8 @@ fn allowed_responses_carry_headers_when_asked() {
                 ("x-ratelimit-limit", "5"),
                 ("x-ratelimit-remaining", "4"),
                 ("x-ratelimit-reset", "1"),
-            ])
+            ]),
+            ..Pass::default()
         })
     );
 }
@@ -274,3 +275,4 @@ mod cached;
 mod fallback;
 mod global;
 mod refusal;
+mod usage;
