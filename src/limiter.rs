@@ -28,6 +28,7 @@ use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
 use crate::table::Table;
+use crate::usage::ResponseMeter;
 use cached::CacheKey;
 pub use charge::{ChargeOutcome, GlobalCharge};
 use record::{record, Outcome};
@@ -51,6 +52,9 @@ pub struct Pass {
     /// Headers for the downstream response (`x-ratelimit-*` when configured, and the
     /// rate limit service's).
     pub response_headers: Headers,
+    /// For rules whose cost the response reports: what to read from the response, then
+    /// hand to [`Limiter::settle`] when it is done. `None` (no allocation) otherwise.
+    pub meter: Option<Box<ResponseMeter>>,
 }
 
 /// A call to make to the rate limit service, and what to remember until it answers.
@@ -80,6 +84,8 @@ pub struct Pending {
     /// The global rules as the over-limit cache knows them, one per rule asked about
     /// (empty when the cache is off).
     cache_keys: Vec<CacheKey>,
+    /// The response meter of the request's response-cost rules, for when it goes on.
+    meter: Option<Box<ResponseMeter>>,
 }
 
 /// The host clock, read at most once and only when a step needs it.
@@ -111,6 +117,8 @@ pub struct Limiter {
     config: Config,
     table: Table,
     over_limit: Option<OverLimitCache>,
+    /// Some rule's cost is reported by the response: only then is a meter built.
+    response_costs: bool,
 }
 
 impl Limiter {
@@ -122,10 +130,12 @@ impl Limiter {
             .as_ref()
             .and_then(|rls| rls.over_limit_cache_slots)
             .map(OverLimitCache::new);
+        let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
         Limiter {
             config,
             table,
             over_limit,
+            response_costs,
         }
     }
 
@@ -231,13 +241,20 @@ impl Limiter {
                 }
             }
         }
+        if self.response_costs {
+            pending.meter = self.meter(&applied, &takes, &pending.held);
+        }
         // Global rules: one call for all of them.
         match self.global_request(&applied, &costs, &mut pending) {
             Some(message) => {
                 record(Outcome::Asked, tally);
                 Verdict::Ask(Box::new(Ask { message, pending }))
             }
-            None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
+            None => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.meter = pending.meter;
+                Verdict::Continue(pass)
+            }
         }
     }
 
@@ -250,6 +267,7 @@ impl Limiter {
         record(finished, tally);
         Pass {
             request_headers: Vec::new(),
+            meter: None,
             response_headers: if self.config.response.headers_on_allowed {
                 response::ratelimit_headers(standings)
             } else {
@@ -294,6 +312,7 @@ mod buckets;
 mod cached;
 mod charge;
 mod record;
+mod settle;
 
 #[cfg(test)]
 mod tests;

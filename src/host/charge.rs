@@ -1,35 +1,35 @@
 //! The stream-end charge on the wire: a [`background`] call that no request waits for.
 //!
-//! [`send`] dispatches what [`Limiter::charge_call`] encoded, with the charge header;
+//! [`send`] dispatches the charge [`Limiter::settle`] encoded, with the charge header;
 //! when the answer comes, the limiter counts it. Nothing waits: the response has gone on
 //! already, and a charge that fails is counted, not sent again.
 //!
-//! [`Limiter::charge_call`]: crate::limiter::Limiter::charge_call
+//! [`Limiter::settle`]: crate::limiter::Limiter::settle
 
 use super::background;
 use super::log;
 use super::root::Plugin;
 use crate::grpc::{self, Answer};
-use crate::limiter::GlobalCharge;
 use crate::log_throttle::Cause;
 use ::log::Level;
 use std::rc::Rc;
 
-/// Charges `charges` to the rate limit service without waiting: counted as sent, or as
-/// failed if it cannot be sent. Nothing to charge: no call.
-pub fn send(plugin: &Rc<Plugin>, charges: &[GlobalCharge<'_>]) {
-    let (Some(rls), Some(message)) = (plugin.limiter.rls(), plugin.limiter.charge_call(charges))
-    else {
+/// Sends `message` (what [`Limiter::settle`] made of a finished response's global
+/// costs) to the rate limit service without waiting: counted as sent, or as failed if it
+/// cannot be sent.
+///
+/// [`Limiter::settle`]: crate::limiter::Limiter::settle
+pub fn send(plugin: &Rc<Plugin>, message: &[u8]) {
+    let Some(rls) = plugin.limiter.rls() else {
         return;
     };
-    let descriptors = charges.len();
     let answered = Rc::clone(plugin);
     let sent = background::call(
         &rls.cluster,
         &plugin.charge_headers,
-        &grpc::frame(&message),
+        &grpc::frame(message),
         rls.timeout_ms,
-        Box::new(move |answer| on_answer(&answered, &answer, descriptors)),
+        Box::new(move |answer| on_answer(&answered, &answer)),
     );
     if let Err(status) = &sent {
         log::throttled(Level::Warn, Cause::RlsNotSent, || {
@@ -45,15 +45,13 @@ pub fn send(plugin: &Rc<Plugin>, charges: &[GlobalCharge<'_>]) {
 }
 
 /// Counts a charge's answer.
-fn on_answer(plugin: &Plugin, answer: &Answer, descriptors: usize) {
+fn on_answer(plugin: &Plugin, answer: &Answer) {
     if let Answer::Status { code, message } = answer {
         log::throttled(Level::Warn, Cause::RlsFailed, || {
             format!("a charge to the rate limit service failed: gRPC status {code}: {message}")
         });
     }
     if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
-        plugin
-            .limiter
-            .charge_answered(answer, descriptors, &mut tally);
+        plugin.limiter.charge_answered(answer, &mut tally);
     }
 }

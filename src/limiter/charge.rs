@@ -2,9 +2,9 @@
 //! answer's tokens).
 //!
 //! At request time such a rule was sent check-only (or with its estimate, see
-//! [`super::ask::admission_hits`]). When the response is done, the hook hands the
-//! limiter each rule's real cost ([`GlobalCharge`]); [`Limiter::charge_call`] makes one
-//! `ShouldRateLimit` of them, which the host sends with [`crate::rls::CHARGE_HEADER`]
+//! [`super::ask::admission_hits`]). When the response is done, [`Limiter::settle`] gets
+//! each rule's real cost and [`Limiter::charge_call`] makes one `ShouldRateLimit` of the
+//! global ones ([`GlobalCharge`]), which the host sends with [`crate::rls::CHARGE_HEADER`]
 //! and does not wait for: the response has gone on already. The service counts every
 //! descriptor even past its limit (the budget goes into debt), so the next request's
 //! check sees what this one really cost. The answer is only counted
@@ -76,10 +76,10 @@ impl Limiter {
         (!descriptors.is_empty()).then(|| rls::encode_request(&rls.domain, &descriptors))
     }
 
-    /// Counts what the service answered a charge (`descriptors` is how many it held).
-    pub fn charge_answered(&self, answer: &Answer, descriptors: usize, tally: &mut Tally) {
-        let shadows = vec![false; descriptors];
-        let outcome = match rls::interpret(answer, &shadows) {
+    /// Counts what the service answered a charge: only whether it was counted (its
+    /// statuses say where the budgets stand, which the next request's check will see).
+    pub fn charge_answered(&self, answer: &Answer, tally: &mut Tally) {
+        let outcome = match rls::interpret(answer, &[]) {
             Ok(_) => ChargeOutcome::Counted,
             Err(_) => ChargeOutcome::Failed,
         };

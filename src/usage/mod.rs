@@ -80,7 +80,7 @@ pub enum Ended {
 }
 
 /// What one rule's request cost, once its response is done: the value
-/// `Limiter::settle` charges (locally) or reports (global rules, TODO(llmg)).
+/// `Limiter::settle` charges (locally) or reports (global rules: the stream-end charge).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Charge {
     /// The rule.

@@ -90,7 +90,7 @@ fn charges_are_counted_sent_or_failed_once() {
         code: 14,
         message: "no healthy upstream".into(),
     };
-    l.charge_answered(&unavailable, 1, &mut tally);
+    l.charge_answered(&unavailable, &mut tally);
     l.charge_dispatched(false, &mut tally);
     let counted = counts(&l, &mut tally);
     assert!(
@@ -119,4 +119,52 @@ fn a_response_cost_rule_never_asks_for_a_lease() {
         "its cost is known only at stream end"
     );
     assert!(rules[1].asks_for_lease(), "an ordinary global rule does");
+}
+
+/// Admits a request for `t` through the service's OK, reads `body` as its JSON answer,
+/// ending as `ended`, and returns the charge `settle` makes of it.
+fn charge_of(l: &Limiter, t: &str, body: &[u8], ended: crate::usage::Ended) -> Option<Vec<u8>> {
+    let (store, mut tally) = (MemoryShared::default(), Tally::new(l.config().rules.len()));
+    let call = ask(l.check(&mut tenant(t), || Some(NOW), &store, &mut tally));
+    let ok = rls_answer(Code::Ok, &[Code::Ok, Code::Ok]);
+    let verdict = l.answer(
+        call.pending,
+        ok,
+        &mut tenant(t),
+        || Some(NOW),
+        &store,
+        &mut tally,
+    );
+    let Verdict::Continue(pass) = verdict else {
+        panic!("admitted: {verdict:?}");
+    };
+    let mut meter = pass.meter.expect("a global response-cost rule is metered");
+    let rules = &l.config().rules;
+    meter.on_headers(rules, Some(b"application/json"), &mut FakeRequest::new(&[]));
+    meter.on_body(rules, body);
+    let charges = meter.finish(rules, ended);
+    l.settle(&charges, || Some(NOW), &store, &mut tally)
+}
+
+#[test]
+fn a_finished_response_becomes_one_charge_of_its_reported_cost_or_the_fallback() {
+    use crate::usage::Ended;
+    let (l, _, _) = limiter(&budget(None));
+    let reported = br#"{"usage":{"total_tokens":420}}"#;
+    let message = charge_of(&l, "acme", reported, Ended::Complete).unwrap();
+    let request = RateLimitRequest::decode(message.as_slice()).unwrap();
+    assert_eq!(request.descriptors.len(), 1, "only the response-cost rule");
+    assert_eq!(request.descriptors[0].entries[0].value, "acme");
+    assert_eq!(request.descriptors[0].hits_addend, Some(420));
+    // Cut off before any usage: the fallback (1 by default, sent as the default 1).
+    let message = charge_of(&l, "acme", b"{\"choi", Ended::CutOff).unwrap();
+    assert_eq!(sent_hits(&message), [None]);
+    let (l, _, _) = limiter(
+        &budget(Some(100)).replace(r#""estimate": 100"#, r#""estimate": 100, "fallback": 30"#),
+    );
+    assert_eq!(
+        charge_of(&l, "acme", b"not json", Ended::Complete),
+        None,
+        "a fallback below the estimate held: nothing more to charge"
+    );
 }

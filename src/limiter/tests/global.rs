@@ -69,6 +69,7 @@ fn global_rules_are_asked_in_one_call_after_local_rules() {
         Verdict::Continue(Pass {
             request_headers: vec![("x-upstream-note".into(), "checked".into())],
             response_headers: h(&[("x-from-rls", "yes")]),
+            ..Pass::default()
         })
     );
     let counted = counts(&l, &mut tally);

@@ -153,7 +153,8 @@ fn allowed_responses_carry_headers_when_asked() {
                 ("x-ratelimit-limit", "5"),
                 ("x-ratelimit-remaining", "4"),
                 ("x-ratelimit-reset", "1"),
-            ])
+            ]),
+            ..Pass::default()
         })
     );
 }
@@ -275,3 +276,4 @@ mod charge;
 mod fallback;
 mod global;
 mod refusal;
+mod usage;
