@@ -80,11 +80,7 @@ fn the_charge_is_the_cost_beyond_what_admission_counted() {
 fn charges_are_counted_sent_or_failed_once() {
     let (l, _, mut tally) = limiter(&budget(None));
     l.charge_dispatched(true, &mut tally);
-    l.charge_answered(
-        &rls_answer(Code::OverLimit, &[Code::OverLimit]),
-        1,
-        &mut tally,
-    );
+    l.charge_answered(&rls_answer(Code::OverLimit, &[Code::OverLimit]), &mut tally);
     l.charge_dispatched(true, &mut tally);
     let unavailable = Answer::Status {
         code: 14,
