@@ -16,6 +16,7 @@ pub mod examples;
 pub mod fake_rls;
 pub mod istio;
 pub mod lds;
+pub mod llm_upstream;
 pub mod oci;
 pub mod paths;
 pub mod raw_http;
