@@ -75,6 +75,21 @@ impl JsonPath {
     }
 }
 
+impl super::Config {
+    /// Refuses a configuration with a response cost, for a build of the module that does
+    /// not read responses (the plain `floodgate.wasm`, which exports no body callback so
+    /// that other configurations pay nothing for them).
+    pub fn refuse_response_costs(&self) -> Result<(), ConfigError> {
+        match self.rules.iter().position(|r| r.response_cost.is_some()) {
+            None => Ok(()),
+            Some(i) => Err(ConfigError::new(
+                format!("rules[{i}].cost.response"),
+                "needs floodgate-llm.wasm, the build of the filter that reads responses (this one does not)",
+            )),
+        }
+    }
+}
+
 /// Validates a rule's `cost` (`at` is its path, e.g. `rules[0].cost`). `limit` bounds
 /// the estimate: a request needing more tokens than the bucket holds would never pass.
 pub(super) fn cost(at: &str, c: wire::Cost, limit: &Limit) -> Result<Cost, ConfigError> {

@@ -250,3 +250,20 @@ fn a_response_cost_parses_with_its_defaults_and_a_sum() {
         Some(&UsageSource::Header("x-usage-tokens".into()))
     );
 }
+
+#[test]
+fn the_plain_build_refuses_a_response_cost_naming_the_rule() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"a","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":1,"refill_per_second":0}},
+          {"name":"b","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":9,"refill_per_second":0},
+           "cost":{"response":{"header":"x-usage-tokens"}}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.refuse_response_costs().unwrap_err().to_string(),
+        "rules[1].cost.response: needs floodgate-llm.wasm, the build of the filter that reads responses (this one does not)"
+    );
+    let plain = Config::parse(EXAMPLE.as_bytes()).unwrap();
+    assert_eq!(plain.refuse_response_costs(), Ok(()));
+}

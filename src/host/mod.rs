@@ -38,6 +38,8 @@ mod hostcalls;
 mod http;
 #[cfg(target_arch = "wasm32")]
 mod log;
+#[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
+mod metering;
 #[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]

@@ -76,6 +76,10 @@ fn configure() -> Result<Plugin, String> {
     let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    #[cfg(not(feature = "response-cost"))]
+    config
+        .refuse_response_costs()
+        .map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
     // A global-only configuration without fallbacks takes no buckets: no table.
     let local = limiter.needs_table();

@@ -177,6 +177,17 @@ impl ResponseMeter {
         }
     }
 
+    /// Whether any rule reads the body (a header source does not): the host reads no
+    /// chunk otherwise.
+    pub fn reads_body(&self) -> bool {
+        self.rules.iter().any(|m| {
+            matches!(
+                m.reading,
+                Reading::Events(_) | Reading::Body(_) | Reading::Waiting
+            )
+        })
+    }
+
     /// A chunk of the response body.
     pub fn on_body(&mut self, rules: &[Rule], chunk: &[u8]) {
         for m in &mut self.rules {
