@@ -216,7 +216,7 @@ impl Http {
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.
     #[cfg(feature = "response-cost")]
-    fn settle(&mut self, plugin: &Plugin, ended: Ended) {
+    fn settle(&mut self, plugin: &Rc<Plugin>, ended: Ended) {
         match std::mem::replace(&mut self.state, State::Done) {
             State::Metering(meter) | State::Passed(_, Some(meter)) => {
                 metering::settle(plugin, *meter, ended);

@@ -7,6 +7,7 @@
 //! body and trailers are exported only by the build with the `response-cost` feature
 //! (see the dispatcher).
 
+use super::charge;
 use super::failure::HostFailure;
 use super::hostcalls;
 use super::log;
@@ -16,6 +17,7 @@ use crate::descriptor::Lookup;
 use crate::log_throttle::Cause;
 use crate::usage::{Ended, ResponseMeter, ResponseView};
 use ::log::Level;
+use std::rc::Rc;
 
 /// Where a header source is read from: the response's headers or its trailers.
 #[derive(Clone, Copy)]
@@ -79,16 +81,22 @@ pub fn on_trailers(plugin: &Plugin, meter: &mut ResponseMeter) {
 
 /// The response is over (`Complete`), or the request went away first (`CutOff`):
 /// charge what it cost.
-pub fn settle(plugin: &Plugin, meter: ResponseMeter, ended: Ended) {
+/// Global rules' costs go to the rate limit service as one stream-end charge, sent
+/// without waiting ([`charge`]).
+pub fn settle(plugin: &Rc<Plugin>, meter: ResponseMeter, ended: Ended) {
     let charges = meter.finish(&plugin.limiter.config().rules, ended);
     let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
         plugin.count_host_failure(HostFailure::TallyBusy);
         return;
     };
-    plugin.limiter.settle(
+    let global = plugin.limiter.settle(
         &charges,
         || hostcalls::current_time_ns().ok(),
         &HostShared,
         &mut tally,
     );
+    drop(tally);
+    if let Some(message) = global {
+        charge::send(plugin, &message);
+    }
 }

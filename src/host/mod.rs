@@ -26,9 +26,11 @@ pub mod failure;
 pub mod memory;
 pub mod types;
 
+// Until lflt's lease refills use it too, only the response-cost build's charge does.
 #[cfg(target_arch = "wasm32")]
+#[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
 pub mod background;
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
 mod charge;
 #[cfg(target_arch = "wasm32")]
 mod dispatcher;

@@ -35,6 +35,7 @@ pub struct Plugin {
     /// The rate limit call's request headers, encoded once (empty without `rls`).
     pub rls_headers: Vec<u8>,
     /// The same with the charge header, for stream-end charges (empty without `rls`).
+    #[cfg(feature = "response-cost")]
     pub charge_headers: Vec<u8>,
 }
 
@@ -146,6 +147,7 @@ fn configure() -> Result<Plugin, String> {
         })
     };
     let rls_headers = encoded(None);
+    #[cfg(feature = "response-cost")]
     let charge_headers = encoded(Some(rls::CHARGE_HEADER));
     Ok(Plugin {
         limiter,
@@ -153,6 +155,7 @@ fn configure() -> Result<Plugin, String> {
         metric_ids,
         host_failures: Default::default(),
         rls_headers,
+        #[cfg(feature = "response-cost")]
         charge_headers,
     })
 }

@@ -79,7 +79,10 @@ async fn standing(rls: SocketAddr, tenant: &str) -> (u32, bool) {
         .expect("check-only call")
         .into_inner();
     let status = &answer.statuses[0];
-    (status.limit_remaining, status.code == Code::OverLimit as i32)
+    (
+        status.limit_remaining,
+        status.code == Code::OverLimit as i32,
+    )
 }
 
 /// Waits until `tenant` has been charged `charged` tokens in all since `since`: the
@@ -97,7 +100,10 @@ async fn charged(rls: SocketAddr, tenant: &str, charged: u32, since: Instant) ->
         },
     )
     .await;
-    assert!(left >= floor, "{tenant}: charged more than {charged}: {left} left");
+    assert!(
+        left >= floor,
+        "{tenant}: charged more than {charged}: {left} left"
+    );
     left
 }
 
@@ -107,7 +113,7 @@ async fn charged(rls: SocketAddr, tenant: &str, charged: u32, since: Instant) ->
 async fn budget_holds(server: &Server) {
     let upstream = LlmUpstream::start().await;
     let envoy = Envoy::start(
-        &configs::floodgate_global(&plugin(), upstream.addr(), server.grpc()),
+        &configs::floodgate_llm_global(&plugin(), upstream.addr(), server.grpc()),
         2,
     )
     .await;
@@ -119,7 +125,11 @@ async fn budget_holds(server: &Server) {
     // 400 tokens each, in the three styles: 1,200 in all, the third admitted because the
     // budget was not in debt yet (200 left).
     let since = Instant::now();
-    let paths = ["/json?tokens=400", "/openai?tokens=400", "/anthropic?input=100&output=300"];
+    let paths = [
+        "/json?tokens=400",
+        "/openai?tokens=400",
+        "/anthropic?input=100&output=300",
+    ];
     for (i, path) in paths.iter().enumerate() {
         let reply = get(&c, &url(path), &tenant_a).await;
         assert_eq!(reply.status, 200, "{path}: {}", reply.body);
@@ -146,7 +156,11 @@ async fn budget_holds(server: &Server) {
         // 200 tokens of debt and one to spend at 1,000 per minute: about 12 s.
         assert!((1..=60).contains(&wait), "retry-after: {wait}");
     }
-    assert_eq!(upstream.count(), 3, "nothing reaches the upstream after the debt");
+    assert_eq!(
+        upstream.count(),
+        3,
+        "nothing reaches the upstream after the debt"
+    );
 
     // Another tenant has its own budget.
     let reply = get(&c, &url("/json?tokens=10"), &[("x-tenant-id", "b")]).await;
@@ -155,7 +169,10 @@ async fn budget_holds(server: &Server) {
 
     // A stream the client abandons after its usage so far (300 input tokens) is charged
     // that; one abandoned before any usage is charged the fallback (50).
-    for (tenant, path, cost) in [("c", "/anthropic-stall?input=300", 300), ("d", "/stall", 50)] {
+    for (tenant, path, cost) in [
+        ("c", "/anthropic-stall?input=300", 300),
+        ("d", "/stall", 50),
+    ] {
         let since = Instant::now();
         let abandoning = client();
         let mut response = abandoning
@@ -176,9 +193,15 @@ async fn budget_holds(server: &Server) {
         drop(abandoning);
         charged(rls, tenant, cost, since).await;
     }
-    envoy.expect_stat("wasmcustom.floodgate.usage.fallback.cut_off", 1).await;
-    envoy.expect_stat("wasmcustom.floodgate.rls.charges", 6).await;
-    envoy.expect_stat("wasmcustom.floodgate.rls.charge_failed", 0).await;
+    envoy
+        .expect_stat("wasmcustom.floodgate.usage.fallback.cut_off", 1)
+        .await;
+    envoy
+        .expect_stat("wasmcustom.floodgate.rls.charges", 6)
+        .await;
+    envoy
+        .expect_stat("wasmcustom.floodgate.rls.charge_failed", 0)
+        .await;
     assert_eq!(upstream.count(), 6);
 }
 
