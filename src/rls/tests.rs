@@ -343,7 +343,7 @@ fn unusable_grants_are_ignored_and_grants_never_change_the_verdict() {
         vec![status(Code::Ok, 5, 30, 10), status(Code::Ok, 5, 30, 10)],
     );
     let mut granted = plain.clone();
-    granted.statuses[0].quota = Some(quota(0, until.clone()));
+    granted.statuses[0].quota = Some(quota(0, until));
     granted.statuses[1].quota = Some(quota(7, None));
     granted.quota = Some(quota(50, until));
     let d = interpret(&answer(granted), &[false, false]).unwrap();

@@ -294,7 +294,7 @@ fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
     let r = call(Some(5), Some("1")).unwrap();
     assert_eq!(r.overall_code, Code::OverLimit as i32);
     assert_eq!(r.statuses[0].limit_remaining, 0);
-    let reset = r.statuses[0].duration_until_reset.clone().unwrap();
+    let reset = r.statuses[0].duration_until_reset.unwrap();
     assert_eq!((reset.seconds, reset.nanos), (0, 750_000_000));
     let r = call(Some(0), None).unwrap();
     assert_eq!(
