@@ -10,6 +10,8 @@
 //! - `/anthropic/sse`: `message_start` (input tokens, 1 output token), content deltas,
 //!   `message_delta` events with the cumulative output tokens (half, then all), and
 //!   `message_stop`;
+//! - `/v1/chat/completions` and `/v1/messages` (the public APIs' paths): the OpenAI and
+//!   Anthropic answers above, streamed with `x-stream: 1`;
 //! - anything else: `ok\n`, `text/plain`, no usage.
 //!
 //! Each event is its own body chunk. With `x-hold: 1` a stream sends its first events
@@ -124,6 +126,14 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
     let (input, output) = (tokens("x-input-tokens", 10), tokens("x-output-tokens", 20));
     let hold = header("x-hold").is_some();
     let path = request.uri().path().to_string();
+    // The public APIs' own paths (as in `envoy/llm.yaml`) stream when asked to.
+    let path = match (path.as_str(), header("x-stream").is_some()) {
+        ("/v1/chat/completions", false) => "/openai/json".to_string(),
+        ("/v1/chat/completions", true) => "/openai/sse".to_string(),
+        ("/v1/messages", false) => "/anthropic/json".to_string(),
+        ("/v1/messages", true) => "/anthropic/sse".to_string(),
+        _ => path,
+    };
     let (content_type, events, held_after): (&str, Vec<String>, usize) = match path.as_str() {
         "/openai/json" => ("application/json", vec![openai_json(input, output)], 0),
         "/anthropic/json" => ("application/json", vec![anthropic_json(input, output)], 0),

@@ -4,7 +4,7 @@
 //! tenant (`x-tenant-id`).
 
 use floodgate_integration::client::get;
-use floodgate_integration::{client, configs, paths, Envoy, LlmUpstream};
+use floodgate_integration::{client, configs, examples, paths, Envoy, LlmUpstream};
 use serde_json::{json, Value};
 
 /// One rule per API style, each 1 000 tokens per minute per tenant.
@@ -250,4 +250,39 @@ async fn the_plain_module_refuses_a_response_cost() {
         log.contains("invalid configuration: rules[0].cost.response: needs floodgate-llm.wasm"),
         "{log}"
     );
+}
+
+/// `envoy/llm.yaml` as shipped: 2 000 tokens per tenant per minute on each API, an
+/// estimate of 200 held per request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_llm_example_budgets_each_tenant_on_both_apis() {
+    let upstream = LlmUpstream::start().await;
+    let mut example = examples::load(&paths::repo_root().join("envoy/llm.yaml"));
+    examples::localize(&mut example, upstream.addr(), None);
+    let envoy = Envoy::start(&example.to_string(), 2).await;
+    let c = client();
+    for (path, stream) in [
+        ("/v1/chat/completions", "1"),
+        ("/v1/messages", "1"),
+        ("/v1/messages", ""),
+    ] {
+        let url = envoy.url("ingress", path);
+        let tenant = format!("example{path}{stream}");
+        let mut headers = vec![
+            ("x-tenant-id", tenant.as_str()),
+            ("x-input-tokens", "600"),
+            ("x-output-tokens", "400"),
+        ];
+        if !stream.is_empty() {
+            headers.push(("x-stream", stream));
+        }
+        // 1 000 tokens each: two spend the 2 000, and the third finds less than its
+        // estimate of 200 (a few tokens refilled meanwhile): refused.
+        assert_eq!(get(&c, &url, &headers).await.status, 200, "{path}");
+        assert_eq!(get(&c, &url, &headers).await.status, 200, "{path}");
+        let denied = get(&c, &url, &headers).await;
+        assert_eq!(denied.status, 429, "{path}");
+        assert!(denied.header("retry-after").is_some());
+        assert_eq!(upstream.count_for(&tenant), 2, "{path}");
+    }
 }
