@@ -30,6 +30,7 @@ pub mod wasm_module;
 pub use client::{burst, client, grpc_client, Reply};
 pub use envoy::Envoy;
 pub use lds::DynamicEnvoy;
+pub use llm_upstream::LlmUpstream;
 pub use registry::Registry;
 pub use server::Server;
 pub use upstream::Upstream;

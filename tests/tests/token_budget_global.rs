@@ -36,8 +36,9 @@ descriptors:
 const REFILL_PER_SECOND: f64 = 1_000.0 / 60.0;
 
 /// A tenant's token budget from the service, read from either style of usage (OpenAI's
-/// `usage.total_tokens`; Anthropic's input plus cumulative output tokens). A stream cut
-/// off with no usage is charged 50.
+/// `usage.total_tokens`; Anthropic's input plus cumulative output tokens, in its JSON
+/// and in its stream's `message_start` and `message_delta`). A stream cut off with no
+/// usage is charged 50.
 fn plugin() -> Value {
     json!({
         "rls": {"cluster": "ratelimit", "domain": "llm", "timeout_ms": 2_000,
@@ -47,7 +48,8 @@ fn plugin() -> Value {
             "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
             "global": {},
             "cost": {"response": {
-                "json": ["usage.total_tokens", "message.usage.input_tokens", "usage.output_tokens"],
+                "json": ["usage.total_tokens", "message.usage.input_tokens",
+                         "usage.input_tokens", "usage.output_tokens"],
                 "fallback": 50
             }}
         }],
@@ -120,17 +122,19 @@ async fn budget_holds(server: &Server) {
     let rls = server.grpc();
     let c = client();
     let url = |path: &str| envoy.url("ingress", path);
-    let tenant_a = [("x-tenant-id", "a")];
-
-    // 400 tokens each, in the three styles: 1,200 in all, the third admitted because the
-    // budget was not in debt yet (200 left).
-    let since = Instant::now();
-    let paths = [
-        "/json?tokens=400",
-        "/openai?tokens=400",
-        "/anthropic?input=100&output=300",
+    let tenant_a = [
+        ("x-tenant-id", "a"),
+        ("x-input-tokens", "100"),
+        ("x-output-tokens", "300"),
     ];
-    for (i, path) in paths.iter().enumerate() {
+
+    // 400 tokens each, as OpenAI JSON, an OpenAI stream and an Anthropic stream: 1,200 in
+    // all, the third admitted because the budget was not in debt yet (200 left).
+    let since = Instant::now();
+    for (i, path) in ["/openai/json", "/openai/sse", "/anthropic/sse"]
+        .iter()
+        .enumerate()
+    {
         let reply = get(&c, &url(path), &tenant_a).await;
         assert_eq!(reply.status, 200, "{path}: {}", reply.body);
         if i < 2 {
@@ -146,7 +150,7 @@ async fn budget_holds(server: &Server) {
 
     // In debt: 429 with a retry-after, and the upstream sees nothing more.
     for _ in 0..5 {
-        let reply = get(&c, &url("/json?tokens=400"), &tenant_a).await;
+        let reply = get(&c, &url("/anthropic/json"), &tenant_a).await;
         assert_eq!(reply.status, 429, "{}", reply.body);
         let wait: u64 = reply
             .header("retry-after")
@@ -156,36 +160,37 @@ async fn budget_holds(server: &Server) {
         // 200 tokens of debt and one to spend at 1,000 per minute: about 12 s.
         assert!((1..=60).contains(&wait), "retry-after: {wait}");
     }
-    assert_eq!(
-        upstream.count(),
-        3,
-        "nothing reaches the upstream after the debt"
-    );
+    assert_eq!(upstream.count(), 3, "nothing reaches the upstream in debt");
 
-    // Another tenant has its own budget.
-    let reply = get(&c, &url("/json?tokens=10"), &[("x-tenant-id", "b")]).await;
+    // Another tenant has its own budget (Anthropic JSON, the upstream's default 10 + 20).
+    let since = Instant::now();
+    let reply = get(&c, &url("/anthropic/json"), &[("x-tenant-id", "b")]).await;
     assert_eq!(reply.status, 200);
-    charged(rls, "b", 10, Instant::now()).await;
+    charged(rls, "b", 30, since).await;
 
-    // A stream the client abandons after its usage so far (300 input tokens) is charged
-    // that; one abandoned before any usage is charged the fallback (50).
-    for (tenant, path, cost) in [
-        ("c", "/anthropic-stall?input=300", 300),
-        ("d", "/stall", 50),
-    ] {
+    // A stream the client abandons (the upstream holds it after its first events) is
+    // charged its usage so far: Anthropic's 300 input tokens and the 50 output tokens of
+    // its first `message_delta`. One abandoned before any usage (OpenAI's chunks carry
+    // `"usage": null` until the last) is charged the fallback, 50.
+    let abandoned = [
+        ("c", "/anthropic/sse", "message_delta", 350),
+        ("d", "/openai/sse", "lo.", 50),
+    ];
+    for (tenant, path, last_seen, cost) in abandoned {
         let since = Instant::now();
         let abandoning = client();
         let mut response = abandoning
             .get(url(path))
             .header("x-tenant-id", tenant)
+            .header("x-input-tokens", "300")
+            .header("x-output-tokens", "100")
+            .header("x-hold", "1")
             .send()
             .await
             .expect("stream starts");
         assert_eq!(response.status(), 200);
         let mut seen = Vec::new();
-        while !String::from_utf8_lossy(&seen).contains("Hel")
-            && !String::from_utf8_lossy(&seen).contains("\"Hi\"")
-        {
+        while !String::from_utf8_lossy(&seen).contains(last_seen) {
             let chunk = response.chunk().await.expect("read").expect("a chunk");
             seen.extend_from_slice(&chunk);
         }
