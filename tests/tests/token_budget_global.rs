@@ -222,3 +222,38 @@ async fn a_token_budget_holds_on_redis() {
     let server = Server::start(BUDGET, &["--redis-url", &redis.url()]);
     budget_holds(&server).await;
 }
+
+/// A charge the service cannot take (it went away while the stream ran) is counted as
+/// failed, once; the response was not held back for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_charge_the_service_cannot_take_is_counted_as_failed() {
+    let mut server = Server::start(BUDGET, &[]);
+    let upstream = LlmUpstream::start().await;
+    let envoy = Envoy::start(
+        &configs::floodgate_llm_global(&plugin(), upstream.addr(), server.grpc()),
+        2,
+    )
+    .await;
+    let abandoning = client();
+    let mut response = abandoning
+        .get(envoy.url("ingress", "/anthropic/sse"))
+        .header("x-tenant-id", "e")
+        .header("x-hold", "1")
+        .send()
+        .await
+        .expect("stream starts");
+    assert_eq!(response.status(), 200, "admitted while the service was up");
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("message_delta") {
+        let chunk = response.chunk().await.expect("read").expect("a chunk");
+        seen.extend_from_slice(&chunk);
+    }
+    server.stop();
+    drop(response);
+    envoy
+        .expect_stat("wasmcustom.floodgate.rls.charges", 1)
+        .await;
+    envoy
+        .expect_stat("wasmcustom.floodgate.rls.charge_failed", 1)
+        .await;
+}
