@@ -45,6 +45,7 @@ pub mod service_headers;
 pub mod sets;
 pub mod shared;
 pub mod table;
+pub mod usage;
 
 #[cfg(test)]
 mod testing;

@@ -30,7 +30,9 @@ use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
 use crate::table::Table;
+use crate::usage::ResponseMeter;
 use cached::CacheKey;
+pub use charge::{ChargeOutcome, GlobalCharge};
 use leased::LeaseStep;
 use record::{record, Outcome};
 
@@ -53,6 +55,9 @@ pub struct Pass {
     /// Headers for the downstream response (`x-ratelimit-*` when configured, and the
     /// rate limit service's).
     pub response_headers: Headers,
+    /// For rules whose cost the response reports: what to read from the response, then
+    /// hand to [`Limiter::settle`] when it is done. `None` (no allocation) otherwise.
+    pub meter: Option<Box<ResponseMeter>>,
     /// A lease refill to make in the background (the request does not wait for it).
     pub refill: Option<Refill>,
 }
@@ -102,6 +107,8 @@ pub struct Pending {
     /// The lease keys of the global rules asked about, one per rule, when quota is asked
     /// for (empty: none asked).
     lease_keys: Vec<u128>,
+    /// The response meter of the request's response-cost rules, for when it goes on.
+    meter: Option<Box<ResponseMeter>>,
 }
 
 /// The host clock, read at most once and only when a step needs it.
@@ -134,6 +141,8 @@ pub struct Limiter {
     table: Table,
     over_limit: Option<OverLimitCache>,
     leases: Option<LeaseTable>,
+    /// Some rule's cost is reported by the response: only then is a meter built.
+    response_costs: bool,
 }
 
 impl Limiter {
@@ -152,11 +161,13 @@ impl Limiter {
             .as_ref()
             .filter(|_| config.rules.iter().any(|r| r.asks_for_lease()))
             .map(|rls| LeaseTable::new(rls.lease_slots));
+        let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
         Limiter {
             config,
             table,
             over_limit,
             leases,
+            response_costs,
         }
     }
 
@@ -284,6 +295,9 @@ impl Limiter {
                 }
             }
         }
+        if self.response_costs {
+            pending.meter = self.meter(&applied, &takes, &pending.held);
+        }
         // Leases: a request paid from grants makes no call.
         let mut quota = String::new();
         match self.spend_leases(&applied, &costs, &mut clock, store, tally) {
@@ -291,6 +305,7 @@ impl Limiter {
             LeaseStep::Decided(refill) => {
                 let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
                 pass.refill = refill;
+                pass.meter = pending.meter;
                 return Verdict::Continue(pass);
             }
             LeaseStep::Ask(keys) => {
@@ -308,7 +323,11 @@ impl Limiter {
                     pending,
                 }))
             }
-            None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
+            None => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.meter = pending.meter;
+                Verdict::Continue(pass)
+            }
         }
     }
 
@@ -321,6 +340,7 @@ impl Limiter {
         record(finished, tally);
         Pass {
             request_headers: Vec::new(),
+            meter: None,
             response_headers: if self.config.response.headers_on_allowed {
                 response::header_fields(&self.config.response, &self.config.rules, standings)
             } else {
@@ -364,8 +384,10 @@ mod answer;
 mod ask;
 mod buckets;
 mod cached;
+mod charge;
 mod leased;
 mod record;
+mod settle;
 
 #[cfg(test)]
 mod tests;

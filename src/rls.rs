@@ -24,6 +24,11 @@ pub use crate::grpc::Answer;
 /// separated (`0,2`). Envoy's own filter never sends it, so it never gets a grant.
 pub const QUOTA_HEADER: &str = "x-floodgate-quota";
 
+/// The request header that makes a call a **charge**: every descriptor counted with its
+/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
+/// with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Descriptor<'a> {

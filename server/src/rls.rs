@@ -28,6 +28,37 @@ pub mod quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
 
+/// The request header (gRPC metadata) that makes a call a **charge**: every descriptor is
+/// counted whether it fits or not ([`Store::charge`]), and the answer says where each
+/// stands after it. floodgate's filter sends it, with `hits_addend` = the cost, at the end
+/// of a response whose cost is known only then (an LLM answer's tokens): the request was
+/// admitted already, and a charge refused for not fitting would leak the budget. Its only
+/// value is `1`; any other is refused as INVALID_ARGUMENT. Envoy's native
+/// `apply_on_stream_done` sends no such header.
+pub const CHARGE_HEADER: &str = "x-floodgate-charge";
+
+/// What a call is, from its [`CHARGE_HEADER`]: an admission or a charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// All or nothing: nothing is consumed unless every enforced descriptor fits.
+    Admission,
+    /// Every descriptor is counted, into debt if need be.
+    Charge,
+}
+
+impl CallKind {
+    /// The kind of call its metadata says; `Err` for a charge header other than `1`.
+    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<CallKind, Status> {
+        match metadata.get(CHARGE_HEADER) {
+            None => Ok(CallKind::Admission),
+            Some(v) if v.as_bytes() == b"1" => Ok(CallKind::Charge),
+            Some(_) => Err(Status::invalid_argument(format!(
+                "{CHARGE_HEADER} must be 1"
+            ))),
+        }
+    }
+}
+
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
@@ -77,17 +108,28 @@ impl<S: Store> RlsService<S> {
 
     /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        self.decide_asking(req, &[]).await
+        self.decide_call(req, &[], CallKind::Admission).await
     }
 
-    /// Decides one request; `quota_header` holds every value of the call's
-    /// [`QUOTA_HEADER`] (none: no lease asked). `Err` is the gRPC status to answer. Three
-    /// steps: `plan` what to ask the store (configuration and request only), `call_store`, then
-    /// `respond`.
+    /// Decides one admission whose caller sent `quota_header`: every value of the call's
+    /// [`QUOTA_HEADER`] (none: no lease asked).
     pub async fn decide_asking(
         &self,
         req: RateLimitRequest,
         quota_header: &[&[u8]],
+    ) -> Result<RateLimitResponse, Status> {
+        self.decide_call(req, quota_header, CallKind::Admission)
+            .await
+    }
+
+    /// Decides one call of `kind` (an admission or a stream-end charge) whose caller sent
+    /// `quota_header`. `Err` is the gRPC status to answer. Three steps: `plan` what to ask
+    /// the store (configuration and request only), `call_store`, then `respond`.
+    pub async fn decide_call(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+        kind: CallKind,
     ) -> Result<RateLimitResponse, Status> {
         // Quirk (ours): a malformed quota header is a bad hint, not a bad request: answered
         // as if absent (no grant), and counted.
@@ -111,7 +153,7 @@ impl<S: Store> RlsService<S> {
             // is configured for it, so nothing is limited.
             None => self.metrics.unknown_domain(),
         };
-        let decisions = self.call_store(&plan.checks, &req.domain).await?;
+        let decisions = self.call_store(&plan.checks, &req.domain, kind).await?;
         let (response, result) = respond(&plan.applied, decisions, &counters, &self.options)?;
         self.metrics.request(result);
         Ok(response)
@@ -119,12 +161,20 @@ impl<S: Store> RlsService<S> {
 
     /// Asks the store about `checks` (none: no call), timing it; a failure is counted by
     /// cause and answered UNAVAILABLE.
-    async fn call_store(&self, checks: &[Check], domain: &str) -> Result<Vec<Decision>, Status> {
+    async fn call_store(
+        &self,
+        checks: &[Check],
+        domain: &str,
+        kind: CallKind,
+    ) -> Result<Vec<Decision>, Status> {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
         let started = Instant::now();
-        let result = self.store.check(checks).await;
+        let result = match kind {
+            CallKind::Admission => self.store.check(checks).await,
+            CallKind::Charge => self.store.charge(checks).await,
+        };
         self.metrics.store_latency(started.elapsed());
         // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
         // what Envoy's `failure_mode_deny` is defined over.
@@ -262,6 +312,9 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
+        let kind = CallKind::of(request.metadata()).inspect_err(|_| {
+            self.metrics.error(ErrorKind::InvalidArgument);
+        })?;
         // Every value of the quota header (sent twice is malformed); as bytes, since a
         // non-ASCII value is malformed too, not an error.
         let (metadata, _, req) = request.into_parts();
@@ -270,7 +323,9 @@ impl<S: Store> RateLimitService for RlsService<S> {
             .iter()
             .map(|v| v.as_bytes())
             .collect();
-        self.decide_asking(req, &header).await.map(Response::new)
+        self.decide_call(req, &header, kind)
+            .await
+            .map(Response::new)
     }
 }
 

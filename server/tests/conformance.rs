@@ -10,6 +10,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/charge.rs"]
+mod charge;
 #[path = "conformance/check_only.rs"]
 mod check_only;
 #[path = "conformance/one_hit.rs"]
@@ -20,6 +22,7 @@ mod quota;
 mod rejected;
 mod support;
 
+use charge::*;
 use check_only::*;
 use floodgate_server::algorithm::lease::Quota;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
@@ -72,6 +75,15 @@ impl<St: Store> Harness<St> {
 
     async fn one(&self, c: &Check) -> Decision {
         self.ask(std::slice::from_ref(c)).await.remove(0)
+    }
+
+    /// A stream-end charge of one item.
+    async fn charge(&self, c: &Check) -> Decision {
+        self.store
+            .charge(std::slice::from_ref(c))
+            .await
+            .unwrap()
+            .remove(0)
     }
 
     async fn allowed(&self, batch: &[Check]) -> Vec<bool> {
@@ -410,6 +422,11 @@ macro_rules! for_each_scenario {
             token_bucket_reports_until_one_token_is_back,
             sliding_log_reports_until_the_oldest_that_matters_leaves,
             sliding_counter_reports_until_the_estimate_has_room,
+            a_fixed_window_charge_passes_the_limit,
+            a_token_bucket_charge_goes_into_debt,
+            a_sliding_counter_charge_weighs_on_the_next_window,
+            a_sliding_log_charge_joins_the_newest_entry,
+            a_charge_counts_every_descriptor,
             check_only_counts_nothing_on_every_algorithm,
             a_check_only_item_over_its_limit_blocks_and_consumes_nothing,
             a_grant_takes_up_to_its_quota_on_every_algorithm,
@@ -593,9 +610,9 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
     })
 }
 
-/// A step: microseconds to wait, then a request of 1–3 items (limit index, key, hits,
-/// shadow, lease asked: 0 none, else the quota's requests).
-type Step = (u64, Vec<(usize, u8, u64, bool, u32)>);
+/// A step: microseconds to wait, whether it is a stream-end charge, then a request of 1–3
+/// items (limit index, key, hits, shadow, lease asked: 0 none, else the quota's requests).
+type Step = (u64, bool, Vec<(usize, u8, u64, bool, u32)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
@@ -603,7 +620,8 @@ fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let hits = prop_oneof![8 => 1u64..=3, 1 => Just(0u64), 1 => Just(7u64), 1 => Just(u64::MAX)];
     let asks = prop_oneof![2 => Just(0u32), 1 => 1u32..=4];
     let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15), asks);
-    prop::collection::vec((gap, prop::collection::vec(item, 1..=3)), 1..40)
+    let charge = prop::bool::weighted(0.2);
+    prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)
 }
 
 #[test]
@@ -628,7 +646,7 @@ fn redis_and_memory_agree_on_random_traffic() {
         let memory = MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone());
         let mut now = W + 123 * US;
         clock.set(now);
-        for (i, (gap, items)) in steps.iter().enumerate() {
+        for (i, (gap, charge, items)) in steps.iter().enumerate() {
             now += gap * US;
             clock.set(now);
             let batch: Vec<Check> = items
@@ -648,8 +666,11 @@ fn redis_and_memory_agree_on_random_traffic() {
                     }),
                 })
                 .collect();
-            let want = memory.check_now(&batch).unwrap();
-            let got = rt.block_on(redis.check(&batch)).unwrap();
+            let (want, got) = if *charge {
+                (memory.charge_now(&batch).unwrap(), rt.block_on(redis.charge(&batch)).unwrap())
+            } else {
+                (memory.check_now(&batch).unwrap(), rt.block_on(redis.check(&batch)).unwrap())
+            };
             prop_assert_eq!(got, want, "step {} at {} ns: {:?}", i, now, batch);
         }
     });

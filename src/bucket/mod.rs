@@ -226,6 +226,24 @@ pub fn refund(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Tat {
     Tat(state.0.saturating_sub(cost_units).max(quota.scaled(now_ns)))
 }
 
+/// Settles a request that took `held` tokens at admission and turned out to cost `cost`
+/// (a cost the response reports): the difference is charged, or given back.
+///
+/// A charge is never refused: the bucket may go into debt, its TAT running more than
+/// the burst ahead of now. [`decide`] then denies every request until the debt is
+/// refilled, with the exact wait, because it measures from the TAT whatever its
+/// distance. A give-back never makes the bucket fuller than full ([`refund`]).
+pub fn settle(state: Tat, now_ns: u64, quota: Quota, held: u32, cost: u32) -> Tat {
+    match cost.cmp(&held) {
+        std::cmp::Ordering::Equal => state,
+        std::cmp::Ordering::Greater => {
+            let extra = u128::from(cost - held) * UNITS_PER_TOKEN;
+            Tat(state.0.max(quota.scaled(now_ns)).saturating_add(extra))
+        }
+        std::cmp::Ordering::Less => refund(state, now_ns, quota, held - cost),
+    }
+}
+
 /// Scaled units to whole tokens, rounded down, clamped to `u32`.
 fn whole_tokens(units: u128) -> u32 {
     u32::try_from(units / UNITS_PER_TOKEN).unwrap_or(u32::MAX)

@@ -6,8 +6,15 @@
 //! names the field path, e.g. `rules[0].local.capacity: must be at least 1`, and Envoy
 //! refuses the filter when `on_configure` reports it.
 
+mod cost;
 mod validate;
 mod wire;
+
+pub use cost::{
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_FALLBACK,
+    DEFAULT_MAX_SCAN_BYTES, MAX_JSON_PATHS, MAX_MAX_SCAN_BYTES, MAX_PATH_SEGMENTS,
+    MAX_SEGMENT_BYTES,
+};
 
 use crate::bucket::Quota;
 use std::fmt;
@@ -117,6 +124,10 @@ pub struct Rule {
     pub limit: Limit,
     /// The request header holding the request's cost (tokens it takes); `None`: 1.
     pub cost_header: Option<String>,
+    /// A cost the response reports (then `cost_header` is `None`): the request is
+    /// admitted on [`ResponseCost::estimate`] tokens, and charged what the response
+    /// reports when it is done.
+    pub response_cost: Option<ResponseCost>,
     /// Decide and count, but never reject.
     pub shadow: bool,
 }
@@ -126,8 +137,13 @@ impl Rule {
     /// a global rule, enforced (the service grants nothing for a shadow rule, which
     /// never rejects), that did not say `"global": {"quota": false}`. The one place this
     /// is decided, so that a rule whose cost is known only later can opt out here.
+    /// A rule whose cost the response reports never leases: a grant is spent at
+    /// admission, before its cost is known, and the service must see every stream-end
+    /// charge for the budget to hold.
     pub fn asks_for_lease(&self) -> bool {
-        matches!(self.limit, Limit::Global { lease: true, .. }) && !self.shadow
+        matches!(self.limit, Limit::Global { lease: true, .. })
+            && !self.shadow
+            && self.response_cost.is_none()
     }
 }
 

@@ -232,3 +232,67 @@ fn the_response_section_names_its_header_fields_and_body_format() {
     assert!(problem.headers.draft03() && problem.headers.draft10());
     assert!(!HeaderFields::None.draft03() && !HeaderFields::None.draft10());
 }
+
+#[test]
+fn a_response_cost_parses_with_its_defaults_and_a_sum() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"openai","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":"usage.total_tokens"}}},
+          {"name":"anthropic","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":["message.usage.input_tokens","usage.output_tokens"],
+                   "estimate":50,"fallback":0,"max_scan_bytes":4096}}},
+          {"name":"by-header","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":1},
+           "cost":{"response":{"header":"X-Usage-Tokens"}}}]}"#,
+    )
+    .unwrap();
+    let path = |p: &str| JsonPath {
+        keys: p.split('.').map(str::to_string).collect(),
+    };
+    assert_eq!(
+        config.rules[0].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![path("usage.total_tokens")]),
+            estimate: 1,
+            fallback: 1,
+            max_scan_bytes: 65_536,
+        })
+    );
+    assert_eq!(config.rules[0].cost_header, None);
+    assert_eq!(
+        config.rules[1].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![
+                path("message.usage.input_tokens"),
+                path("usage.output_tokens")
+            ]),
+            estimate: 50,
+            fallback: 0,
+            max_scan_bytes: 4096,
+        })
+    );
+    assert_eq!(
+        config.rules[2].response_cost.as_ref().map(|c| &c.source),
+        Some(&UsageSource::Header("x-usage-tokens".into()))
+    );
+}
+
+#[test]
+fn the_plain_build_refuses_a_response_cost_naming_the_rule() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"a","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":1,"refill_per_second":0}},
+          {"name":"b","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":9,"refill_per_second":0},
+           "cost":{"response":{"header":"x-usage-tokens"}}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.refuse_response_costs().unwrap_err().to_string(),
+        "rules[1].cost.response: needs floodgate-llm.wasm, the build of the filter that reads responses (this one does not)"
+    );
+    let plain = Config::parse(EXAMPLE.as_bytes()).unwrap();
+    assert_eq!(plain.refuse_response_costs(), Ok(()));
+}

@@ -1,5 +1,6 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
+use super::cost::{self, Cost};
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
@@ -180,9 +181,12 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
             ))
         }
     };
-    let cost_header = match r.cost {
-        None => None,
-        Some(cost) => Some(header_name(&format!("{at}.cost.header"), cost.header)?),
+    let (cost_header, response_cost) = match r.cost {
+        None => (None, None),
+        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit)? {
+            Cost::RequestHeader(header) => (Some(header), None),
+            Cost::Response(response) => (None, Some(response)),
+        },
     };
     Ok(Rule {
         name,
@@ -190,12 +194,13 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
         entries,
         limit,
         cost_header,
+        response_cost,
         shadow: r.shadow.unwrap_or(false),
     })
 }
 
 /// A valid header name, lower-cased (Envoy's header maps are lower-case).
-fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
+pub(super) fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
     if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
         return Err(ConfigError::new(
             at,

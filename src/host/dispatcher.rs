@@ -185,10 +185,30 @@ pub extern "C" fn proxy_on_http_call_response(
     });
 }
 
-/// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
+/// The response's headers: where `x-ratelimit-*` headers are added to allowed requests,
+/// and where reading a response cost starts.
 #[no_mangle]
-pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
-    with_http(context_id, Http::on_response_headers);
+pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, end: bool) -> u32 {
+    with_http(context_id, |http| http.on_response_headers(end));
+    Action::Continue as u32
+}
+
+/// A response body chunk, looked at for a response cost and passed on at once (never
+/// buffered, never delayed). Exported only by the `response-cost` build: Envoy enters
+/// the VM for every chunk of every response of a module that exports it.
+#[cfg(feature = "response-cost")]
+#[no_mangle]
+pub extern "C" fn proxy_on_response_body(context_id: u32, size: usize, end: bool) -> u32 {
+    with_http(context_id, |http| http.on_response_body(size, end));
+    Action::Continue as u32
+}
+
+/// The response trailers, where a response cost header may come last. Exported only by
+/// the `response-cost` build, as the body callback.
+#[cfg(feature = "response-cost")]
+#[no_mangle]
+pub extern "C" fn proxy_on_response_trailers(context_id: u32, _trailers: usize) -> u32 {
+    with_http(context_id, Http::on_response_trailers);
     Action::Continue as u32
 }
 
@@ -203,7 +223,10 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
             // A call still in flight finds nobody when it answers. (ABI 0.2.1 cannot
             // cancel an HTTP call; it ends at its timeout at the latest.) Only a request
             // deleted while it waits (its client went away) pays for the search.
-            Some(http) => {
+            Some(mut http) => {
+                // A response cut off before its end is charged here (ABI 0.2.1 calls
+                // `proxy_on_delete` for every context, so no other export is needed).
+                http.on_delete();
                 if http.is_waiting() {
                     c.calls.retain(|_, waiting| *waiting != context_id);
                 }

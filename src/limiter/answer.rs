@@ -37,6 +37,26 @@ impl Limiter {
     /// over-limit cache or, when the service failed, to use fallback buckets.
     pub fn answer(
         &self,
+        mut pending: Pending,
+        answer: Answer,
+        request: &mut impl RequestView,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        // The meter goes with the request if it goes on; a rejection gave its tokens back.
+        let meter = pending.meter.take();
+        match self.decide_answer(pending, answer, request, now_ns, store, tally) {
+            Verdict::Continue(mut pass) => {
+                pass.meter = meter;
+                Verdict::Continue(pass)
+            }
+            other => other,
+        }
+    }
+
+    fn decide_answer(
+        &self,
         pending: Pending,
         answer: Answer,
         request: &mut impl RequestView,

@@ -12,6 +12,7 @@ use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
 use crate::over_limit::Stored;
 use crate::rls::Failure;
+use crate::usage::{NoUsage, Usage};
 
 /// Something that happened while deciding a request, to be counted.
 #[derive(Debug, Clone, Copy)]
@@ -72,6 +73,16 @@ pub(super) enum Outcome<'a> {
     LeaseStored(Option<lease::Stored>),
     /// A call to the rate limit service is made.
     Asked,
+    /// A response's cost is known: what it reported (or the fallback and why), and the
+    /// events or bodies skipped while reading it.
+    Charged {
+        /// The cost.
+        usage: Usage,
+        /// Events or bodies longer than `max_scan_bytes`.
+        skipped: u32,
+    },
+    /// A stream-end charge was sent, failed, or was counted by the service.
+    Charge(super::charge::ChargeOutcome),
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -210,6 +221,28 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(Global::CasConflicts, stored.conflicts);
         }
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
+        Outcome::Charged { usage, skipped } => {
+            tally.add(
+                match usage {
+                    Usage::Reported(_) => Global::UsageReported,
+                    Usage::Fallback { why, .. } => match why {
+                        NoUsage::Absent => Global::UsageFallbackAbsent,
+                        NoUsage::Unreadable => Global::UsageFallbackUnreadable,
+                        NoUsage::TooLarge => Global::UsageFallbackTooLarge,
+                        NoUsage::CutOff => Global::UsageFallbackCutOff,
+                    },
+                },
+                1,
+            );
+            tally.add(Global::UsageTokens, usage.cost());
+            tally.add(Global::UsageSkipped, skipped);
+        }
+        Outcome::Charge(outcome) => match outcome {
+            super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
+            super::charge::ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
+            // Counted by the service: nothing more to count here.
+            super::charge::ChargeOutcome::Counted => {}
+        },
         Outcome::Finished {
             allowed,
             shadow_denied,

@@ -294,3 +294,33 @@ fn a_store_error_is_unavailable() {
 }
 
 mod reference;
+#[test]
+fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
+    let svc = service(100, false);
+    let call = |hits, charge: Option<&str>| {
+        let mut req = tonic::Request::new(request("web", vec![desc(&[("user", "a")], hits)], 0));
+        if let Some(v) = charge {
+            req.metadata_mut().insert(CHARGE_HEADER, v.parse().unwrap());
+        }
+        block_on(svc.should_rate_limit(req)).map(tonic::Response::into_inner)
+    };
+    // 2 per second: a charge of 5 is counted anyway, and answered over the limit until
+    // the window ends (the clock is a quarter into it).
+    let r = call(Some(5), Some("1")).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].limit_remaining, 0);
+    let reset = r.statuses[0].duration_until_reset.unwrap();
+    assert_eq!((reset.seconds, reset.nanos), (0, 750_000_000));
+    let r = call(Some(0), None).unwrap();
+    assert_eq!(
+        r.overall_code,
+        Code::OverLimit as i32,
+        "a check sees the debt"
+    );
+    // Without the header the same cost is refused and counts nothing.
+    let r = call(Some(5), None).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    let err = call(Some(1), Some("yes")).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(err.message(), "x-floodgate-charge must be 1");
+}

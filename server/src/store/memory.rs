@@ -18,7 +18,7 @@
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
 use super::{report_unconsumed, Check, Counting, Store, StoreError};
-use crate::algorithm::{decide, lease, Decision, Limit, State, Update};
+use crate::algorithm::{charge, decide, lease, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -149,6 +149,18 @@ impl<C: Clock> MemoryStore<C> {
 
     /// The synchronous heart of [`Store::check`].
     pub fn check_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, false)
+    }
+
+    /// The synchronous heart of [`Store::charge`].
+    pub fn charge_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, true)
+    }
+
+    /// Decides `batch` all or nothing, or with `charging` counts every item whatever it
+    /// finds (see [`Store::charge`]).
+    fn decide_now(&self, batch: &[Check], charging: bool) -> Result<Vec<Decision>, StoreError> {
+        let count = if charging { charge } else { decide };
         let shard_of: Vec<usize> = batch.iter().map(|c| self.shard_of(c)).collect();
         let mut order = shard_of.clone();
         order.sort_unstable();
@@ -168,17 +180,19 @@ impl<C: Clock> MemoryStore<C> {
             let earlier: Vec<usize> = (0..i).filter(|&j| same_counter(&batch[j], c)).collect();
             let (d, u) = if earlier.is_empty() {
                 match stored {
-                    Some(s) => decide(s, now, &c.limit, c.hits),
-                    None => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
+                    Some(s) => count(s, now, &c.limit, c.hits),
+                    None => count(&State::fresh(&c.limit), now, &c.limit, c.hits),
                 }
             } else {
                 let mut s = stored.cloned().unwrap_or_else(|| State::fresh(&c.limit));
                 for &j in &earlier {
                     s.apply(updates[j].clone());
                 }
-                decide(&s, now, &c.limit, c.hits)
+                count(&s, now, &c.limit, c.hits)
             };
-            if !d.allowed && !c.shadow {
+            // A charge is counted whatever it finds, so it never blocks.
+            let counted = d.allowed || charging;
+            if !counted && !c.shadow {
                 blocked = true;
             }
             decisions.push(d);
@@ -190,7 +204,7 @@ impl<C: Clock> MemoryStore<C> {
             return Ok(decisions);
         }
 
-        // Admitted (a request blocked under per-descriptor counting gets no grant): the
+        // Admitted (a request blocked under per-descriptor counting, or a charge, gets no grant): the
         // grants, in the same step (under the same locks, at the same
         // instant). An item that asked takes up to its quota of what its admission left,
         // by deciding it again with its own hits plus the grant (which fits: `remaining`
@@ -200,7 +214,7 @@ impl<C: Clock> MemoryStore<C> {
         for (i, c) in batch.iter().enumerate() {
             let Some(quota) = c
                 .quota
-                .filter(|_| !blocked && !c.shadow && decisions[i].allowed)
+                .filter(|_| !blocked && !charging && !c.shadow && decisions[i].allowed)
             else {
                 continue;
             };
@@ -227,7 +241,7 @@ impl<C: Clock> MemoryStore<C> {
         // Cells the admitted items will add, counted once per counter (its first item).
         let mut growth = 0isize;
         for (i, c) in batch.iter().enumerate() {
-            if !decisions[i].allowed || (0..i).any(|j| same_counter(&batch[j], c)) {
+            if !(decisions[i].allowed || charging) || (0..i).any(|j| same_counter(&batch[j], c)) {
                 continue;
             }
             let shard = &guards[guard_of(i)];
@@ -248,9 +262,10 @@ impl<C: Clock> MemoryStore<C> {
         let mut delta: isize = 0;
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let shard = &mut guards[guard_of(i)];
-            if (!decisions[i].allowed || hits[i] == 0) && !shard.contains_key(&c.key) {
+            if ((!decisions[i].allowed && !charging) || hits[i] == 0) && !shard.contains_key(&c.key)
+            {
                 // A denied shadow item or a check-only one on a fresh counter changes
-                // nothing: no cell for it.
+                // nothing: no cell for it (a charge is always recorded).
                 continue;
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
@@ -315,6 +330,10 @@ fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update, records: bool) 
 impl<C: Clock> Store for MemoryStore<C> {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
         self.check_now(batch)
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.charge_now(batch)
     }
 
     fn name(&self) -> &'static str {

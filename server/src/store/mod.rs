@@ -127,6 +127,18 @@ pub trait Store: Send + Sync + 'static {
         batch: &[Check],
     ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send;
 
+    /// Counts every item of one request unconditionally, and answers one decision per
+    /// item in order: as [`Store::check`] for an item its hits fit, else over the limit
+    /// with the exact time until one hit fits again (see [`crate::algorithm::charge`]).
+    ///
+    /// This is the stream-end charge of a cost known only after the response (an LLM
+    /// answer's tokens): the request was admitted already, so what it cost must count
+    /// even past the limit, or the budget leaks. Shadow items are counted too.
+    fn charge(
+        &self,
+        batch: &[Check],
+    ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send;
+
     /// A short name for logs and metrics (`memory`, `redis`).
     fn name(&self) -> &'static str;
 }
@@ -137,6 +149,13 @@ impl<S: Store> Store for Arc<S> {
         batch: &[Check],
     ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send {
         (**self).check(batch)
+    }
+
+    fn charge(
+        &self,
+        batch: &[Check],
+    ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send {
+        (**self).charge(batch)
     }
 
     fn name(&self) -> &'static str {

@@ -70,7 +70,7 @@ fn allowed_responses_list_every_rule_in_configuration_order() {
                     r#""client-burst";r=4;t=1, "tenant-global";r=7;t=42"#
                 ),
             ]),
-            refill: None,
+            ..Pass::default()
         })
     );
 }

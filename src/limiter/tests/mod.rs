@@ -275,8 +275,10 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 }
 
 mod cached;
+mod charge;
 mod fallback;
 mod fields;
 mod global;
 mod leased;
 mod refusal;
+mod usage;

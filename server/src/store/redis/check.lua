@@ -10,6 +10,10 @@
 --           On Redis Cluster all KEYS of one call must share a hash slot; the caller groups.
 -- ARGV[1]   "commit": decide, then write if the request is admitted (all or nothing).
 --           "peek":   decide only, write nothing (the first phase across Cluster slots).
+--           "charge": count every item whether it fits or not (a stream-end charge of a
+--                     cost known after the response): an item that does not fit goes
+--                     into debt and answers 0 with remaining 0 and the exact ns until
+--                     one hit fits again; nothing blocks, everything is written.
 --           "count":  decide, then write every admitted item even if another item is over
 --                     (--counting per-descriptor, the reference's default counting).
 -- ARGV[2]   "" in production: now = Redis TIME. A decimal count of microseconds overrides
@@ -22,7 +26,8 @@
 -- ARGV[4 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
 --           "swl" sliding window log, "swc" sliding window counter), requests_per_unit,
 --           unit in seconds, burst ("0" unless tb), hits (0..2^32; larger is the same
---           "never fits"; 0 is check-only: admitted when one hit fits, counts nothing),
+--           "never fits", and a charge of 2^32 puts any limit in debt; 0 is check-only:
+--           admitted when one hit fits, counts nothing, even in a charge),
 --           shadow ("1": never blocks the others), lease: the most hits to grant the
 --           caller if the request is admitted ("0": none asked; see src/algorithm/lease.rs).
 -- Returns   {"late"} past ARGV[3]. Otherwise 4 values per item, in order: allowed (1/0),

@@ -14,8 +14,20 @@ local function ttl_ms(ns)
 end
 
 -- Each algorithm: load(key, item) -> state; decide(state, item) -> allowed, remaining,
--- reset_ns (string), new state; save(key, state, item). `item` carries the limit, hits,
--- now_us; the pure Rust twin of each is in src/algorithm/.
+-- reset_ns (string), new state; charge(state, item, key) -> remaining, reset_ns, new
+-- state, for hits that do not fit (mode "charge"); save(key, state, item). `item` carries
+-- the limit, hits, now_us; the pure Rust twin of each is in src/algorithm/.
+
+-- A charge counts at most this much in a fixed window or sliding counter (Rust's
+-- MAX_CHARGED_COUNT): twice any limit, and below 2^33 as `mul` and `div` require.
+local MAX_COUNT = 8589934591
+
+local function with_hits(it, hits)
+  local c = {}
+  for k, v in pairs(it) do c[k] = v end
+  c.hits = hits
+  return c
+end
 
 -- Fixed window. State: "window count" (window = now_us / period_us).
 local fw = {}
@@ -36,6 +48,12 @@ function fw.decide(s, it)
   -- Denied: one hit fits at the window's end, or now if only the cost was too much.
   if cur.c < it.rpu then reset = 0 end
   return false, math.max(it.rpu - cur.c, 0), fmt(reset), cur
+end
+function fw.charge(s, it)
+  local _, _, _, cur = fw.decide(s, it) -- denied: the state as of this window
+  -- Over the limit now: one hit fits once the window ends.
+  local reset = math.max((cur.w + 1) * it.period_us - it.now, 0) * 1000
+  return 0, fmt(reset), { w = cur.w, c = math.min(cur.c + it.hits, MAX_COUNT) }
 end
 function fw.save(key, s, it)
   local left = math.max((s.w + 1) * it.period_us - it.now, 0) * 1000
@@ -72,6 +90,17 @@ function tb.decide(s, it)
     return true, whole_tokens(sub(capacity, ahead), it), str(reset), { tat = new_tat, reset = reset }
   end
   return false, whole_tokens(sub(capacity, debt), it), one_hit_ns(), s
+end
+function tb.charge(s, it)
+  local token = big(it.unit_s * 1000000000)
+  local now = mul(mul(big(it.now), 1000), it.rpu)
+  local start = s.tat
+  if cmp(start, now) < 0 then start = now end
+  -- Into debt by the whole cost; one hit fits once debt + one token is within capacity.
+  local new_tat = add(start, mul(token, it.hits))
+  local ahead = sub(new_tat, now)
+  local one_hit = ceil_div(sub(add(ahead, token), mul(token, it.burst)), it.rpu)
+  return 0, str(one_hit), { tat = new_tat, reset = ceil_div(ahead, it.rpu) }
 end
 function tb.save(key, s)
   -- Full again (as good as absent) after `reset` ns; in ms, rounded up.
@@ -123,7 +152,7 @@ function swl.decide(s, it, key)
     if s.pend_at and s.pend_at > at then at = s.pend_at end
     if s.newest and s.newest.at > at then at = s.newest.at end
     local n = { n = s.n, expired = s.expired, newest = s.newest, oldest = s.oldest,
-                pend = s.pend + it.hits, pend_at = at }
+                pend = s.pend + it.hits, pend_at = at, merge = s.merge }
     return true, it.rpu - after, fmt((at + it.period_us - it.now) * 1000), n
   end
   -- Denied: one hit fits once `must_leave` of the oldest live hits have left: find the
@@ -140,11 +169,45 @@ function swl.decide(s, it, key)
         if e and e.cum - base >= must_leave then hi = mid else lo = mid + 1 end
       end
       reset_at = entry(redis.call('ZRANGE', key, lo, lo)[1]).at
+      -- A charge earlier in this call merged into the newest: it is restamped.
+      if s.merge and lo == s.n - 1 then reset_at = s.pend_at end
     else
       reset_at = s.pend_at -- only this call's own pending hits are enough
     end
   end
   return false, math.max(it.rpu - live, 0), fmt(math.max(reset_at + it.period_us - it.now, 0) * 1000), s
+end
+-- A charge past the limit joins the newest live entry, restamped now, instead of making
+-- an entry of its own (src/algorithm/sliding_log.rs, `charge`): only hits that fit make
+-- entries, so a log never holds more members than its limit. With no live entry (or
+-- hits already pending in this call, which become one entry), it is pending as usual.
+function swl.charge(s, it, key)
+  local at = it.now
+  if s.pend_at and s.pend_at > at then at = s.pend_at end
+  if s.newest and s.newest.at > at then at = s.newest.at end
+  local merge = s.merge or (s.pend == 0 and s.oldest ~= nil)
+  local n = { n = s.n, expired = s.expired, newest = s.newest, oldest = s.oldest,
+              pend = s.pend + it.hits, pend_at = at, merge = merge }
+  -- One hit fits once `must_leave` of the oldest live hits have left: among the stored
+  -- entries that keep their time (all live ones but a merged newest), the first whose
+  -- cumulative count reaches them (binary search by rank); else the pending entry.
+  local must_leave = swl_live(n) + 1 - it.rpu
+  local last = merge and s.n - 2 or s.n - 1
+  local reset_at = at
+  if s.oldest and last >= s.expired then
+    local base = s.oldest.cum - s.oldest.hits
+    local top = last == s.n - 1 and s.newest or entry(redis.call('ZRANGE', key, last, last)[1])
+    if top and top.cum - base >= must_leave then
+      local lo, hi = s.expired, last
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        local e = entry(redis.call('ZRANGE', key, mid, mid)[1])
+        if e and e.cum - base >= must_leave then hi = mid else lo = mid + 1 end
+      end
+      reset_at = entry(redis.call('ZRANGE', key, lo, lo)[1]).at
+    end
+  end
+  return 0, fmt(math.max(reset_at + it.period_us - it.now, 0) * 1000), n
 end
 function swl.save(key, s, it)
   if s.expired > 0 then
@@ -153,7 +216,7 @@ function swl.save(key, s, it)
   -- The new entry continues the cumulative count; hits of the same microsecond merge.
   local at, hits, newest = s.pend_at, s.pend, s.newest
   local cum = (newest and newest.cum or 0) + s.pend
-  if newest and newest.at == at then
+  if newest and (newest.at == at or s.merge) then
     redis.call('ZREM', key, newest.member)
     hits = hits + newest.hits
   end
@@ -206,6 +269,13 @@ function swc.decide(s, it)
     rel = (start - it.now) * 1000 + ends - sh
   end
   return false, remaining(estimate), fmt(math.max(rel, 0)), cur
+end
+function swc.charge(s, it)
+  local _, _, _, cur = swc.decide(s, it) -- denied: the state as of this window
+  local n = { w = cur.w, p = cur.p, c = math.min(cur.c + it.hits, MAX_COUNT) }
+  -- Over now: the time until one hit fits is what a one-hit request would be told.
+  local _, _, reset = swc.decide(n, with_hits(it, 1))
+  return 0, reset, n
 end
 function swc.save(key, s, it)
   local left = math.max(swc_idle_at_us(s, it) - it.now, 0) * 1000

@@ -10,6 +10,7 @@ else
   now = tonumber(ARGV[2])
   slack_ms = 60000
 end
+local charging = ARGV[1] == 'charge'
 if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
 local states, order, out, blocked, items = {}, {}, {}, false, {}
@@ -32,7 +33,10 @@ for i, key in ipairs(KEYS) do
   items[i] = { it = it, st = st, before = st.state }
   local allowed, remaining, reset, next_state = it.alg.decide(st.state, it, key)
   items[i].allowed, items[i].remaining = allowed, remaining
-  if allowed then
+  if not allowed and charging and it.hits > 0 then
+    remaining, reset, next_state = it.alg.charge(st.state, it, key)
+  end
+  if allowed or charging then
     st.state = next_state
     -- A check-only item (hits 0) writes nothing of its own.
     if it.hits > 0 and not st.dirty then st.dirty = true; order[#order + 1] = key end
@@ -67,7 +71,7 @@ end
 -- Redis's time, from which the server estimates the offset between the clocks.
 out[#out + 1] = now
 
-if (ARGV[1] == 'commit' and not blocked) or ARGV[1] == 'count' then
+if (ARGV[1] == 'commit' and not blocked) or ARGV[1] == 'count' or charging then
   for _, key in ipairs(order) do
     local st = states[key]
     st.item.alg.save(key, st.state, st.item)

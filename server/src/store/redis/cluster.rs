@@ -1,9 +1,11 @@
 //! The Redis Cluster path: a request is grouped by slot; one slot is one exact call, more
 //! are decided in two phases (`peek` on every slot, then `commit` only if nothing enforced
-//! is over). The module documentation of [`super`] states the guarantee this gives.
+//! is over). The module documentation of [`super`] states the guarantee this gives. A
+//! charge counts every item whatever it finds, so it needs no first phase: one `charge`
+//! call per slot.
 
 use super::outage::Failure;
-use super::script::CallTimes;
+use super::script::{CallTimes, Mode};
 use super::{key, Inner};
 use crate::algorithm::Decision;
 use crate::store::Check;
@@ -17,6 +19,7 @@ impl Inner {
         &self,
         conn: ClusterConnection,
         batch: &[Check],
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -26,20 +29,21 @@ impl Inner {
         }
         if groups.len() == 1 {
             let items: Vec<&Check> = batch.iter().collect();
-            return self
-                .call(&mut conn.clone(), &items, self.commit_mode(), now)
-                .await;
+            return self.call(&mut conn.clone(), &items, mode, now).await;
         }
-        if self.options.counting.consumes_rejected() {
-            // Per-descriptor counting: no slot waits for the others' verdict.
-            return self.call_groups(&conn, batch, &groups, "count", now).await;
+        if matches!(mode, Mode::Charge | Mode::Count) {
+            // Per-descriptor counting and charges: no slot waits for the others' verdict.
+            return self.call_groups(&conn, batch, &groups, mode, now).await;
         }
-        let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
+        let peek = self
+            .call_groups(&conn, batch, &groups, Mode::Peek, now)
+            .await?;
         let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);
         if blocked {
             return Ok(peek);
         }
-        self.call_groups(&conn, batch, &groups, "commit", now).await
+        self.call_groups(&conn, batch, &groups, Mode::Commit, now)
+            .await
     }
 
     /// One call per slot group, sent concurrently; the answers back in batch order.
@@ -48,7 +52,7 @@ impl Inner {
         conn: &ClusterConnection,
         batch: &[Check],
         groups: &BTreeMap<u16, Vec<usize>>,
-        mode: &str,
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let calls = groups.values().map(|idx| {

@@ -47,7 +47,7 @@ mod outage;
 mod script;
 
 pub use outage::{LOG_EVERY, PROBE_EVERY};
-pub use script::{script_cmd, CallTimes, SCRIPT};
+pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
 
 use super::health::Health;
 use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
@@ -155,7 +155,11 @@ impl RedisStore {
 
 impl Store for RedisStore {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
-        self.inner.check(batch).await
+        self.inner.check(batch, Mode::Commit).await
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.inner.check(batch, Mode::Charge).await
     }
 
     fn name(&self) -> &'static str {
@@ -166,7 +170,7 @@ impl Store for RedisStore {
 impl Inner {
     /// One request: refused at once while down or over the in-flight cap, else decided
     /// within the timeout, the outcome fed to the breaker.
-    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+    async fn check(&self, batch: &[Check], mode: Mode) -> Result<Vec<Decision>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -183,14 +187,18 @@ impl Inner {
             return Err(StoreError::Overloaded(self.options.max_in_flight));
         };
         let times = self.call_times();
-        let outcome =
-            match tokio::time::timeout(self.options.timeout, self.decide(batch, &times)).await {
-                Ok(r) => r,
-                Err(_) => Err(Failure::Connectivity(format!(
-                    "no answer within {:?}",
-                    self.options.timeout
-                ))),
-            };
+        let outcome = match tokio::time::timeout(
+            self.options.timeout,
+            self.decide(batch, mode, &times),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Connectivity(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
         match outcome {
             Ok(mut d) => {
                 self.outage.succeeded();
@@ -228,26 +236,33 @@ impl Inner {
         }
     }
 
-    /// The script's writing mode (`check.lua`'s ARGV[1]): `commit` writes only when the
-    /// whole request is admitted, `count` writes every admitted item regardless.
-    fn commit_mode(&self) -> &'static str {
-        match self.options.counting {
-            Counting::AllOrNothing => "commit",
-            Counting::PerDescriptor => "count",
+    /// The script's writing mode for a decision asked in `mode` (`check.lua`'s ARGV[1]):
+    /// under `--counting per-descriptor`, a commit writes every admitted item regardless
+    /// (`count`); the other modes are the same under either counting.
+    fn writing(&self, mode: Mode) -> Mode {
+        match (mode, self.options.counting) {
+            (Mode::Commit, Counting::PerDescriptor) => Mode::Count,
+            (m, _) => m,
         }
     }
 
     /// One script call on a single Redis; the cluster path on a cluster.
-    async fn decide(&self, batch: &[Check], now: &CallTimes) -> Result<Vec<Decision>, Failure> {
+    async fn decide(
+        &self,
+        batch: &[Check],
+        mode: Mode,
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
+        let mode = self.writing(mode);
         match &self.conn {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
-                self.call(&mut conn, &items, self.commit_mode(), now).await
+                self.call(&mut conn, &items, mode, now).await
             }
             Conn::Cluster { conn, .. } => {
                 let conn = Conn::cluster(conn)?;
-                self.decide_cluster(conn, batch, now).await
+                self.decide_cluster(conn, batch, mode, now).await
             }
         }
     }

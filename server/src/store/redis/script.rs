@@ -25,6 +25,33 @@ const MAX_SCRIPT_HITS: u64 = 1 << 32;
 /// What the script answers, past its deadline, instead of decisions: it changed nothing.
 const LATE: &[u8] = b"late";
 
+/// What one script call does with the items it decides (`ARGV[1]`, see `check.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Decide, then write if the request is admitted (all or nothing).
+    Commit,
+    /// Decide, then write every admitted item even if another item is over
+    /// (`--counting per-descriptor`, the reference's default counting).
+    Count,
+    /// Decide only, write nothing (the first phase across Redis Cluster slots).
+    Peek,
+    /// Count every item whether it fits or not (a stream-end charge, see
+    /// [`crate::store::Store::charge`]).
+    Charge,
+}
+
+impl Mode {
+    /// The word the script reads.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Commit => "commit",
+            Mode::Count => "count",
+            Mode::Peek => "peek",
+            Mode::Charge => "charge",
+        }
+    }
+}
+
 /// When a call runs: the instant the script decides at, and the instant past which it must
 /// do nothing. Each is a decimal count of microseconds in Redis's clock, or empty: Redis's
 /// `TIME`, and no deadline.
@@ -36,15 +63,17 @@ pub struct CallTimes {
     pub not_after_us: String,
 }
 
-/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"), with KEYS and ARGV as
-/// `check.lua` documents them. The bench runs this same command in `redis-benchmark`.
-pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) -> redis::Cmd {
+/// The `EVALSHA` of `batch` in `mode`, with KEYS and ARGV as `check.lua` documents
+/// them. The bench runs this same command in `redis-benchmark`.
+pub fn script_cmd(sha: &str, batch: &[&Check], mode: Mode, times: &CallTimes) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(sha).arg(batch.len());
     for c in batch {
         cmd.arg(key::redis_key(&c.key, &c.limit));
     }
-    cmd.arg(mode).arg(&times.now_us).arg(&times.not_after_us);
+    cmd.arg(mode.word())
+        .arg(&times.now_us)
+        .arg(&times.not_after_us);
     for c in batch {
         let burst = match c.limit.algorithm {
             Algorithm::TokenBucket { burst } => burst.get(),
@@ -141,7 +170,7 @@ impl Inner {
         &self,
         conn: &mut C,
         items: &[&Check],
-        mode: &str,
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let cmd = script_cmd(self.script.get_hash(), items, mode, now);
