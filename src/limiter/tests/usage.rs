@@ -164,3 +164,61 @@ impl Limiter {
         }
     }
 }
+
+/// A local response-cost rule beside a global rule: the meter waits with the request for
+/// the service, goes on with it when the service allows it, and is dropped (the estimate
+/// given back) when it rejects it.
+#[test]
+fn the_meter_goes_through_a_call_to_the_rate_limit_service() {
+    let (l, store, mut tally) = limiter(
+        r#"{"rls":{"cluster":"ratelimit","domain":"edge"},"rules":[
+            {"name":"tokens","descriptors":[{"key":"tenant","header":"x-tenant"}],
+             "local":{"capacity":1000,"refill_per_second":1},
+             "cost":{"response":{"json":"usage.total_tokens","estimate":100}}},
+            {"name":"calls","descriptors":[{"key":"tenant","header":"x-tenant"}],"global":{}}]}"#,
+    );
+    let call = ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
+    let ok = rls_answer(Code::Ok, &[Code::Ok]);
+    match l.answer(
+        call.pending,
+        ok,
+        &mut tenant("a"),
+        || Some(NOW),
+        &store,
+        &mut tally,
+    ) {
+        Verdict::Continue(pass) => assert!(pass.meter.is_some()),
+        other => panic!("expected a pass, got {other:?}"),
+    }
+    let call = ask(l.check(&mut tenant("b"), || Some(NOW), &store, &mut tally));
+    let over = rls_answer(Code::OverLimit, &[Code::OverLimit]);
+    let verdict = l.answer(
+        call.pending,
+        over,
+        &mut tenant("b"),
+        || Some(NOW),
+        &store,
+        &mut tally,
+    );
+    assert!(matches!(verdict, Verdict::Reject(_)), "{verdict:?}");
+    let remaining = |t: &str| {
+        let fp = crate::descriptor::fingerprint(
+            "tokens",
+            crate::bucket::Quota::new(1000, 1_000_000).unwrap(),
+            &[t.as_bytes().to_vec()],
+        );
+        let found = l.table().find(&store, fp, NOW).unwrap();
+        match crate::bucket::decide(
+            found.state,
+            NOW,
+            crate::bucket::Quota::new(1000, 1_000_000).unwrap(),
+            1,
+        ) {
+            crate::bucket::Decision::Allow { remaining, .. } => remaining + 1,
+            _ => 0,
+        }
+    };
+    // a holds its estimate until its response is done; b's rejected request gave it back.
+    assert_eq!(remaining("a"), 900);
+    assert_eq!(remaining("b"), 1000);
+}
