@@ -48,6 +48,8 @@ fn row(name: &str, algorithm: Algorithm, counters: usize, value_len: usize) {
             limit,
             hits: 1,
             shadow: false,
+            quota: false,
+            blocked: false,
         };
         if store.check_now(&[check]).is_err() {
             println!("{name}: full after {i} counters");

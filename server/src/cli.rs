@@ -34,6 +34,11 @@ pub struct Args {
     #[arg(long)]
     pub response_headers: bool,
 
+    /// Put the reference's dynamic_metadata in every answer (its RESPONSE_DYNAMIC_METADATA):
+    /// the domain, the descriptors, and the `metadata` of the limits that applied.
+    #[arg(long)]
+    pub response_dynamic_metadata: bool,
+
     /// Memory store capacity in cells (one per counter, plus one per sliding_window_log
     /// entry). When full, requests needing a new counter get UNAVAILABLE.
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]

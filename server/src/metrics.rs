@@ -13,6 +13,7 @@
 //! | metric | type | labels |
 //! | --- | --- | --- |
 //! | `floodgate_decisions_total` | counter | `domain`, `result` (`ok`, `over_limit`, `shadow_over_limit`, `no_limit`) |
+//! | `floodgate_limit_decisions_total` | counter | `domain`, `limit` (configured path), `result` (as above; only limits with `detailed_metric` or `value_to_metric`, see [`limits`]) |
 //! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
 //! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
@@ -23,6 +24,7 @@
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
 
+pub mod limits;
 mod lock_free;
 
 use crate::listener::ConnectionMetrics;
@@ -87,21 +89,40 @@ pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
 type DecisionLabels = [(&'static str, String); 2];
 
 /// Per-domain decision counters, indexed like [`OUTCOMES`]: handles on the series of one
-/// domain, so counting is an atomic increment.
+/// domain, so counting is an atomic increment; and the domain's per-limit series.
 #[derive(Debug)]
-pub struct DomainCounters([Counter; 4]);
+pub struct DomainCounters {
+    outcomes: [Counter; 4],
+    limits: limits::DomainLimits,
+}
 
 impl DomainCounters {
     /// The series of `domain` in `family`, created now.
-    fn new(family: &Family<DecisionLabels, Counter>, domain: &str) -> Self {
-        DomainCounters(OUTCOMES.map(|(_, result)| {
-            family.get_or_create_owned(&[("domain", domain.to_owned()), ("result", result.into())])
-        }))
+    fn new(
+        family: &Family<DecisionLabels, Counter>,
+        limit_family: &Arc<limits::LimitFamily>,
+        domain: &str,
+    ) -> Self {
+        DomainCounters {
+            outcomes: OUTCOMES.map(|(_, result)| {
+                family.get_or_create_owned(&[
+                    ("domain", domain.to_owned()),
+                    ("result", result.into()),
+                ])
+            }),
+            limits: limits::DomainLimits::new(limit_family.clone(), domain),
+        }
     }
 
     /// Counts one descriptor decision.
     pub fn record(&self, outcome: Outcome) {
-        self.0[outcome as usize].inc();
+        self.outcomes[outcome as usize].inc();
+    }
+
+    /// Counts one decision of the limit whose configured path is `path`, in its own series
+    /// (bounded, see [`limits`]).
+    pub fn record_limit(&self, path: &Arc<str>, outcome: Outcome) {
+        self.limits.record(path, outcome);
     }
 }
 
@@ -153,6 +174,7 @@ impl Format {
 pub struct Metrics {
     registry: Registry,
     decisions: Family<DecisionLabels, Counter>,
+    limit_family: Arc<limits::LimitFamily>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 3],
@@ -186,11 +208,17 @@ impl Metrics {
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         let mut registry = Registry::default();
         let decisions = Family::<DecisionLabels, Counter>::default();
-        let unknown_domain = Arc::new(DomainCounters::new(&decisions, ""));
+        let limit_family = Arc::new(limits::LimitFamily::default());
+        let unknown_domain = Arc::new(DomainCounters::new(&decisions, &limit_family, ""));
         registry.register(
             "floodgate_decisions",
             "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
             decisions.clone(),
+        );
+        registry.register(
+            "floodgate_limit_decisions",
+            "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
+            limit_family.family.clone(),
         );
         let requests = counters(
             &mut registry,
@@ -236,6 +264,7 @@ impl Metrics {
         Metrics {
             registry,
             decisions,
+            limit_family,
             domains: RwLock::default(),
             unknown_domain,
             requests,
@@ -265,7 +294,13 @@ impl Metrics {
         }
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         map.entry(name.clone())
-            .or_insert_with(|| Arc::new(DomainCounters::new(&self.decisions, name)))
+            .or_insert_with(|| {
+                Arc::new(DomainCounters::new(
+                    &self.decisions,
+                    &self.limit_family,
+                    name,
+                ))
+            })
             .clone()
     }
 
@@ -274,7 +309,11 @@ impl Metrics {
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         for name in names {
             if !map.contains_key(name) {
-                let counters = Arc::new(DomainCounters::new(&self.decisions, name));
+                let counters = Arc::new(DomainCounters::new(
+                    &self.decisions,
+                    &self.limit_family,
+                    name,
+                ));
                 map.insert(Arc::from(name), counters);
             }
         }

@@ -3,16 +3,17 @@
 //! Every protocol quirk is handled here and commented where it is handled. The rest of the
 //! crate never sees a protobuf type.
 
-use crate::algorithm::{Decision, Unit, NANOS_PER_SECOND};
-use crate::config::{self, Domain, Rule};
+use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
+use crate::config::matching::Found;
+use crate::config::{self, Domain, Rule, RuleKind};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
     rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::proto::HeaderValue;
-use crate::store::{Check, CounterKey, Store, StoreError};
+use crate::proto::{HeaderValue, RateLimitDescriptor};
+use crate::store::{admits, Check, Store, StoreError};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
@@ -27,7 +28,16 @@ pub struct RlsService<S> {
     config: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
+    options: Options,
+}
+
+/// What answers carry beyond the statuses, from the command line.
+#[derive(Debug, Clone, Copy, Default)]
+struct Options {
+    /// `--response-headers`: draft-03 `x-ratelimit-*` headers.
     response_headers: bool,
+    /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
+    dynamic_metadata: bool,
 }
 
 impl<S: Store> RlsService<S> {
@@ -43,8 +53,18 @@ impl<S: Store> RlsService<S> {
             config,
             store,
             metrics,
-            response_headers,
+            options: Options {
+                response_headers,
+                dynamic_metadata: false,
+            },
         }
+    }
+
+    /// With `on`, every answer carries the reference's `dynamic_metadata` (its
+    /// `RESPONSE_DYNAMIC_METADATA`), including the `metadata` of the limits that applied.
+    pub fn with_dynamic_metadata(mut self, on: bool) -> Self {
+        self.options.dynamic_metadata = on;
+        self
     }
 
     /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
@@ -64,7 +84,14 @@ impl<S: Store> RlsService<S> {
         };
         let plan = plan(domain, &req);
         let decisions = self.call_store(&plan.checks, &req.domain).await?;
-        let (response, result) = respond(&plan.rules, decisions, &counters, self.response_headers)?;
+        let (response, result) = respond(
+            &req,
+            &plan.rules,
+            &plan.checks,
+            decisions,
+            &counters,
+            &self.options,
+        )?;
         self.metrics.request(result);
         Ok(response)
     }
@@ -114,9 +141,10 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
 
 /// What one request asks of the store, worked out from the configuration alone.
 struct Plan<'c> {
-    /// The rule each request descriptor matched, in request order (`None`: no match).
+    /// The rule each request descriptor matched, in request order (`None`: no match, or
+    /// a limit another matched limit `replaces`).
     rules: Vec<Option<&'c Rule>>,
-    /// One counter check per matched rule that has a limit, in request order.
+    /// One counter check per matched rule that has a limit or blocks, in request order.
     checks: Vec<Check>,
 }
 
@@ -125,38 +153,99 @@ fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
     // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
     // sends) means 1.
     let request_hits = u64::from(req.hits_addend.max(1));
+    fn entries(d: &RateLimitDescriptor) -> impl Iterator<Item = (&str, &str)> + '_ {
+        d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()))
+    }
+    let Some(dom) = domain else {
+        return Plan {
+            rules: vec![None; req.descriptors.len()],
+            checks: Vec::new(),
+        };
+    };
+    let found: Vec<_> = req
+        .descriptors
+        .iter()
+        .map(|d| dom.lookup(entries(d)))
+        .collect();
+    let replaced = replaced_names(&found);
     let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
     let mut checks = Vec::new();
-    for d in &req.descriptors {
-        let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
-        let rule = domain.and_then(|dom| dom.find(entries()).map(|r| (dom, r)));
-        if let Some((dom, r)) = rule {
-            if let Some(limit) = r.limit {
-                checks.push(Check {
-                    key: CounterKey::new(&dom.name, entries()),
-                    limit,
-                    // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
-                    // is distinguishable) overrides the request's; 0 there means 1 too.
-                    hits: d.hits_addend.map_or(request_hits, |h| h.max(1)),
-                    shadow: r.shadow,
-                });
-            }
+    for (d, f) in req.descriptors.iter().zip(found) {
+        // The reference's `replaces`: a named limit that another matched limit replaces
+        // is dropped (answered as no match); `unlimited` stays unlimited.
+        let f = f.filter(|f| {
+            f.rule.kind() == RuleKind::Unlimited
+                || !f
+                    .rule
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| replaced.contains(&n))
+        });
+        let Some(f) = f else {
+            rules.push(None);
+            continue;
+        };
+        let r = f.rule;
+        // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset" is
+        // distinguishable) overrides the request's; 0 there means 1 too.
+        let hits = d.hits_addend.map_or(request_hits, |h| h.max(1));
+        let (limit, blocked) = match r.kind() {
+            RuleKind::Unlimited => (None, false),
+            RuleKind::Limited(limit) => (Some(limit), false),
+            RuleKind::Blocked(unit) => (Some(block_limit(unit)), true),
+        };
+        if let Some(limit) = limit {
+            checks.push(Check {
+                key: f.counter_key(&dom.name, entries(d)),
+                limit,
+                hits,
+                shadow: r.shadow,
+                quota: r.quota_mode,
+                blocked,
+            });
         }
-        rules.push(rule.map(|(_, r)| r));
+        rules.push(Some(r));
     }
     Plan { rules, checks }
 }
 
+/// What a blocked check carries: `requests_per_unit: 0` is no [`Limit`], and the store
+/// reads only the unit of a blocked check (see [`Check::blocked`]).
+fn block_limit(unit: Unit) -> Limit {
+    Limit {
+        requests_per_unit: std::num::NonZeroU32::MIN,
+        unit,
+        algorithm: Algorithm::FixedWindow,
+    }
+}
+
+/// The names every matched limit replaces (usually none: then nothing is allocated).
+fn replaced_names<'c>(found: &[Option<Found<'c>>]) -> Vec<&'c str> {
+    found
+        .iter()
+        .flatten()
+        .flat_map(|f| f.rule.replaces.iter().map(|n| &**n))
+        .collect()
+}
+
 /// The answer to a request whose descriptors matched `rules`, given the store's
-/// `decisions` (one per limited rule, in order); counts each descriptor in `counters`.
+/// `decisions` (one per check, in order); counts each descriptor in `counters`.
 fn respond(
+    req: &RateLimitRequest,
     rules: &[Option<&Rule>],
+    checks: &[Check],
     decisions: Vec<Decision>,
     counters: &DomainCounters,
-    response_headers: bool,
+    options: &Options,
 ) -> Result<(RateLimitResponse, RequestResult), Status> {
+    if decisions.len() != checks.len() {
+        return Err(Status::internal("store answered too few decisions"));
+    }
+    // The reference's rule, quota mode included: over when an enforced limit is over, or
+    // when every quota-mode limit is. The store admitted (consumed) by the same rule.
+    let over = !admits(checks, |i| decisions[i].allowed);
     // Quirk: one status per request descriptor, in request order, limited or not.
-    let mut decided = decisions.into_iter();
+    let mut decided = decisions.iter();
     let mut statuses = Vec::with_capacity(rules.len());
     let mut limited = Vec::new();
     for rule in rules {
@@ -164,12 +253,14 @@ fn respond(
             None => (no_limit_status(0), Outcome::NoLimit),
             // Quirk: the reference service answers `unlimited` with no current_limit
             // and the largest remaining count.
-            Some(Rule { limit: None, .. }) => (no_limit_status(u32::MAX), Outcome::NoLimit),
+            Some(r) if r.kind() == RuleKind::Unlimited => {
+                (no_limit_status(u32::MAX), Outcome::NoLimit)
+            }
             Some(r) => {
                 let Some(d) = decided.next() else {
                     return Err(Status::internal("store answered too few decisions"));
                 };
-                let status = limited_status(r, &d);
+                let status = limited_status(r, d);
                 if !r.shadow {
                     limited.push(status.clone());
                 }
@@ -182,16 +273,21 @@ fn respond(
             }
         };
         counters.record(outcome);
+        if let Some(series) = rule.and_then(|r| r.metric.as_ref()) {
+            counters.record_limit(series, outcome);
+        }
         statuses.push(status);
     }
-    let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
     let response = RateLimitResponse {
         overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
-        response_headers_to_add: if response_headers {
+        response_headers_to_add: if options.response_headers {
             draft03_headers(&limited)
         } else {
             Vec::new()
         },
+        dynamic_metadata: options
+            .dynamic_metadata
+            .then(|| metadata::dynamic_metadata(req, rules, &statuses)),
         statuses,
         ..Default::default()
     };
@@ -224,9 +320,12 @@ fn no_limit_status(remaining: u32) -> DescriptorStatus {
 }
 
 fn limited_status(rule: &Rule, d: &Decision) -> DescriptorStatus {
-    let (rpu, unit) = rule.limit.map_or((0, PbUnit::Unknown), |l| {
-        (l.requests_per_unit.get(), pb_unit(l.unit))
-    });
+    // Quirk: a block reports its limit as the reference does: 0 per its unit.
+    let (rpu, unit) = match rule.kind() {
+        RuleKind::Limited(l) => (l.requests_per_unit.get(), pb_unit(l.unit)),
+        RuleKind::Blocked(unit) => (0, pb_unit(unit)),
+        RuleKind::Unlimited => (0, PbUnit::Unknown),
+    };
     DescriptorStatus {
         // Quirk: shadow mode decides and counts but always answers OK.
         code: if d.allowed || rule.shadow {
@@ -256,6 +355,8 @@ fn pb_unit(unit: Unit) -> PbUnit {
         Unit::Hour => PbUnit::Hour,
         Unit::Day => PbUnit::Day,
         Unit::Week => PbUnit::Unknown,
+        Unit::Month => PbUnit::Month,
+        Unit::Year => PbUnit::Year,
     }
 }
 
@@ -308,6 +409,8 @@ fn window_seconds(unit: PbUnit) -> u64 {
         PbUnit::Minute => 60,
         PbUnit::Hour => 3_600,
         PbUnit::Day => 86_400,
+        PbUnit::Month => Unit::Month.seconds(),
+        PbUnit::Year => Unit::Year.seconds(),
         _ => 0,
     }
 }
@@ -320,5 +423,6 @@ fn header(key: &str, value: String) -> HeaderValue {
     }
 }
 
+mod metadata;
 #[cfg(test)]
 mod tests;

@@ -113,7 +113,8 @@ async fn serve<S: Store>(
         idle_timeout = ?limits.idle_timeout,
         "gRPC connection limits"
     );
-    let service = RlsService::new(shared, store, metrics.clone(), args.response_headers);
+    let service = RlsService::new(shared, store, metrics.clone(), args.response_headers)
+        .with_dynamic_metadata(args.response_dynamic_metadata);
     let grpc_server = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(

@@ -52,6 +52,8 @@ impl<St: Store> Harness<St> {
             limit,
             hits: 1,
             shadow: false,
+            quota: false,
+            blocked: false,
         }
     }
 
@@ -561,6 +563,8 @@ fn redis_and_memory_agree_on_random_traffic() {
                     limit: limits[l],
                     hits,
                     shadow,
+                    quota: false,
+                    blocked: false,
                 })
                 .collect();
             let want = memory.check_now(&batch).unwrap();

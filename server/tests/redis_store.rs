@@ -34,6 +34,8 @@ fn check(name: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
+        quota: false,
+        blocked: false,
     }
 }
 

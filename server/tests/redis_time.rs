@@ -43,6 +43,8 @@ fn check(name: &str, rpu: u32, algorithm: Algorithm) -> Check {
         },
         hits: 1,
         shadow: false,
+        quota: false,
+        blocked: false,
     }
 }
 

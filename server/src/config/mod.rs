@@ -6,19 +6,23 @@
 //! zero limits, no half-specified units, no ambiguous siblings). Every error names the file
 //! and the field path: `rules/api.yaml: descriptors[0].rate_limit.unit: unknown unit ...`.
 //! [`source`] reads a file or a directory (one domain per file); [`matching`] walks a request
-//! descriptor down the tree. [`nesting`] refuses, in linear time, YAML the parser would
-//! take quadratic time over.
+//! descriptor down the tree, [`wildcard`] matches `*` patterns in linear time. [`nesting`]
+//! refuses, in linear time, YAML the parser would take quadratic time over. [`rule`] checks
+//! one `rate_limit`, [`metadata`] turns a descriptor's `metadata` into protobuf.
 
 pub mod matching;
+mod metadata;
 pub mod nesting;
+mod rule;
 pub mod source;
 mod validate;
+pub mod wildcard;
 pub mod wire;
 
 #[cfg(test)]
 mod tests;
 
-use crate::algorithm::Limit;
+use crate::algorithm::{Limit, Unit};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -100,14 +104,51 @@ pub struct Domain {
 }
 
 /// What applies when a request descriptor ends at a node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
-    /// The limit's name, reported in `current_limit.name`.
+    /// The limit's name, reported in `current_limit.name` and matched by `replaces`.
     pub name: Option<Arc<str>>,
-    /// The limit; `None` for `unlimited: true`.
+    /// The limit; `None` for `unlimited: true`, and for a block (see `blocked`).
     pub limit: Option<Limit>,
     /// Shadow mode: decide and count, but always answer OK.
     pub shadow: bool,
+    /// `requests_per_unit: 0` or absent (the reference's "block"): every request is over
+    /// the limit, reported with this unit; no counter is kept. `None` otherwise.
+    pub blocked: Option<Unit>,
+    /// Quota mode: a soft limit; the request is over only when every quota-mode limit it
+    /// matched is (see the server README).
+    pub quota_mode: bool,
+    /// Names of the limits this one replaces when both apply to one request.
+    pub replaces: Arc<[Arc<str>]>,
+    /// `metadata`, returned in the response's dynamic metadata when this limit applied
+    /// and was not over (with `--response-dynamic-metadata`).
+    pub metadata: Option<Arc<prost_types::Struct>>,
+    /// The configured path naming this limit's own decision series
+    /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
+    /// limit is only counted per domain.
+    pub metric: Option<Arc<str>>,
+}
+
+impl Rule {
+    /// What the rule does with a request, as one value.
+    pub fn kind(&self) -> RuleKind {
+        match (self.limit, self.blocked) {
+            (Some(limit), _) => RuleKind::Limited(limit),
+            (None, Some(unit)) => RuleKind::Blocked(unit),
+            (None, None) => RuleKind::Unlimited,
+        }
+    }
+}
+
+/// The three things a matched rule can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    /// `unlimited: true`: matches, never limits.
+    Unlimited,
+    /// Counts against a limit.
+    Limited(Limit),
+    /// `requests_per_unit: 0`: always over, no counter.
+    Blocked(Unit),
 }
 
 /// The children of one node, indexed for lookup without allocating.
@@ -121,8 +162,8 @@ struct Level {
 struct KeyNodes {
     /// `value: x`: exact matches.
     exact: HashMap<String, Node>,
-    /// `value: x*`: prefix matches, longest prefix first.
-    prefix: Vec<(String, Node)>,
+    /// Values with a `*` anywhere, in configuration order: the first match wins.
+    wildcards: Vec<(wildcard::Pattern, Node)>,
     /// No value: any value.
     any: Option<Box<Node>>,
 }
@@ -131,6 +172,9 @@ struct KeyNodes {
 #[derive(Debug, Default)]
 struct Node {
     rule: Option<Rule>,
+    /// `share_threshold`: the wildcard value as written, counted in place of the
+    /// request's value so that every matching value shares one counter.
+    shared_as: Option<Arc<str>>,
     children: Level,
 }
 

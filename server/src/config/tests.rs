@@ -62,15 +62,17 @@ fn exact_value_beats_key_only() {
 }
 
 #[test]
-fn nested_entries_walk_down_and_the_longest_wildcard_wins() {
+fn nested_entries_walk_down_and_the_first_wildcard_in_configuration_order_wins() {
     let c = config(TREE);
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/api/users")])),
         Some(20)
     );
+    // As the reference: `/api/*` is written before `/api/admin*`, so it wins, although
+    // the other is longer.
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/api/admin/1")])),
-        Some(2)
+        Some(20)
     );
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/other")])),

@@ -17,7 +17,7 @@
 //! distinct values would then buy a flood of fresh limits. The overflow is counted in the
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
-use super::{Check, Store, StoreError};
+use super::{admits, blocked_decision, Check, Store, StoreError};
 use crate::algorithm::{decide, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
@@ -152,10 +152,15 @@ impl<C: Clock> MemoryStore<C> {
 
         // Phase 1: decide everything against current state, changing nothing.
         let mut decisions = Vec::with_capacity(batch.len());
-        let mut updates: Vec<Update> = Vec::with_capacity(batch.len());
-        let mut blocked = false;
+        // `None` for a blocked item, which has no counter.
+        let mut updates: Vec<Option<Update>> = Vec::with_capacity(batch.len());
         let mut growth = 0isize;
         for (i, c) in batch.iter().enumerate() {
+            if c.blocked {
+                decisions.push(blocked_decision(&c.limit, now));
+                updates.push(None);
+                continue;
+            }
             let shard = &guards[guard_of(i)];
             let stored = shard
                 .get(&c.key)
@@ -163,7 +168,9 @@ impl<C: Clock> MemoryStore<C> {
                 .map(|s| &s.state);
             // The same counter twice in one request: the later item sees the earlier's hits.
             let earlier: Vec<usize> = (0..i)
-                .filter(|&j| batch[j].key == c.key && batch[j].limit == c.limit)
+                .filter(|&j| {
+                    batch[j].key == c.key && batch[j].limit == c.limit && !batch[j].blocked
+                })
                 .collect();
             let (d, u) = match (stored, earlier.is_empty()) {
                 (Some(s), true) => decide(s, now, &c.limit, c.hits),
@@ -171,21 +178,21 @@ impl<C: Clock> MemoryStore<C> {
                 (s, false) => {
                     let mut s = s.cloned().unwrap_or_else(|| State::fresh(&c.limit));
                     for &j in &earlier {
-                        s.apply(updates[j].clone());
+                        if let Some(u) = updates[j].clone() {
+                            s.apply(u);
+                        }
                     }
                     decide(&s, now, &c.limit, c.hits)
                 }
             };
-            if !d.allowed && !c.shadow {
-                blocked = true;
-            } else if d.allowed && earlier.is_empty() {
+            if d.allowed && earlier.is_empty() {
                 growth += cell_growth(shard.get(&c.key), stored.is_some(), &u);
             }
             decisions.push(d);
-            updates.push(u);
+            updates.push(Some(u));
         }
-        if blocked {
-            // Over the limit somewhere: the request is rejected and consumes nothing.
+        if !admits(batch, |i| decisions[i].allowed) {
+            // Rejected: the request consumes nothing.
             return Ok(decisions);
         }
 
@@ -198,6 +205,7 @@ impl<C: Clock> MemoryStore<C> {
         }
         let mut delta: isize = 0;
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
+            let Some(u) = u else { continue };
             let shard = &mut guards[guard_of(i)];
             if !decisions[i].allowed && !shard.contains_key(&c.key) {
                 continue; // a denied shadow item on a fresh counter changes nothing

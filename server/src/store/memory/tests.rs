@@ -24,6 +24,8 @@ fn check(key: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
+        quota: false,
+        blocked: false,
     }
 }
 

@@ -18,9 +18,11 @@
 --           changes nothing and returns {"late"}, so a call queued behind a frozen or
 --           overloaded Redis never consumes hits that nobody was told were admitted.
 -- ARGV[4 + 6(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
---           "swl" sliding window log, "swc" sliding window counter), requests_per_unit,
---           unit in seconds, burst ("0" unless tb), hits (1..2^32; larger is the same
---           "never fits"), shadow ("1": never blocks the others).
+--           "swl" sliding window log, "swc" sliding window counter, "blk" a limit of 0:
+--           always over, key untouched), requests_per_unit, unit in seconds, burst ("0"
+--           unless tb), hits (1..2^32; larger is the same "never fits"), role ("0"
+--           enforced; "1" shadow: never blocks the others; "q" quota: blocks only when no
+--           quota item is within its limit).
 -- Returns   {"late"} past ARGV[3]. Otherwise 3 values per item, in order: allowed (1/0),
 --           remaining (integer), and the ns until reset as a decimal string (it can exceed
 --           2^53): admitted, until the limit is fully available; denied, exactly until one
@@ -29,8 +31,8 @@
 --
 -- All or nothing: every item is decided first against state as it stands (an item on a
 -- counter already used earlier in the same call sees that earlier item's hits), nothing
--- is written unless every non-shadow item is within its limit, and then only admitted
--- items write. Each written key gets a PEXPIRE of exactly how long its state matters.
+-- is written unless every enforced item is within its limit and, if there are quota
+-- items, one of them is (store/mod.rs `admits`); then only admitted items write. Each written key gets a PEXPIRE of exactly how long its state matters.
 --
 -- Numbers: Lua here has only doubles (exact to 2^53). Times are microseconds (Redis's
 -- resolution; ~2^51 today). The token bucket and the sliding counter need products such
@@ -347,7 +349,17 @@ function swc.save(key, s, it)
   redis.call('SET', key, fmt(s.w) .. ' ' .. fmt(s.p) .. ' ' .. fmt(s.c), 'PX', ttl_ms(left))
 end
 
-local algorithms = { fw = fw, tb = tb, swl = swl, swc = swc }
+-- Block (requests_per_unit 0): always over, no state; the reset is the end of the unit's
+-- window, as the reference reports it. Its key is never read or written.
+local blk = {}
+function blk.load() return nil end
+function blk.decide(_, it)
+  local reset = (it.period_us - it.now % it.period_us) * 1000
+  return false, 0, fmt(reset), nil
+end
+function blk.save() end
+
+local algorithms = { fw = fw, tb = tb, swl = swl, swc = swc, blk = blk }
 
 -- The driver.
 local now
@@ -361,17 +373,21 @@ end
 if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
 local states, order, out, blocked = {}, {}, {}, false
+local quota_items, quota_within = 0, 0
 for i, key in ipairs(KEYS) do
   local a = 4 + (i - 1) * 6
   local unit_s = tonumber(ARGV[a + 2])
   local it = {
     alg = algorithms[ARGV[a]], rpu = tonumber(ARGV[a + 1]), unit_s = unit_s,
     period_us = unit_s * 1000000, burst = tonumber(ARGV[a + 3]),
-    hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', now = now,
+    hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', quota = ARGV[a + 5] == 'q',
+    now = now,
   }
   if not it.alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[a])) end
   local st = states[key]
-  if not st then
+  if it.alg == blk then
+    st = {} -- no state: never shared with a counting item on the same key
+  elseif not st then
     st = { state = it.alg.load(key, it), item = it }
     states[key] = st
   end
@@ -379,13 +395,19 @@ for i, key in ipairs(KEYS) do
   if allowed then
     st.state = next_state
     if not st.dirty then st.dirty = true; order[#order + 1] = key end
-  elseif not it.shadow then
+  elseif not it.shadow and not it.quota then
     blocked = true
+  end
+  if it.quota then
+    quota_items = quota_items + 1
+    if allowed then quota_within = quota_within + 1 end
   end
   out[#out + 1] = allowed and 1 or 0
   out[#out + 1] = remaining
   out[#out + 1] = reset
 end
+-- Quota mode: the quota items block together, when none of them is within.
+if quota_items > 0 and quota_within == 0 then blocked = true end
 -- Redis's time, from which the server estimates the offset between the clocks.
 out[#out + 1] = now
 

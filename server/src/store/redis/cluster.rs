@@ -6,7 +6,7 @@ use super::outage::Failure;
 use super::script::CallTimes;
 use super::{key, Inner};
 use crate::algorithm::Decision;
-use crate::store::Check;
+use crate::store::{admits, Check};
 use futures_util::future::join_all;
 use redis::cluster_async::ClusterConnection;
 use std::collections::BTreeMap;
@@ -29,8 +29,7 @@ impl Inner {
             return self.call(&mut conn.clone(), &items, "commit", now).await;
         }
         let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
-        let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);
-        if blocked {
+        if !admits(batch, |i| peek[i].allowed) {
             return Ok(peek);
         }
         self.call_groups(&conn, batch, &groups, "commit", now).await

@@ -14,6 +14,9 @@ pub const SCRIPT: &str = include_str!("check.lua");
 /// at most this many; it keeps the script's arithmetic within exact doubles.
 const MAX_SCRIPT_HITS: u64 = 1 << 32;
 
+/// The script's pseudo-algorithm for a `blocked` item: always over, its key never touched.
+const BLOCKED: &str = "blk";
+
 /// What the script answers, past its deadline, instead of decisions: it changed nothing.
 const LATE: &[u8] = b"late";
 
@@ -42,13 +45,23 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) ->
             Algorithm::TokenBucket { burst } => burst.get(),
             _ => 0,
         };
-        cmd.arg(key::algorithm_code(c.limit.algorithm))
+        let algorithm = if c.blocked {
+            BLOCKED
+        } else {
+            key::algorithm_code(c.limit.algorithm)
+        };
+        let role = match (c.shadow, c.quota) {
+            (true, _) => "1",
+            (false, true) => "q",
+            (false, false) => "0",
+        };
+        cmd.arg(algorithm)
             .arg(c.limit.requests_per_unit.get())
             .arg(c.limit.unit.seconds())
             .arg(burst)
             // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
             .arg(c.hits.clamp(1, MAX_SCRIPT_HITS))
-            .arg(if c.shadow { "1" } else { "0" });
+            .arg(role);
     }
     cmd
 }

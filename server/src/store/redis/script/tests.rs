@@ -16,6 +16,8 @@ fn the_command_follows_the_script_contract() {
         },
         hits,
         shadow,
+        quota: false,
+        blocked: false,
     };
     let burst = NonZeroU32::new(4).unwrap();
     let tb = c(0, false, Algorithm::TokenBucket { burst });
