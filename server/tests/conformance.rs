@@ -253,6 +253,80 @@ async fn a_shadow_limit_never_blocks_the_others<St: Store>(h: &Harness<St>) {
     assert_eq!(h.one(&enforced).await.remaining, 7);
 }
 
+async fn quota_items_block_only_together<St: Store>(h: &Harness<St>) {
+    h.at(W);
+    let quota = |name: &str, rpu| Check {
+        quota: true,
+        ..h.check(name, limit(rpu, Unit::Minute, Algorithm::FixedWindow))
+    };
+    let (alpha, beta) = (quota("alpha", 1), quota("beta", 2));
+    let enforced = h.check("org", limit(10, Unit::Minute, Algorithm::FixedWindow));
+    let all = [alpha.clone(), beta.clone(), enforced.clone()];
+    assert_eq!(h.allowed(&all).await, [true, true, true]);
+    // alpha is over but beta is within: admitted, and beta and org consume.
+    assert_eq!(h.allowed(&all).await, [false, true, true]);
+    // Every quota item over: rejected, nothing consumed.
+    assert_eq!(h.allowed(&all).await, [false, false, true]);
+    assert_eq!(h.one(&enforced).await.remaining, 7);
+    // A single quota item over blocks the request on its own.
+    assert_eq!(h.allowed(&[alpha, enforced.clone()]).await, [false, true]);
+    assert_eq!(h.one(&enforced).await.remaining, 6);
+}
+
+async fn a_blocked_item_is_always_over_and_consumes_nothing<St: Store>(h: &Harness<St>) {
+    h.at(W + 10 * S);
+    let blocked = Check {
+        blocked: true,
+        ..h.check(
+            "banned",
+            limit(
+                1,
+                Unit::Minute,
+                Algorithm::TokenBucket {
+                    burst: NonZeroU32::MIN,
+                },
+            ),
+        )
+    };
+    let enforced = h.check("other", limit(10, Unit::Minute, Algorithm::FixedWindow));
+    let pair = [blocked.clone(), enforced.clone()];
+    let answer = h.ask(&pair).await;
+    assert!(!answer[0].allowed && answer[1].allowed);
+    assert_eq!(answer[0].remaining, 0);
+    // Until the minute's epoch-aligned window ends, as the reference reports a block.
+    let to_window_end = 60 * S - (W + 10 * S) % (60 * S);
+    assert_eq!(answer[0].reset_in_ns, to_window_end);
+    assert_eq!(
+        h.one(&enforced).await.remaining,
+        9,
+        "the blocked request consumed nothing"
+    );
+    // Blocked in shadow mode: never blocks the others.
+    let shadow = Check {
+        shadow: true,
+        ..blocked
+    };
+    assert_eq!(h.allowed(&[shadow, enforced.clone()]).await, [false, true]);
+    assert_eq!(h.one(&enforced).await.remaining, 7);
+}
+
+async fn month_and_year_work_with_every_algorithm<St: Store>(h: &Harness<St>) {
+    h.at(W);
+    for unit in [Unit::Month, Unit::Year] {
+        for algorithm in all_algorithms(2) {
+            let c = h.check(
+                &format!("{}-{}", unit.name(), algorithm.name()),
+                limit(2, unit, algorithm),
+            );
+            assert_eq!(h.allowed(&[c.clone()]).await, [true]);
+            assert_eq!(h.allowed(&[c.clone()]).await, [true]);
+            let denied = h.one(&c).await;
+            assert!(!denied.allowed, "{unit:?} {algorithm:?}");
+            assert!(denied.reset_in_ns > 0 && denied.reset_in_ns <= unit.period_ns());
+        }
+    }
+}
+
 async fn the_same_counter_twice_in_one_request_counts_twice<St: Store>(h: &Harness<St>) {
     h.at(W);
     for algorithm in all_algorithms(1) {
@@ -390,6 +464,9 @@ macro_rules! for_each_scenario {
             sliding_window_counter_weighs_the_previous_window,
             a_rejected_request_consumes_nothing,
             a_shadow_limit_never_blocks_the_others,
+            quota_items_block_only_together,
+            a_blocked_item_is_always_over_and_consumes_nothing,
+            month_and_year_work_with_every_algorithm,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
             idle_counters_are_as_good_as_fresh,
@@ -517,14 +594,30 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
     })
 }
 
+/// How an item takes part in its request.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Enforced,
+    Shadow,
+    Quota,
+    /// `requests_per_unit: 0`, enforced.
+    Blocked,
+}
+
 /// A step: microseconds to wait, then a request of 1–3 items (limit index, key, hits,
-/// shadow).
-type Step = (u64, Vec<(usize, u8, u64, bool)>);
+/// role).
+type Step = (u64, Vec<(usize, u8, u64, Role)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
     let hits = prop_oneof![8 => 1u64..=3, 1 => Just(7u64), 1 => Just(u64::MAX)];
-    let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15));
+    let role = prop_oneof![
+        12 => Just(Role::Enforced),
+        2 => Just(Role::Shadow),
+        4 => Just(Role::Quota),
+        1 => Just(Role::Blocked),
+    ];
+    let item = (0usize..3, 0u8..2, hits, role);
     prop::collection::vec((gap, prop::collection::vec(item, 1..=3)), 1..40)
 }
 
@@ -555,16 +648,16 @@ fn redis_and_memory_agree_on_random_traffic() {
             clock.set(now);
             let batch: Vec<Check> = items
                 .iter()
-                .map(|&(l, key, hits, shadow)| Check {
+                .map(|&(l, key, hits, role)| Check {
                     // One limit per counter, as a configuration gives (a limit changed by a
                     // reload starts afresh in both stores, but Redis keeps the old one's
                     // key until it expires, so A → B → A differs by design).
                     key: CounterKey::new(&domain, [("k", format!("{l}-{key}").as_str())]),
                     limit: limits[l],
                     hits,
-                    shadow,
-                    quota: false,
-                    blocked: false,
+                    shadow: matches!(role, Role::Shadow),
+                    quota: matches!(role, Role::Quota),
+                    blocked: matches!(role, Role::Blocked),
                 })
                 .collect();
             let want = memory.check_now(&batch).unwrap();
