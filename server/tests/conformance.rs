@@ -318,8 +318,8 @@ async fn month_and_year_work_with_every_algorithm<St: Store>(h: &Harness<St>) {
                 &format!("{}-{}", unit.name(), algorithm.name()),
                 limit(2, unit, algorithm),
             );
-            assert_eq!(h.allowed(&[c.clone()]).await, [true]);
-            assert_eq!(h.allowed(&[c.clone()]).await, [true]);
+            assert_eq!(h.allowed(std::slice::from_ref(&c)).await, [true]);
+            assert_eq!(h.allowed(std::slice::from_ref(&c)).await, [true]);
             let denied = h.one(&c).await;
             assert!(!denied.allowed, "{unit:?} {algorithm:?}");
             assert!(denied.reset_in_ns > 0 && denied.reset_in_ns <= unit.period_ns());
