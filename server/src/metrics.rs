@@ -124,6 +124,11 @@ impl DomainCounters {
     pub fn record_limit(&self, path: &Arc<str>, outcome: Outcome) {
         self.limits.record(path, outcome);
     }
+
+    /// Creates the series of the limit at `path` now (within the bound).
+    fn register_limit(&self, path: &Arc<str>) {
+        self.limits.register(path);
+    }
 }
 
 /// A counter per label value of `name`, created now and registered as `family` (whose
@@ -316,6 +321,15 @@ impl Metrics {
                 ));
                 map.insert(Arc::from(name), counters);
             }
+        }
+    }
+
+    /// Creates the series of every per-limit metric of `config` (see [`limits`]), and its
+    /// domains', so they export zeros before traffic.
+    pub fn register_config(&self, config: &crate::config::Config) {
+        self.register_domains(config.domain_names());
+        for (domain, path) in config.limit_series() {
+            self.domain(domain).register_limit(path);
         }
     }
 

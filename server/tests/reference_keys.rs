@@ -339,8 +339,12 @@ async fn the_reference_keys_on_redis() {
 }
 
 #[tokio::test]
-async fn without_the_flag_there_is_no_dynamic_metadata() {
+async fn without_the_flag_there_is_no_dynamic_metadata_and_series_start_at_zero() {
     let server = Server::start(Path::new(DIR), &[]);
+    // The per-limit series exist from the configuration's load, at zero.
+    let before =
+        "floodgate_limit_decisions_total{domain=\"metrics\",limit=\"client\",result=\"ok\"}";
+    assert_eq!(server.metric(before).await, Some(0.0));
     let mut c = Client(server.client().await);
     let r = c.ask("quota", &[&[("team", "beta")]]).await;
     assert_eq!(r.dynamic_metadata, None);

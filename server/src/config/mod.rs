@@ -91,6 +91,36 @@ impl Config {
     pub fn domain_names(&self) -> impl Iterator<Item = &str> {
         self.domains.keys().map(String::as_str)
     }
+
+    /// Every `(domain, configured path)` with its own decision series (`detailed_metric`,
+    /// `value_to_metric`), so the series can exist before traffic.
+    pub fn limit_series(&self) -> Vec<(&Arc<str>, &Arc<str>)> {
+        fn walk<'c>(
+            domain: &'c Arc<str>,
+            level: &'c Level,
+            out: &mut Vec<(&'c Arc<str>, &'c Arc<str>)>,
+        ) {
+            for nodes in level.by_key.values() {
+                let wildcards = nodes.wildcards.iter().map(|(_, n)| n);
+                for node in nodes
+                    .exact
+                    .values()
+                    .chain(wildcards)
+                    .chain(nodes.any.as_deref())
+                {
+                    if let Some(path) = node.rule.as_ref().and_then(|r| r.metric.as_ref()) {
+                        out.push((domain, path));
+                    }
+                    walk(domain, &node.children, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for d in self.domains.values() {
+            walk(&d.name, &d.root, &mut out);
+        }
+        out
+    }
 }
 
 /// One domain's descriptor tree.

@@ -1,10 +1,11 @@
 //! `floodgate_limit_decisions_total{domain, limit, result}`: decisions per configured
-//! limit, for limits whose descriptor sets `detailed_metric` or `value_to_metric`.
+//! limit, for limits whose descriptor sets `detailed_metric` or `value_to_metric`. The
+//! family is only exported while at least one such limit is configured.
 //!
 //! The `limit` label is the limit's configured path (`tenant_acme.path_/api*`), never a
 //! value a client sent: the reference names these stats after the request's own values,
-//! which lets clients create series without bound. Series are created on a limit's first
-//! decision, and at most [`MAX_LIMITS`] limits get one (configurations reloaded many times
+//! which lets clients create series without bound. Series are created when a configuration
+//! naming the limit is loaded (or at its first decision), and at most [`MAX_LIMITS`] limits get one (configurations reloaded many times
 //! cannot grow the exposition without bound either); a limit beyond is only counted per
 //! domain.
 
@@ -61,6 +62,11 @@ impl DomainLimits {
             },
         };
         counters[outcome as usize].inc();
+    }
+
+    /// Creates the series of `path` before its first decision (within the bound).
+    pub(super) fn register(&self, path: &Arc<str>) {
+        let _ = self.create(path);
     }
 
     fn create(&self, path: &Arc<str>) -> Option<Arc<[Counter; 4]>> {
