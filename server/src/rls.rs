@@ -187,8 +187,10 @@ fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
         };
         let r = f.rule;
         // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset" is
-        // distinguishable) overrides the request's; 0 there means 1 too.
-        let hits = d.hits_addend.map_or(request_hits, |h| h.max(1));
+        // distinguishable) overrides the request's, and there 0 means check-only, as
+        // envoyproxy/ratelimit defines it: decided (OK when one hit would fit), remaining
+        // reported as it stands, nothing counted.
+        let hits = d.hits_addend.unwrap_or(request_hits);
         let (limit, blocked) = match r.kind() {
             RuleKind::Unlimited => (None, false),
             RuleKind::Limited(limit) => (Some(limit), false),

@@ -10,10 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/check_only.rs"]
+mod check_only;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
 mod support;
 
+use check_only::*;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
@@ -475,7 +478,9 @@ macro_rules! for_each_scenario {
             fixed_window_reports_until_the_window_ends,
             token_bucket_reports_until_one_token_is_back,
             sliding_log_reports_until_the_oldest_that_matters_leaves,
-            sliding_counter_reports_until_the_estimate_has_room
+            sliding_counter_reports_until_the_estimate_has_room,
+            check_only_counts_nothing_on_every_algorithm,
+            a_check_only_item_over_its_limit_blocks_and_consumes_nothing
         );
     };
 }
@@ -610,7 +615,8 @@ type Step = (u64, Vec<(usize, u8, u64, Role)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
-    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(7u64), 1 => Just(u64::MAX)];
+    // 0: a check-only item.
+    let hits = prop_oneof![8 => 1u64..=3, 1 => Just(0u64), 1 => Just(7u64), 1 => Just(u64::MAX)];
     let role = prop_oneof![
         12 => Just(Role::Enforced),
         2 => Just(Role::Shadow),

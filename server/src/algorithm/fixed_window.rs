@@ -24,7 +24,8 @@ impl State {
     }
 }
 
-/// Admits `hits` when they fit in what is left of the current window.
+/// Admits `hits` when they fit in what is left of the current window. `hits` of 0 is a
+/// check-only probe: admitted when one hit would fit, counting nothing.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let period = limit.period_ns();
     let window = now_ns / period;
@@ -38,7 +39,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     let ends_at = current.window.saturating_add(1).saturating_mul(period);
     let reset_in_ns = ends_at.saturating_sub(now_ns);
     let after = current.count.saturating_add(hits);
-    if after <= limit.rpu() {
+    if current.count.saturating_add(hits.max(1)) <= limit.rpu() {
         let next = State {
             window: current.window,
             count: after,

@@ -222,11 +222,13 @@ impl State {
 
 /// Decides `hits` against `state` at `now_ns` under `limit`.
 ///
-/// Pure. `hits` of zero counts as one (Envoy's `hits_addend` rule, applied again here so
-/// no caller can forget it). A state of another algorithm than the limit's is read as
-/// fresh: it happens when a configuration reload changes a limit's algorithm.
+/// Pure. `hits` of zero is a **check-only** probe (a descriptor's own `hits_addend` of 0,
+/// as envoyproxy/ratelimit defines it): admitted when one hit would fit, denied otherwise,
+/// `remaining` as it stands, and its update counts nothing. (The request-level
+/// `hits_addend` of 0 means 1; the RLS layer maps that before a store sees it.) A state of
+/// another algorithm than the limit's is read as fresh: it happens when a configuration
+/// reload changes a limit's algorithm.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
-    let hits = hits.max(1);
     match (state, limit.algorithm) {
         (State::FixedWindow(s), Algorithm::FixedWindow) => {
             let (d, n) = fixed_window::decide(s, now_ns, limit, hits);

@@ -9,9 +9,10 @@ use std::num::NonZeroU32;
 const S: u64 = 1_000_000_000;
 const P: u64 = S; // every limit here is per second
 
-/// A run: request times (non-decreasing, ns) and their hits.
+/// A run: request times (non-decreasing, ns) and their hits (0: a check-only probe, which
+/// is admitted when one hit fits and counts nothing).
 fn run_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
-    prop::collection::vec((0u64..(3 * S / 2), 1u64..=3), 1..80).prop_map(|steps| {
+    prop::collection::vec((0u64..(3 * S / 2), 0u64..=3), 1..80).prop_map(|steps| {
         let mut now = 1_000 * S + 123_456_789;
         steps
             .into_iter()
@@ -54,6 +55,27 @@ fn replay(l: &Limit, requests: &[(u64, u64)]) -> Vec<Decision> {
         .collect()
 }
 
+/// The state after `requests`.
+fn replay_state(l: &Limit, requests: &[(u64, u64)]) -> State {
+    let mut state = State::fresh(l);
+    for &(now, hits) in requests {
+        state.apply(decide(&state, now, l, hits).1);
+    }
+    state
+}
+
+/// One of the four algorithms, by index (a token bucket's burst follows the limit).
+fn any_algorithm(i: usize, rpu: u32) -> Algorithm {
+    match i {
+        0 => Algorithm::FixedWindow,
+        1 => Algorithm::TokenBucket {
+            burst: NonZeroU32::new(rpu).unwrap(),
+        },
+        2 => Algorithm::SlidingWindowLog,
+        _ => Algorithm::SlidingWindowCounter,
+    }
+}
+
 /// Hits admitted in the window `(end − P, end]`.
 fn admitted_in(requests: &[(u64, u64)], ds: &[Decision], end: u64) -> u64 {
     requests
@@ -82,7 +104,7 @@ proptest! {
             let used: u64 = reqs[..i].iter().zip(&ds)
                 .filter(|((u, _), d)| d.allowed && u / P == t / P)
                 .map(|((_, h), _)| h).sum();
-            prop_assert_eq!(ds[i].allowed, used + hits <= u64::from(rpu));
+            prop_assert_eq!(ds[i].allowed, used + hits.max(1) <= u64::from(rpu));
         }
         // Across a boundary it may admit twice the limit, never more.
         prop_assert!(worst_window(&reqs, &ds) <= 2 * u64::from(rpu));
@@ -94,7 +116,7 @@ proptest! {
         let ds = replay(&l, &reqs);
         for (i, &(t, hits)) in reqs.iter().enumerate() {
             let used = admitted_in(&reqs[..i], &ds[..i], t);
-            prop_assert_eq!(ds[i].allowed, used + hits <= u64::from(rpu));
+            prop_assert_eq!(ds[i].allowed, used + hits.max(1) <= u64::from(rpu));
             if ds[i].allowed {
                 prop_assert_eq!(u64::from(ds[i].remaining), u64::from(rpu) - used - hits);
             }
@@ -118,7 +140,7 @@ proptest! {
             let current = in_window(w);
             let f_left = u128::from(P - t % P);
             // previous × (1 − f) + current + hits ≤ limit, multiplied through by P.
-            let fits = previous * f_left + (current + u128::from(hits)) * u128::from(P) <= r * u128::from(P);
+            let fits = previous * f_left + (current + u128::from(hits.max(1))) * u128::from(P) <= r * u128::from(P);
             prop_assert_eq!(ds[i].allowed, fits);
         }
         // Never more than the limit in one aligned window, and strictly under twice it in any.
@@ -138,7 +160,7 @@ proptest! {
             tokens = (tokens + u128::from(t - last) * u128::from(rpu)).min(cap);
             last = t;
             let cost = u128::from(hits) * u128::from(P);
-            let fits = tokens >= cost;
+            let fits = tokens >= cost.max(u128::from(P));
             prop_assert_eq!(ds[i].allowed, fits, "request {} at {}", i, t);
             if fits { tokens -= cost; }
         }
@@ -149,6 +171,25 @@ proptest! {
                 if ds[j].allowed { sum += u128::from(reqs[j].1); }
                 let len = u128::from(reqs[j].0 - reqs[i].0);
                 prop_assert!(sum * u128::from(P) <= cap + len * u128::from(rpu));
+            }
+        }
+    }
+
+    #[test]
+    fn a_check_only_probe_changes_nothing(alg in 0usize..4, rpu in 1u32..20, reqs in run_strategy()) {
+        let l = limit(rpu, Unit::Second, any_algorithm(alg, rpu));
+        // The same run with a probe (hits 0) just before every request decides alike.
+        let probed: Vec<(u64, u64)> = reqs.iter().flat_map(|&(t, h)| [(t, 0), (t, h)]).collect();
+        let plain = replay(&l, &reqs);
+        let with_probes = replay(&l, &probed);
+        for (i, d) in plain.iter().enumerate() {
+            prop_assert_eq!(*d, with_probes[2 * i + 1], "request {}", i);
+            // A probe is admitted exactly when one hit would be, and reports what remains.
+            let (one, _) = decide(&replay_state(&l, &reqs[..i]), reqs[i].0, &l, 1);
+            let probe = with_probes[2 * i];
+            prop_assert_eq!(probe.allowed, one.allowed, "probe {}", i);
+            if one.allowed {
+                prop_assert_eq!(probe.remaining, one.remaining + 1, "probe {}", i);
             }
         }
     }

@@ -61,7 +61,8 @@ impl State {
     }
 }
 
-/// Admits `hits` when the weighted estimate leaves room for them.
+/// Admits `hits` when the weighted estimate leaves room for them. `hits` of 0 is a
+/// check-only probe: admitted when one hit would fit, counting nothing.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let period = limit.period_ns();
     let p = u128::from(period);
@@ -76,7 +77,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     let asked = u128::from(hits) * p;
     let remaining =
         |used: u128| clamp_u32(u64::try_from(budget.saturating_sub(used) / p).unwrap_or(0));
-    if estimate + asked <= budget {
+    if estimate + asked.max(p) <= budget {
         let next = State {
             current: cur.current.saturating_add(hits),
             ..cur

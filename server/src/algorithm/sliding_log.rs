@@ -73,7 +73,8 @@ impl State {
     }
 }
 
-/// Admits `hits` when the window ending now has room for them.
+/// Admits `hits` when the window ending now has room for them. `hits` of 0 is a check-only
+/// probe: admitted when one hit would fit, recording nothing.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
     let period = limit.period_ns();
     let rpu = limit.rpu();
@@ -83,7 +84,23 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     let expired_hits: u64 = state.entries.iter().take(expired).map(|e| e.hits).sum();
     let live = state.total.saturating_sub(expired_hits);
     let after = live.saturating_add(hits);
-    if after <= rpu {
+    if hits == 0 && live < rpu {
+        // Check-only: nothing recorded, so the limit is fully available once the newest
+        // live entry leaves (at once with none live).
+        let newest = state.entries.back().filter(|_| live > 0);
+        let decision = Decision {
+            allowed: true,
+            remaining: clamp_u32(rpu - live),
+            reset_in_ns: newest
+                .map_or(0, |e| e.at_ns.saturating_add(period).saturating_sub(now_ns)),
+        };
+        let update = Update {
+            expired,
+            record: None,
+        };
+        return (decision, update);
+    }
+    if hits > 0 && after <= rpu {
         // Keep the log ordered even if the clock went back.
         let at_ns = state.entries.back().map_or(now_ns, |e| e.at_ns.max(now_ns));
         let decision = Decision {

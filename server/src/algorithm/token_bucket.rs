@@ -32,7 +32,8 @@ impl State {
     }
 }
 
-/// Takes `hits` tokens from a bucket of `burst` tokens when they are there.
+/// Takes `hits` tokens from a bucket of `burst` tokens when they are there. `hits` of 0 is
+/// a check-only probe: admitted when one token is there, taking none.
 pub fn decide(
     state: &State,
     now_ns: u64,
@@ -49,7 +50,8 @@ pub fn decide(
     let start = state.tat.max(now);
     let new_tat = start.saturating_add(cost);
     let ahead = new_tat - now;
-    if ahead <= capacity {
+    let probe = if hits == 0 { ahead + token } else { ahead };
+    if probe <= capacity {
         let decision = Decision {
             allowed: true,
             remaining: whole_tokens(capacity - ahead, token),

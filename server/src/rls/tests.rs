@@ -63,7 +63,7 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 }
 
 #[test]
-fn hits_addend_zero_means_one_and_a_descriptor_overrides_the_request() {
+fn a_request_hits_addend_of_zero_means_one_and_a_descriptor_overrides_it() {
     let svc = service(100, false);
     let user = || desc(&[("user", "a")], None);
     let r = block_on(svc.decide(request("web", vec![user()], 0))).unwrap();
@@ -79,6 +79,33 @@ fn hits_addend_zero_means_one_and_a_descriptor_overrides_the_request() {
         Code::OverLimit as i32,
         "the request's 3 exceed 2"
     );
+}
+
+#[test]
+fn a_descriptor_hits_addend_of_zero_is_check_only() {
+    let svc = service(100, false);
+    let probe = |v: &str| desc(&[("user", v)], Some(0));
+    // The request's 0 still means 1 for the descriptors without their own.
+    let r = block_on(svc.decide(request("web", vec![probe("a")], 0))).unwrap();
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    assert_eq!(r.statuses[0].limit_remaining, 2, "nothing counted");
+    let r = block_on(svc.decide(request("web", vec![probe("a")], 5))).unwrap();
+    assert_eq!(
+        r.statuses[0].limit_remaining, 2,
+        "the request's 5 do not apply"
+    );
+    for left in [1, 0] {
+        let r =
+            block_on(svc.decide(request("web", vec![desc(&[("user", "a")], None)], 0))).unwrap();
+        assert_eq!(r.statuses[0].limit_remaining, left);
+    }
+    // Full: the probe is over, and a request it belongs to consumes nothing.
+    let other = || desc(&[("user", "b")], None);
+    let r = block_on(svc.decide(request("web", vec![probe("a"), other()], 0))).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].code, Code::OverLimit as i32);
+    let r = block_on(svc.decide(request("web", vec![other()], 0))).unwrap();
+    assert_eq!(r.statuses[0].limit_remaining, 1, "b was not consumed");
 }
 
 #[test]

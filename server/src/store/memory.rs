@@ -186,7 +186,12 @@ impl<C: Clock> MemoryStore<C> {
                 }
             };
             if d.allowed && earlier.is_empty() {
-                growth += cell_growth(shard.get(&c.key), stored.is_some(), &u);
+                // Whether this counter records anything in this request: a check-only
+                // item does not, a later item on the same counter may.
+                let records = batch[i..]
+                    .iter()
+                    .any(|b| b.key == c.key && b.limit == c.limit && b.hits > 0);
+                growth += cell_growth(shard.get(&c.key), stored.is_some(), &u, records);
             }
             decisions.push(d);
             updates.push(Some(u));
@@ -207,8 +212,10 @@ impl<C: Clock> MemoryStore<C> {
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let Some(u) = u else { continue };
             let shard = &mut guards[guard_of(i)];
-            if !decisions[i].allowed && !shard.contains_key(&c.key) {
-                continue; // a denied shadow item on a fresh counter changes nothing
+            if (!decisions[i].allowed || c.hits == 0) && !shard.contains_key(&c.key) {
+                // A denied shadow item or a check-only one on a fresh counter changes
+                // nothing: no cell for it.
+                continue;
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
                 limit: c.limit,
@@ -239,17 +246,19 @@ impl<C: Clock> MemoryStore<C> {
 }
 
 /// Cells an admitted item will add (negative: free): a new or reset counter costs one cell
-/// plus its state; a live log gains at most one entry and loses those it trims.
-fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update) -> isize {
-    let log_entry = isize::from(matches!(update, Update::SlidingWindowLog(_)));
+/// plus its state; a live log gains at most one entry and loses those it trims. A counter
+/// that `records` nothing (check-only items alone) gains no entry and no new counter.
+fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update, records: bool) -> isize {
+    let records = isize::from(records);
+    let log_entry = records * isize::from(matches!(update, Update::SlidingWindowLog(_)));
     match slot {
         Some(_) if live => match update {
-            Update::SlidingWindowLog(l) => 1 - l.expired() as isize,
+            Update::SlidingWindowLog(l) => log_entry - l.expired() as isize,
             _ => 0,
         },
         // A stale slot (idle, or from another limit) is replaced.
         Some(slot) => 1 + log_entry - slot.cells as isize,
-        None => 1 + log_entry,
+        None => records * (1 + log_entry),
     }
 }
 

@@ -35,7 +35,8 @@ pub struct Check {
     pub key: CounterKey,
     /// The limit the configuration applies to it.
     pub limit: Limit,
-    /// Hits to add (at least 1).
+    /// Hits to add. 0 is a **check-only** item (a descriptor's own `hits_addend` of 0):
+    /// decided as whether one hit would fit, `remaining` as it stands, nothing counted.
     pub hits: u64,
     /// Shadow mode: never blocks the request, so never blocks the other items' consumption.
     pub shadow: bool,

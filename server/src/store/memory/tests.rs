@@ -231,3 +231,32 @@ fn a_counters_entry_is_fixed_size() {
     assert_eq!(std::mem::size_of::<CounterKey>(), 16);
     assert!(entry <= 96, "{entry} bytes");
 }
+
+#[test]
+fn check_only_items_take_no_cell() {
+    let (_, s) = store(1);
+    for algorithm in all_algorithms() {
+        let probe = Check {
+            hits: 0,
+            ..check(algorithm.name(), limit(5, algorithm))
+        };
+        assert_eq!(allowed(&s, &[probe.clone(), probe]), [true, true]);
+    }
+    assert_eq!(s.cells(), 0, "probing fresh counters stores nothing");
+    // At capacity a probe still answers (it needs no cell), and with a hit on the same
+    // counter the reservation counts the cell the hit needs.
+    assert!(s
+        .check_now(&[check("taken", limit(5, Algorithm::FixedWindow))])
+        .is_ok());
+    let log = limit(5, Algorithm::SlidingWindowLog);
+    let probe = Check {
+        hits: 0,
+        ..check("log", log)
+    };
+    assert_eq!(allowed(&s, std::slice::from_ref(&probe)), [true]);
+    assert!(matches!(
+        s.check_now(&[probe, check("log", log)]),
+        Err(StoreError::Full(1))
+    ));
+    assert_eq!(s.cells(), 1);
+}

@@ -20,9 +20,10 @@
 -- ARGV[4 + 6(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
 --           "swl" sliding window log, "swc" sliding window counter, "blk" a limit of 0:
 --           always over, key untouched), requests_per_unit, unit in seconds, burst ("0"
---           unless tb), hits (1..2^32; larger is the same "never fits"), role ("0"
---           enforced; "1" shadow: never blocks the others; "q" quota: blocks only when no
---           quota item is within its limit).
+--           unless tb), hits (0..2^32; larger is the same "never fits"; 0 is check-only:
+--           admitted when one hit fits, counts nothing), role ("0" enforced; "1" shadow:
+--           never blocks the others; "q" quota: blocks only when no quota item is within
+--           its limit).
 -- Returns   {"late"} past ARGV[3]. Otherwise 3 values per item, in order: allowed (1/0),
 --           remaining (integer), and the ns until reset as a decimal string (it can exceed
 --           2^53): admitted, until the limit is fully available; denied, exactly until one
@@ -177,7 +178,7 @@ function fw.decide(s, it)
   if s.w < window then cur = { w = window, c = 0 } end
   local reset = math.max((cur.w + 1) * it.period_us - it.now, 0) * 1000
   local after = cur.c + it.hits
-  if after <= it.rpu then
+  if cur.c + math.max(it.hits, 1) <= it.rpu then
     return true, it.rpu - after, fmt(reset), { w = cur.w, c = after }
   end
   -- Denied: one hit fits at the window's end, or now if only the cost was too much.
@@ -212,7 +213,9 @@ function tb.decide(s, it)
   end
   local new_tat = add(start, mul(token, it.hits))
   local ahead = sub(new_tat, now)
-  if cmp(ahead, capacity) <= 0 then
+  local probe = ahead -- check-only (hits 0): one token must be there
+  if it.hits == 0 then probe = add(ahead, token) end
+  if cmp(probe, capacity) <= 0 then
     local reset = ceil_div(ahead, it.rpu)
     return true, whole_tokens(sub(capacity, ahead), it), str(reset), { tat = new_tat, reset = reset }
   end
@@ -255,7 +258,15 @@ end
 function swl.decide(s, it, key)
   local live = swl_live(s)
   local after = live + it.hits
-  if after <= it.rpu then
+  if it.hits == 0 and live < it.rpu then
+    -- Check-only: nothing recorded; fully available once the newest live hit leaves.
+    local last
+    if s.oldest and s.newest then last = s.newest.at end
+    if s.pend > 0 and (not last or s.pend_at > last) then last = s.pend_at end
+    local reset = last and math.max(last + it.period_us - it.now, 0) * 1000 or 0
+    return true, it.rpu - live, fmt(reset), s
+  end
+  if it.hits > 0 and after <= it.rpu then
     local at = it.now
     if s.pend_at and s.pend_at > at then at = s.pend_at end
     if s.newest and s.newest.at > at then at = s.newest.at end
@@ -323,7 +334,7 @@ function swc.decide(s, it)
   local budget = mul(big(P), it.rpu)
   local function remaining(used) return num(div(div(sub(budget, used), 1000000), it.unit_s)) end
   local used = add(estimate, mul(big(P), it.hits))
-  if cmp(used, budget) <= 0 then
+  if cmp(add(estimate, mul(big(P), math.max(it.hits, 1))), budget) <= 0 then
     local n = { w = cur.w, p = cur.p, c = cur.c + it.hits }
     return true, remaining(used), fmt(math.max(swc_idle_at_us(n, it) - it.now, 0) * 1000), n
   end
@@ -394,7 +405,8 @@ for i, key in ipairs(KEYS) do
   local allowed, remaining, reset, next_state = it.alg.decide(st.state, it, key)
   if allowed then
     st.state = next_state
-    if not st.dirty then st.dirty = true; order[#order + 1] = key end
+    -- A check-only item (hits 0) writes nothing of its own.
+    if it.hits > 0 and not st.dirty then st.dirty = true; order[#order + 1] = key end
   elseif not it.shadow and not it.quota then
     blocked = true
   end

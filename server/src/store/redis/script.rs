@@ -59,8 +59,9 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) ->
             .arg(c.limit.requests_per_unit.get())
             .arg(c.limit.unit.seconds())
             .arg(burst)
-            // Hits of 0 mean 1, as everywhere; above 2^32 nothing fits either way.
-            .arg(c.hits.clamp(1, MAX_SCRIPT_HITS))
+            // Hits of 0 are check-only (the script counts nothing); above 2^32 nothing
+            // fits either way.
+            .arg(c.hits.min(MAX_SCRIPT_HITS))
             .arg(role);
     }
     cmd

@@ -49,7 +49,7 @@ fn the_command_follows_the_script_contract() {
             "10",
             "60",
             "4",
-            "1",
+            "0", // a descriptor's hits_addend of 0: check-only, passed as is
             "0",
             "swl",
             "10",
