@@ -2,7 +2,8 @@
 //! floodgate-server used to refuse (`tests/fixtures/config/reference-keys/`) loads
 //! unchanged and is answered with the reference's semantics over gRPC: wildcards in the
 //! middle of a value, `share_threshold`, blocks, month and year units, `replaces`,
-//! `quota_mode`, `metadata` in the dynamic metadata, and per-limit metrics. The same
+//! `quota_mode`, `metadata` in the dynamic metadata, per-limit metrics, and a check-only
+//! descriptor (`hits_addend` 0). The same
 //! scenario runs on the memory store and on Redis.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -141,6 +142,24 @@ async fn block(c: &mut Client) {
     assert_eq!(
         r.statuses[0].limit_remaining, 4,
         "only this request counted"
+    );
+}
+
+async fn check_only(c: &mut Client) {
+    // A descriptor's own hits_addend 0: decided, remaining as it stands, nothing counted.
+    let d = "block";
+    let mut probe = descriptor(&[("client", "probe")]);
+    probe.hits_addend = Some(0);
+    for _ in 0..3 {
+        let r = ask(&mut c.0, envoy_request(d, vec![probe.clone()]))
+            .await
+            .unwrap();
+        assert_eq!((codes(&r), r.statuses[0].limit_remaining), (vec!["OK"], 5));
+    }
+    let r = c.ask(d, &[&[("client", "probe")]]).await;
+    assert_eq!(
+        r.statuses[0].limit_remaining, 4,
+        "only the counted request counted"
     );
 }
 
@@ -316,6 +335,7 @@ async fn scenario(server: &Server) {
     wildcards(&mut c).await;
     share_threshold(&mut c).await;
     block(&mut c).await;
+    check_only(&mut c).await;
     calendar(&mut c).await;
     replaces(&mut c).await;
     quota_mode_and_metadata(&mut c).await;
