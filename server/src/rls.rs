@@ -4,7 +4,6 @@
 //! crate never sees a protobuf type.
 
 use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
-use crate::config::matching::Found;
 use crate::config::{self, Domain, Rule, RuleKind};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
@@ -162,15 +161,11 @@ fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
             checks: Vec::new(),
         };
     };
-    let found: Vec<_> = req
-        .descriptors
-        .iter()
-        .map(|d| dom.lookup(entries(d)))
-        .collect();
-    let replaced = replaced_names(&found);
+    let replaced = replaced_names(dom, req);
     let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
     let mut checks = Vec::new();
-    for (d, f) in req.descriptors.iter().zip(found) {
+    for d in &req.descriptors {
+        let f = dom.lookup(entries(d));
         // The reference's `replaces`: a named limit that another matched limit replaces
         // is dropped (answered as no match); `unlimited` stays unlimited.
         let f = f.filter(|f| {
@@ -221,12 +216,17 @@ fn block_limit(unit: Unit) -> Limit {
     }
 }
 
-/// The names every matched limit replaces (usually none: then nothing is allocated).
-fn replaced_names<'c>(found: &[Option<Found<'c>>]) -> Vec<&'c str> {
-    found
+/// The names every matched limit replaces: a first matching pass, only in a domain where
+/// some limit has `replaces`.
+fn replaced_names<'c>(dom: &'c Domain, req: &RateLimitRequest) -> Vec<&'c str> {
+    if !dom.uses_replaces() {
+        // The usual case: no extra matching pass, no allocation.
+        return Vec::new();
+    }
+    req.descriptors
         .iter()
-        .flatten()
-        .flat_map(|f| f.rule.replaces.iter().map(|n| &**n))
+        .filter_map(|d| dom.find(d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()))))
+        .flat_map(|r| r.replaces.iter().map(|n| &**n))
         .collect()
 }
 

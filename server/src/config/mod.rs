@@ -131,6 +131,15 @@ pub struct Domain {
     /// The file it came from, for logs.
     pub file: PathBuf,
     root: Level,
+    /// Whether any limit here has `replaces` (else a request needs no replacing pass).
+    uses_replaces: bool,
+}
+
+impl Domain {
+    /// Whether any limit of this domain replaces others.
+    pub fn uses_replaces(&self) -> bool {
+        self.uses_replaces
+    }
 }
 
 /// What applies when a request descriptor ends at a node.

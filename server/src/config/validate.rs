@@ -66,6 +66,7 @@ fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
             "is required and must not be empty",
         ));
     }
+    let uses_replaces = any_replaces(&w.descriptors);
     let root = level(
         Place {
             file,
@@ -80,6 +81,17 @@ fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
         name: Arc::from(w.domain),
         file: file.to_path_buf(),
         root,
+        uses_replaces,
+    })
+}
+
+/// Whether a limit anywhere in `descriptors` has `replaces`.
+fn any_replaces(descriptors: &[wire::Descriptor]) -> bool {
+    descriptors.iter().any(|d| {
+        d.rate_limit
+            .as_ref()
+            .is_some_and(|r| !r.replaces.is_empty())
+            || any_replaces(&d.descriptors)
     })
 }
 
