@@ -44,6 +44,10 @@ impl Pattern {
         let Some(middle) = rest.split_last().map(|(_, m)| m) else {
             return false;
         };
+        if middle.is_empty() && last.is_empty() {
+            // `prefix*`, the common case: a prefix test alone.
+            return value.starts_with(first.as_str());
+        }
         // The first part starts the value and the last ends it, without overlapping.
         if value.len() < first.len() + last.len()
             || !value.starts_with(first.as_str())
