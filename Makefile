@@ -13,6 +13,10 @@ WASM          := target/$(WASM_TARGET)/release/floodgate.wasm
 # A test-only build that traps on a magic header, copied out of cargo's output so that it
 # can never stand in for the shipped module.
 TRAP_WASM     := target/trap/$(WASM_TARGET)/release/floodgate.wasm
+# The build that reads responses (the `response-cost` feature: response body and
+# trailers callbacks, for rules whose cost the response reports, e.g. LLM tokens),
+# copied out of cargo's output beside the plain module's path.
+LLM_WASM      := target/llm/$(WASM_TARGET)/release/floodgate-llm.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
 OCI_DIR       := target/oci
@@ -32,6 +36,7 @@ BENCH_WASMS    := $(patsubst %,target/$(WASM_TARGET)/release/%.wasm,$(subst -,_,
 # The end-to-end tests find the pieces through these.
 export FLOODGATE_ENVOY  := $(abspath $(ENVOY))
 export FLOODGATE_WASM   := $(abspath $(WASM))
+export FLOODGATE_LLM_WASM := $(abspath $(LLM_WASM))
 export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
@@ -41,7 +46,7 @@ export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
 	@echo "make test   - every test (unit, property, end-to-end with real Envoy and Redis)"
-	@echo "make wasm   - build $(WASM)"
+	@echo "make wasm   - build $(WASM) and $(LLM_WASM)"
 	@echo "make oci    - OCI image of the filter for Istio (layout + tar in $(OCI_DIR)/), no Docker"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
@@ -84,7 +89,13 @@ promtool:
 # cargo links its output into place on every build, fresh or not, so wasm-opt always
 # starts from cargo's module; it writes beside it and renames, leaving cargo's own copy
 # (a hard link under deps/) untouched.
+# Both builds: floodgate-llm.wasm first (copied out), then the plain module, which ends
+# up on cargo's output path. Cargo keeps each feature set's build, so an unchanged one is
+# only linked into place again.
 wasm: wasm-target wasm-opt
+	cargo build --release --target $(WASM_TARGET) -p floodgate --features response-cost
+	mkdir -p $(dir $(LLM_WASM))
+	$(WASM_OPT) $(WASM) -o $(LLM_WASM)
 	cargo build --release --target $(WASM_TARGET) -p floodgate
 	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
 
@@ -136,6 +147,7 @@ lint: wasm-target
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo clippy --target $(WASM_TARGET) -p floodgate $(addprefix -p ,$(BENCH_PACKAGES)) --lib -- -D warnings
 	cargo clippy --target $(WASM_TARGET) -p floodgate --features trap-on-header --lib -- -D warnings
+	cargo clippy --target $(WASM_TARGET) -p floodgate --features response-cost --lib -- -D warnings
 
 fmt:
 	cargo fmt --all

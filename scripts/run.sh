@@ -60,6 +60,12 @@ after a local burst limit of 20 per client:
   curl -i -H 'x-tenant-id: acme' localhost:10001/          # 429 from the global limit
   curl -i -H 'x-tenant-id: big' -H 'x-cost: 10' localhost:10001/   # one request worth 10
 
+A leased limit (6 000 per minute per API key, leased 100 at a time): one call, then the
+requests spend the lease with no call (the counters flush once a second):
+
+  for i in $(seq 15); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-api-key: demo' localhost:10001/; done
+  sleep 1; curl -s localhost:9902/stats | grep -E 'floodgate\.(lease\.allowed|rls\.calls)'   # 14 from the lease, 1 call
+
 Metrics:   curl -s localhost:9901/stats/prometheus | grep floodgate      (local Envoy)
            curl -s localhost:9902/stats/prometheus | grep floodgate      (global Envoy)
            curl -s localhost:8080/metrics                                (floodgate-server)

@@ -121,7 +121,8 @@ pub fn applicable(
     Ok(applied)
 }
 
-/// Each applied rule's cost: 1, or its cost header's value. Refused when a cost header
+/// Each applied rule's cost: 1, its cost header's value, or the estimate of a cost the
+/// response will report. Refused when a cost header
 /// is not a whole number from 1 to `u32::MAX`, or is sent more than once.
 pub fn costs(
     rules: &[Rule],
@@ -131,7 +132,12 @@ pub fn costs(
     applied
         .iter()
         .map(|a| {
-            let Some(header) = &rules[a.rule].cost_header else {
+            let rule = &rules[a.rule];
+            if let Some(response) = &rule.response_cost {
+                // Known only once the response is done: admitted on the estimate.
+                return Ok(response.estimate);
+            }
+            let Some(header) = &rule.cost_header else {
                 return Ok(1);
             };
             match request.header(header) {

@@ -8,7 +8,9 @@
 //!    per bucket (read, decide with [`bucket`], compare-and-swap, decide again on
 //!    conflict); a rejected request consumes nothing.
 //! 3. [`response`] turns the decisions into a rejection (429 or gRPC RESOURCE_EXHAUSTED
-//!    with `retry-after` and `x-ratelimit-*`) or headers for an allowed response.
+//!    with `retry-after` and the rate-limit fields: draft-03 `x-ratelimit-*` or
+//!    draft-10 `RateLimit-Policy`/`RateLimit`, a text or problem+json body) or headers
+//!    for an allowed response.
 //!
 //! [`limiter`] ties these together and is the single entry point the host layer calls.
 //! Configuration is parsed and validated once by [`config`]; [`metrics`] names and
@@ -29,6 +31,7 @@ pub mod config;
 pub mod descriptor;
 pub mod grpc;
 pub mod header_map;
+pub mod lease;
 pub mod limiter;
 pub mod local;
 pub mod log_throttle;
@@ -39,8 +42,10 @@ pub mod protocol;
 pub mod response;
 pub mod rls;
 pub mod service_headers;
+pub mod sets;
 pub mod shared;
 pub mod table;
+pub mod usage;
 
 #[cfg(test)]
 mod testing;

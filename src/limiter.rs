@@ -8,7 +8,8 @@
 //!
 //! Order: the over-limit cache first (a request it rejects takes no local token and makes
 //! no call; see `cached`), local rules next (cheap; a local rejection means no call to
-//! the service), then one `ShouldRateLimit` call for all global rules. A request
+//! the service), then the quota leases (a request whose global rules all pay from grants
+//! makes no call; see `leased`), then one `ShouldRateLimit` call for all global rules. A request
 //! rejected by the service gives back the local tokens it took, so a rejected request
 //! consumes nothing locally. The answer's half, and what happens when the service cannot answer (degraded
 //! mode), is in [`answer`](Limiter::answer).
@@ -21,6 +22,7 @@
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::descriptor::{self, Refusal, RequestView};
+use crate::lease::LeaseTable;
 use crate::local::{Held, PerBucket, Take};
 use crate::metrics::Tally;
 use crate::over_limit::OverLimitCache;
@@ -28,7 +30,10 @@ use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
 use crate::table::Table;
+use crate::usage::ResponseMeter;
 use cached::CacheKey;
+pub use charge::{ChargeOutcome, GlobalCharge};
+use leased::LeaseStep;
 use record::{record, Outcome};
 
 /// What the host must do with a request.
@@ -50,6 +55,23 @@ pub struct Pass {
     /// Headers for the downstream response (`x-ratelimit-*` when configured, and the
     /// rate limit service's).
     pub response_headers: Headers,
+    /// For rules whose cost the response reports: what to read from the response, then
+    /// hand to [`Limiter::settle`] when it is done. `None` (no allocation) otherwise.
+    pub meter: Option<Box<ResponseMeter>>,
+    /// A lease refill to make in the background (the request does not wait for it).
+    pub refill: Option<Refill>,
+}
+
+/// A check-only call that refills quota leases below their low-water mark; its answer
+/// goes to [`Limiter::refilled`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Refill {
+    /// The encoded `ShouldRateLimit` request (every descriptor with `hits_addend` 0).
+    pub message: Vec<u8>,
+    /// The value of the quota header ([`crate::rls::QUOTA_HEADER`]).
+    pub quota: String,
+    /// The lease keys of its descriptors, in order, for [`Limiter::refilled`].
+    pub keys: Vec<u128>,
 }
 
 /// A call to make to the rate limit service, and what to remember until it answers.
@@ -57,6 +79,9 @@ pub struct Pass {
 pub struct Ask {
     /// The encoded `ShouldRateLimit` request.
     pub message: Vec<u8>,
+    /// The value of the quota header ([`crate::rls::QUOTA_HEADER`]); empty: no header,
+    /// no quota asked for.
+    pub quota: String,
     /// Carried to [`Limiter::answer`].
     pub pending: Pending,
 }
@@ -79,6 +104,11 @@ pub struct Pending {
     /// The global rules as the over-limit cache knows them, one per rule asked about
     /// (empty when the cache is off).
     cache_keys: Vec<CacheKey>,
+    /// The lease keys of the global rules asked about, one per rule, when quota is asked
+    /// for (empty: none asked).
+    lease_keys: Vec<u128>,
+    /// The response meter of the request's response-cost rules, for when it goes on.
+    meter: Option<Box<ResponseMeter>>,
 }
 
 /// The host clock, read at most once and only when a step needs it.
@@ -110,6 +140,9 @@ pub struct Limiter {
     config: Config,
     table: Table,
     over_limit: Option<OverLimitCache>,
+    leases: Option<LeaseTable>,
+    /// Some rule's cost is reported by the response: only then is a meter built.
+    response_costs: bool,
 }
 
 impl Limiter {
@@ -121,11 +154,26 @@ impl Limiter {
             .as_ref()
             .and_then(|rls| rls.over_limit_cache_slots)
             .map(OverLimitCache::new);
+        // A lease table only when some rule leases: other configurations never look one
+        // up.
+        let leases = config
+            .rls
+            .as_ref()
+            .filter(|_| config.rules.iter().any(|r| r.asks_for_lease()))
+            .map(|rls| LeaseTable::new(rls.lease_slots));
+        let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
         Limiter {
             config,
             table,
             over_limit,
+            leases,
+            response_costs,
         }
+    }
+
+    /// The lease table, when some rule asks for quota leases.
+    pub fn lease_table(&self) -> Option<&LeaseTable> {
+        self.leases.as_ref()
     }
 
     /// The over-limit cache, unless it is switched off or no rule is global.
@@ -155,7 +203,11 @@ impl Limiter {
         self.config.rules.iter().any(|r| {
             matches!(
                 r.limit,
-                Limit::Local(_) | Limit::Global { fallback: Some(_) }
+                Limit::Local(_)
+                    | Limit::Global {
+                        fallback: Some(_),
+                        ..
+                    }
             )
         })
     }
@@ -181,8 +233,24 @@ impl Limiter {
         };
         let mut clock = Clock::new(now_ns);
         // The over-limit cache first: a request it rejects takes no local tokens.
-        let lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request, tally);
-        if let Some(reply) = lookup.reply {
+        let mut lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request);
+        let takes = self.local_takes(&applied, &costs);
+        if let Some(reply) = lookup.reply.take() {
+            // Tokens this Envoy holds as leases were counted by the service already, so a
+            // request that can pay from them is admitted whatever the cache says (a
+            // denial can be remembered while grants are held: a call that raced a
+            // grant). Only for requests without local rules (see the README).
+            if takes.is_empty() {
+                if let LeaseStep::Decided(refill) =
+                    self.spend_leases(&applied, &costs, &mut clock, store, tally)
+                {
+                    lookup.record(false, tally);
+                    let mut pass = self.pass(&[], false, tally);
+                    pass.refill = refill;
+                    return Verdict::Continue(pass);
+                }
+            }
+            lookup.record(true, tally);
             let finished = Outcome::Finished {
                 allowed: false,
                 shadow_denied: false,
@@ -190,8 +258,8 @@ impl Limiter {
             record(finished, tally);
             return Verdict::Reject(reply);
         }
+        lookup.record(false, tally);
         // Local rules: take from the shared buckets.
-        let takes = self.local_takes(&applied, &costs);
         let mut pending = Pending {
             cache_keys: lookup.keys,
             ..Pending::default()
@@ -211,6 +279,7 @@ impl Limiter {
                     record(finished, tally);
                     let reply = response::rejection(
                         &self.config.response,
+                        &self.config.rules,
                         &local.standings,
                         None,
                         Vec::new(),
@@ -226,13 +295,39 @@ impl Limiter {
                 }
             }
         }
+        if self.response_costs {
+            pending.meter = self.meter(&applied, &takes, &pending.held);
+        }
+        // Leases: a request paid from grants makes no call.
+        let mut quota = String::new();
+        match self.spend_leases(&applied, &costs, &mut clock, store, tally) {
+            LeaseStep::None => {}
+            LeaseStep::Decided(refill) => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.refill = refill;
+                pass.meter = pending.meter;
+                return Verdict::Continue(pass);
+            }
+            LeaseStep::Ask(keys) => {
+                quota = crate::rls::quota_header_value(&(0..keys.len()).collect::<Vec<_>>());
+                pending.lease_keys = keys;
+            }
+        }
         // Global rules: one call for all of them.
         match self.global_request(&applied, &costs, &mut pending) {
             Some(message) => {
                 record(Outcome::Asked, tally);
-                Verdict::Ask(Box::new(Ask { message, pending }))
+                Verdict::Ask(Box::new(Ask {
+                    message,
+                    quota,
+                    pending,
+                }))
             }
-            None => Verdict::Continue(self.pass(&pending.local, pending.shadow_denied, tally)),
+            None => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.meter = pending.meter;
+                Verdict::Continue(pass)
+            }
         }
     }
 
@@ -245,11 +340,13 @@ impl Limiter {
         record(finished, tally);
         Pass {
             request_headers: Vec::new(),
+            meter: None,
             response_headers: if self.config.response.headers_on_allowed {
-                response::ratelimit_headers(standings)
+                response::header_fields(&self.config.response, &self.config.rules, standings)
             } else {
                 Vec::new()
             },
+            refill: None,
         }
     }
 
@@ -287,7 +384,10 @@ mod answer;
 mod ask;
 mod buckets;
 mod cached;
+mod charge;
+mod leased;
 mod record;
+mod settle;
 
 #[cfg(test)]
 mod tests;

@@ -226,5 +226,49 @@ pub fn give_back(table: &Table, store: &impl SharedData, held: &[Held], now_ns: 
     }
 }
 
+/// Settles a request whose cost the response reported: `held` tokens were taken at
+/// admission, it cost `cost`; the bucket is charged the difference (going into debt if
+/// need be) or given it back. Read, settle, compare-and-swap, settle again on conflict,
+/// so that no concurrent charge is lost. A bucket no longer in its slot (evicted
+/// meanwhile) is looked up again, placed afresh if need be, and charged the whole cost
+/// there: the debt is never dropped. Returns the table's events, or why it could not be written.
+pub fn settle(
+    table: &Table,
+    store: &impl SharedData,
+    held: &Held,
+    cost: u32,
+    now_ns: u64,
+    events: &mut TableEvents,
+) -> Result<(), LocalError> {
+    let take = &held.take;
+    for _ in 0..MAX_ATTEMPTS {
+        let found = table.find(store, take.fingerprint, now_ns)?;
+        // A bucket placed afresh lost what was held with the old one: charge it all.
+        let held_here = if found.origin == Origin::Existing {
+            take.cost.max(1)
+        } else {
+            0
+        };
+        let slot = Slot {
+            fingerprint: take.fingerprint,
+            tat: bucket::settle(found.state, now_ns, take.quota, held_here, cost),
+            rate_micro: take.quota.rate_micro(),
+        };
+        match table.write_found(store, &found, &slot) {
+            Ok(()) => {
+                match found.origin {
+                    Origin::Empty => events.new_buckets += 1,
+                    Origin::Evicted => events.evictions += 1,
+                    Origin::Existing | Origin::Idle => {}
+                }
+                return Ok(());
+            }
+            Err(SetError::Conflict) => events.conflicts += 1,
+            Err(SetError::Store(e)) => return Err(LocalError::Store(e)),
+        }
+    }
+    Err(LocalError::Contention)
+}
+
 #[cfg(test)]
 mod tests;

@@ -29,9 +29,11 @@ pub enum Cause {
     LocalReply,
     /// This thread's tally was in use when a request needed it.
     TallyBusy,
+    /// A response body chunk could not be read for its usage.
+    ResponseBody,
 }
 
-const CAUSES: usize = 7;
+const CAUSES: usize = 8;
 
 /// When each cause last logged, and how many lines it has held back since.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -93,11 +93,42 @@ pub enum Global {
     OverLimitCacheEvictions,
     /// Denials not cached because the service's body and headers do not fit an entry.
     OverLimitCacheTooLarge,
+    /// Requests decided from quota leases, with no call.
+    LeaseAllowed,
+    /// Quota leases the service granted (one per descriptor granted).
+    LeaseGrants,
+    /// Background calls started to refill a lease below its low-water mark (also
+    /// counted in `RlsCalls`).
+    LeaseRefills,
+    /// Live leases evicted because their set was full (their tokens are lost).
+    LeaseEvictions,
+    /// Responses charged the cost they reported (a rule with a response cost).
+    UsageReported,
+    /// Tokens charged for responses, reported or fallback.
+    UsageTokens,
+    /// Complete, readable responses that reported no usage: charged the fallback.
+    UsageFallbackAbsent,
+    /// Responses whose body is not JSON or whose usage header is not a whole number:
+    /// charged the fallback.
+    UsageFallbackUnreadable,
+    /// Responses whose usage could have been in an event or body longer than
+    /// `max_scan_bytes`: charged the fallback.
+    UsageFallbackTooLarge,
+    /// Requests that went away before their response reported a usage: charged the
+    /// fallback.
+    UsageFallbackCutOff,
+    /// SSE events and JSON bodies skipped for being longer than `max_scan_bytes`.
+    UsageSkipped,
+    /// Stream-end charges sent to the rate limit service (a response cost, global rules).
+    RlsCharges,
+    /// Stream-end charges that could not be sent or that the service answered with an
+    /// error: counted here only, never sent again.
+    RlsChargeFailed,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 33] = [
+    pub const ALL: [Global; 46] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -131,6 +162,19 @@ impl Global {
         Global::OverLimitCached,
         Global::OverLimitCacheEvictions,
         Global::OverLimitCacheTooLarge,
+        Global::LeaseAllowed,
+        Global::LeaseGrants,
+        Global::LeaseRefills,
+        Global::LeaseEvictions,
+        Global::UsageReported,
+        Global::UsageTokens,
+        Global::UsageFallbackAbsent,
+        Global::UsageFallbackUnreadable,
+        Global::UsageFallbackTooLarge,
+        Global::UsageFallbackCutOff,
+        Global::UsageSkipped,
+        Global::RlsCharges,
+        Global::RlsChargeFailed,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -169,6 +213,19 @@ impl Global {
             Global::OverLimitCached => "floodgate.over_limit_cached",
             Global::OverLimitCacheEvictions => "floodgate.over_limit_cache.evictions",
             Global::OverLimitCacheTooLarge => "floodgate.over_limit_cache.too_large",
+            Global::LeaseAllowed => "floodgate.lease.allowed",
+            Global::LeaseGrants => "floodgate.lease.grants",
+            Global::LeaseRefills => "floodgate.lease.refills",
+            Global::LeaseEvictions => "floodgate.lease.evictions",
+            Global::UsageReported => "floodgate.usage.reported",
+            Global::UsageTokens => "floodgate.usage.tokens",
+            Global::UsageFallbackAbsent => "floodgate.usage.fallback.absent",
+            Global::UsageFallbackUnreadable => "floodgate.usage.fallback.unreadable",
+            Global::UsageFallbackTooLarge => "floodgate.usage.fallback.too_large",
+            Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
+            Global::UsageSkipped => "floodgate.usage.skipped",
+            Global::RlsCharges => "floodgate.rls.charges",
+            Global::RlsChargeFailed => "floodgate.rls.charge_failed",
         }
     }
 

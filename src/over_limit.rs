@@ -27,8 +27,8 @@
 //! header count u8 and each header as name length u16, name, value length u16, value.
 
 use crate::response::{Headers, Standing};
-use crate::shared::{SetError, SharedData, StoreError};
-use crate::table::{prepare_keys, SlotKey};
+use crate::sets::{edit, Edit, Sets};
+use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
 /// Entries one set holds.
@@ -74,12 +74,18 @@ impl Denial {
     }
 
     /// Where the limit stands at `now_ns`, as the service's status said it, counting down.
-    pub fn standing(&self, now_ns: u64) -> Standing {
+    ///
+    /// The entry keeps the limit, not its unit: the draft-10 `RateLimit-Policy` of a
+    /// reply from the cache has `q` but no `w`.
+    pub fn standing(&self, rule: usize, now_ns: u64) -> Standing {
         let left = self.until_ns.saturating_sub(now_ns);
         Standing {
+            rule,
             limit: self.limit,
+            window_s: None,
             remaining: 0,
             reset_ns: Some(left),
+            next_ns: Some(left),
             allowed: false,
             retry_ns: Some(left),
             shadow: false,
@@ -204,48 +210,36 @@ fn decode_entry(bytes: &[u8]) -> Option<(Denial, &[u8])> {
     Some((denial, r.0))
 }
 
-/// What storing a denial did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stored {
-    /// A live entry was evicted to make room.
-    pub evicted: bool,
-    /// Compare-and-swap conflicts met (each one a read and merge again).
-    pub conflicts: u32,
-    /// Gave up after [`WRITE_ATTEMPTS`] conflicts: the denial is not remembered.
-    pub gave_up: bool,
-}
+/// What storing a denial did (gave up: the denial is not remembered).
+pub use crate::sets::Stored;
 
 /// The cache's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OverLimitCache {
-    sets: u32,
+    sets: Sets,
 }
 
 impl OverLimitCache {
     /// A cache of at least `slots` entries (rounded up to whole sets).
     pub fn new(slots: NonZeroU32) -> OverLimitCache {
         OverLimitCache {
-            sets: slots.get().div_ceil(WAYS),
+            sets: Sets::new(PREFIX, SETS_KEY, slots.get().div_ceil(WAYS)),
         }
     }
 
     /// Number of set keys.
     pub fn sets(&self) -> u32 {
-        self.sets
+        self.sets.sets()
     }
 
-    fn key(index: u32) -> SlotKey {
-        SlotKey::with_prefix(PREFIX, index)
-    }
-
-    fn home(&self, fingerprint: u128) -> SlotKey {
-        OverLimitCache::key((fingerprint as u64 % u64::from(self.sets)) as u32)
+    fn home(&self, fingerprint: u128) -> crate::table::SlotKey {
+        self.sets.home(fingerprint)
     }
 
     /// Creates the set keys before traffic, as [`crate::table::Table::prepare`] does for
     /// the bucket table. Returns the number of keys created.
     pub fn prepare(&self, store: &impl SharedData) -> Result<u32, StoreError> {
-        prepare_keys(store, SETS_KEY, self.sets, OverLimitCache::key)
+        self.sets.prepare(store)
     }
 
     /// The live denial that rejects a request of `cost` for `fingerprint` at `now_ns`, if
@@ -276,30 +270,13 @@ impl OverLimitCache {
         now_ns: u64,
     ) -> Result<Stored, StoreError> {
         let key = self.home(denial.fingerprint);
-        let mut stored = Stored::default();
-        for _ in 0..WRITE_ATTEMPTS {
-            let (value, cas) = match store.get(&key)? {
-                Some(read) => (read.value, read.cas),
-                // Not prepared (should not happen): create it, then read its token.
-                None => {
-                    store.create(&key, &[])?;
-                    continue;
-                }
-            };
-            let Some((entries, evicted)) = merge(decode_set(&value), &denial, now_ns) else {
-                return Ok(stored);
-            };
-            match store.set(&key, &encode_set(&entries), cas) {
-                Ok(()) => {
-                    stored.evicted = evicted;
-                    return Ok(stored);
-                }
-                Err(SetError::Conflict) => stored.conflicts += 1,
-                Err(SetError::Store(e)) => return Err(e),
+        let edited = edit(store, &key, WRITE_ATTEMPTS, |value| {
+            match merge(decode_set(value), &denial, now_ns) {
+                Some((entries, evicted)) => Edit::Write(encode_set(&entries), evicted),
+                None => Edit::Keep(false),
             }
-        }
-        stored.gave_up = true;
-        Ok(stored)
+        })?;
+        Ok(edited.into())
     }
 }
 

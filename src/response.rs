@@ -7,11 +7,19 @@
 //! the same request would be admitted. Limits that never reset (a local bucket with no
 //! refill) have no reset and no retry time, so those headers are left out, not invented.
 //!
+//! `response.headers` chooses them: `draft03` (the default), `draft10` (the structured
+//! `RateLimit-Policy` and `RateLimit` fields, see [`fields`]), `both` or `none`.
+//! `response.body_format: "problem+json"` makes the body of an HTTP rejection a problem
+//! document ([`problem`]); gRPC rejections carry `grpc-message` either way.
+//!
 //! Local buckets and the rate limit service's statuses are both described as a
 //! [`Standing`], so one set of rules makes the headers whatever decided the request.
+//!
+//! **Which rule rejected** is in the reply's details, which Envoy logs as
+//! `%RESPONSE_CODE_DETAILS%`: `floodgate_rate_limited{per-tenant}` ([`rejection_details`]).
 
 use crate::bucket::{seconds_ceil, Decision, Quota};
-use crate::config::ResponseConfig;
+use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::descriptor::Refusal;
 use crate::grpc::code;
 use crate::protocol::{self, Protocol};
@@ -20,8 +28,13 @@ use std::borrow::Cow;
 /// Response headers: mostly fixed names, sometimes names a rate limit service sent.
 pub type Headers = Vec<(Cow<'static, str>, String)>;
 
-/// Shown in Envoy's access logs as the response code details of a rejection.
+/// Shown in Envoy's access logs as the response code details of a rejection, followed
+/// by the rules that rejected it in braces (see [`rejection_details`]).
 pub const DETAILS: &str = "floodgate_rate_limited";
+
+/// The most rule names a rejection's details list; more are counted as `+N`, so that an
+/// access-log line stays short whatever the configuration.
+pub const MAX_DETAILS_RULES: usize = 4;
 
 /// Response code details of a rejection because a limiter failed.
 pub const FAILURE_DETAILS: &str = "floodgate_limiter_failure";
@@ -47,7 +60,7 @@ pub enum Reply {
         /// Body to send.
         body: Vec<u8>,
         /// Response code details for Envoy's access log.
-        details: &'static str,
+        details: Cow<'static, str>,
     },
     /// A gRPC trailers-only response (HTTP 200 with `grpc-status`).
     Grpc {
@@ -58,19 +71,27 @@ pub enum Reply {
         /// Extra metadata (headers).
         metadata: Headers,
         /// Response code details for Envoy's access log.
-        details: &'static str,
+        details: Cow<'static, str>,
     },
 }
 
 /// Where one limit stands for a request, whoever decided it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
+    /// The rule (its index in the configuration).
+    pub rule: usize,
     /// The limit: a bucket's capacity, or the service's requests per unit.
     pub limit: u32,
+    /// Seconds over which `limit` holds, the draft-10 `w` (`None`: not known, or never
+    /// refills). See [`fields`] for a bucket's.
+    pub window_s: Option<u64>,
     /// Whole requests left (after this one when allowed).
     pub remaining: u32,
     /// Nanoseconds until the limit is fully available again (`None`: never).
     pub reset_ns: Option<u64>,
+    /// Nanoseconds until more of the limit is available, the draft-10 `t` (`None`:
+    /// never, or nothing is used up).
+    pub next_ns: Option<u64>,
     /// Whether this limit admits the request.
     pub allowed: bool,
     /// When denied: nanoseconds until the same request would pass (`None`: never).
@@ -80,12 +101,15 @@ pub struct Standing {
 }
 
 impl Standing {
-    /// A local bucket's decision.
-    pub fn local(quota: Quota, decision: Decision, shadow: bool) -> Standing {
+    /// A local bucket's decision for `rule`.
+    pub fn local(rule: usize, quota: Quota, decision: Decision, shadow: bool) -> Standing {
         Standing {
+            rule,
             limit: quota.capacity(),
+            window_s: fields::bucket_window_s(quota.capacity(), quota.rate_micro()),
             remaining: decision.remaining(),
             reset_ns: decision.full_in_ns(),
+            next_ns: decision.next_token_in_ns(quota),
             allowed: decision.is_allow(),
             retry_ns: match decision {
                 Decision::Deny { retry_in_ns, .. } => retry_in_ns,
@@ -134,33 +158,111 @@ pub fn retry_after_seconds(standings: &[Standing]) -> Option<u64> {
         .map(seconds_ceil)
 }
 
+/// The rate-limit header fields `config.headers` asks for, for `standings`: the
+/// draft-03 fields of the tightest limit, the draft-10 fields of every rule.
+pub fn header_fields(config: &ResponseConfig, rules: &[Rule], standings: &[Standing]) -> Headers {
+    let mut headers = if config.headers.draft03() {
+        ratelimit_headers(standings)
+    } else {
+        Vec::new()
+    };
+    if config.headers.draft10() {
+        headers.extend(fields::draft10_headers(rules, standings));
+    }
+    headers
+}
+
 /// The reply rejecting a request: the configured status and body (or `body` when the
 /// rate limit service sent one) for HTTP, RESOURCE_EXHAUSTED for gRPC and gRPC-Web, with
-/// `retry-after`, the `x-ratelimit-*` headers of the limits that rejected it and any
-/// `extra` headers.
+/// `retry-after`, the rate-limit fields of the limits that rejected it and any `extra`
+/// headers. With `body_format: problem+json` an HTTP rejection's body is the problem
+/// document instead, whatever the service sent, and a `content-type` among `extra` is
+/// left out: the configured format is what clients were promised.
 pub fn rejection(
     config: &ResponseConfig,
+    rules: &[Rule],
     standings: &[Standing],
     body: Option<&[u8]>,
     extra: Headers,
     protocol: Protocol,
 ) -> Reply {
-    let rejecting: Vec<Standing> = standings.iter().filter(|s| s.rejects()).copied().collect();
-    let mut headers: Headers = Vec::with_capacity(4 + extra.len());
+    let rejecting: Vec<Standing> = in_rule_order(standings.iter().filter(|s| s.rejects()))
+        .into_iter()
+        .copied()
+        .collect();
+    let violated: Vec<&str> = rejecting
+        .iter()
+        .filter_map(|s| rules.get(s.rule).map(|r| r.name.as_str()))
+        .collect();
+    let problem = config.body_format == BodyFormat::ProblemJson && protocol == Protocol::Http;
+    let mut headers: Headers = Vec::with_capacity(6 + extra.len());
+    if problem {
+        headers.push(("content-type".into(), problem::CONTENT_TYPE.to_string()));
+    }
     if let Some(seconds) = retry_after_seconds(&rejecting) {
         headers.push(("retry-after".into(), seconds.to_string()));
     }
-    headers.extend(ratelimit_headers(&rejecting));
-    headers.extend(extra);
+    headers.extend(header_fields(config, rules, &rejecting));
+    headers.extend(
+        extra
+            .into_iter()
+            .filter(|(name, _)| !(problem && name.eq_ignore_ascii_case("content-type"))),
+    );
     let body = body.unwrap_or(config.body.as_bytes());
     let message = String::from_utf8_lossy(body).trim_end().to_string();
+    let http_body = if problem {
+        problem::body(config.status, &violated)
+    } else {
+        body.to_vec()
+    };
     status_reply(
         protocol,
-        (config.status, body.to_vec()),
+        (config.status, http_body),
         (code::RESOURCE_EXHAUSTED, message),
         headers,
-        DETAILS,
+        rejection_details(&violated),
     )
+}
+
+/// `standings` in configuration order (they arrive grouped: local rules, then global
+/// ones). An insertion sort, stable: a request has a few rules, and the standard sorts
+/// would add kilobytes of code to the module for it.
+fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> Vec<&'a Standing> {
+    let mut sorted: Vec<&Standing> = Vec::new();
+    for s in standings {
+        let at = sorted
+            .iter()
+            .rposition(|t| t.rule <= s.rule)
+            .map_or(0, |i| i + 1);
+        sorted.insert(at, s);
+    }
+    sorted
+}
+
+/// The response code details of a rejection by `rules` (in configuration order):
+/// `floodgate_rate_limited{per-tenant,per-route}`, the braces as in Envoy's own details.
+/// Rule names are letters, digits, `-` and `_` (checked in the configuration), so the
+/// details never hold whitespace Envoy would rewrite; past [`MAX_DETAILS_RULES`] names
+/// the rest are counted (`{a,b,c,d,+2}`). Without a rule (the service did not say which
+/// descriptor was over) it is plain `floodgate_rate_limited`.
+pub fn rejection_details(rules: &[&str]) -> Cow<'static, str> {
+    if rules.is_empty() {
+        return Cow::Borrowed(DETAILS);
+    }
+    let mut details = String::with_capacity(DETAILS.len() + 2 + rules.len() * 16);
+    details.push_str(DETAILS);
+    details.push('{');
+    for (i, name) in rules.iter().take(MAX_DETAILS_RULES).enumerate() {
+        if i > 0 {
+            details.push(',');
+        }
+        details.push_str(name);
+    }
+    if rules.len() > MAX_DETAILS_RULES {
+        details.push_str(&format!(",+{}", rules.len() - MAX_DETAILS_RULES));
+    }
+    details.push('}');
+    Cow::Owned(details)
 }
 
 /// The reply rejecting a request because a limiter could not decide
@@ -172,7 +274,7 @@ pub fn failure(status: u16, protocol: Protocol) -> Reply {
         (status, format!("{MESSAGE}\n").into_bytes()),
         (code::UNAVAILABLE, MESSAGE.to_string()),
         Vec::new(),
-        FAILURE_DETAILS,
+        Cow::Borrowed(FAILURE_DETAILS),
     )
 }
 
@@ -203,7 +305,7 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
         (400, format!("{message}\n").into_bytes()),
         (code::INVALID_ARGUMENT, message),
         Vec::new(),
-        details,
+        Cow::Borrowed(details),
     )
 }
 
@@ -214,7 +316,7 @@ fn status_reply(
     http: (u16, Vec<u8>),
     grpc: (u32, String),
     headers: Headers,
-    details: &'static str,
+    details: Cow<'static, str>,
 ) -> Reply {
     match protocol {
         Protocol::Http => Reply::Http {
@@ -246,6 +348,9 @@ fn status_reply(
         }
     }
 }
+
+pub mod fields;
+pub mod problem;
 
 #[cfg(test)]
 mod tests;

@@ -19,13 +19,46 @@ use crate::grpc::code;
 /// What the transport brought back, re-exported where its meaning is decided.
 pub use crate::grpc::Answer;
 
+/// The gRPC request header by which floodgate asks floodgate-server for quota leases:
+/// the 0-based indices of the request's descriptors it will spend a grant for, comma
+/// separated (`0,2`). Envoy's own filter never sends it, so it never gets a grant.
+pub const QUOTA_HEADER: &str = "x-floodgate-quota";
+
+/// The request header that makes a call a **charge**: every descriptor counted with its
+/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
+/// with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Descriptor<'a> {
     /// (key, value) entries.
     pub entries: Vec<(&'a str, &'a str)>,
-    /// Hits this request adds (at least 1).
+    /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
+    /// and granted quota if asked, but not counted.
     pub cost: u32,
+}
+
+/// The value of [`QUOTA_HEADER`] for these descriptor indices (ascending, distinct).
+pub fn quota_header_value(indices: &[usize]) -> String {
+    let mut out = String::with_capacity(indices.len() * 3);
+    for (n, i) in indices.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(&i.to_string());
+    }
+    out
+}
+
+/// A quota lease the service granted for one descriptor (RLS v3 `Quota`): `requests`
+/// hits already counted for us, ours to spend until `valid_until_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// Hits granted (at least 1).
+    pub requests: u32,
+    /// Wall-clock instant (ns since the Unix epoch) after which none may be spent.
+    pub valid_until_ns: u64,
 }
 
 /// The encoded `ShouldRateLimit` request.
@@ -60,7 +93,13 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
             string_field(&mut out, 1, key);
             string_field(&mut out, 2, value);
         }
-        if d.cost != 1 {
+        if d.cost == 0 {
+            // Quirk: present with value 0 is "check only" (envoyproxy/ratelimit's
+            // meaning), unlike the request's 0, which means 1. proto3 leaves the zero
+            // value out, so the wrapper is present and empty.
+            tag(&mut out, 3, LENGTH_DELIMITED);
+            varint(&mut out, 0);
+        } else if d.cost != 1 {
             // google.protobuf.UInt64Value { value = 1 }
             tag(&mut out, 3, LENGTH_DELIMITED);
             varint(&mut out, (1 + varint_len(u64::from(d.cost))) as u64);
@@ -125,7 +164,9 @@ fn descriptor_len(d: &Descriptor<'_>) -> usize {
             1 + varint_len(n as u64) + n
         })
         .sum();
-    let hits = if d.cost != 1 {
+    let hits = if d.cost == 0 {
+        2
+    } else if d.cost != 1 {
         let inner = 1 + varint_len(u64::from(d.cost));
         1 + varint_len(inner as u64) + inner
     } else {
@@ -170,6 +211,9 @@ pub struct Decided {
     pub raw_body: Vec<u8>,
     /// Headers the service sent that were dropped as unsafe ([`service_headers`]).
     pub dropped_headers: u32,
+    /// Per descriptor, the quota lease granted for it (empty when statuses are not one
+    /// per descriptor).
+    pub grants: Vec<Option<Grant>>,
 }
 
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
@@ -219,7 +263,13 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         .map(|(k, v)| (k.into_owned(), v))
         .collect();
     let response_headers = headers(&response.response_headers_to_add, &mut dropped_headers);
+    let grants = if aligned {
+        response.statuses.iter().map(grant).collect()
+    } else {
+        Vec::new()
+    };
     Ok(Decided {
+        grants,
         over_limit,
         standings,
         over,
@@ -252,16 +302,56 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
         u64::try_from(nanos.max(0)).unwrap_or(u64::MAX)
     });
     Standing {
+        // By position only: the caller knows which rule each descriptor is.
+        rule: 0,
         limit: status
             .current_limit
             .as_ref()
             .map_or(0, |l| l.requests_per_unit),
+        window_s: status
+            .current_limit
+            .as_ref()
+            .and_then(|l| unit_seconds(l.unit)),
         remaining: status.limit_remaining,
         reset_ns,
+        // A window's reset is when its quota comes back: the draft-10 `t`.
+        next_ns: reset_ns,
         allowed: !over,
         retry_ns: if over { reset_ns } else { Some(0) },
         shadow,
     }
+}
+
+/// The length of a limit's unit in seconds, the draft-10 `w`. `None` for `UNKNOWN` and
+/// for months and years, which have no fixed length (floodgate-server's `week` travels
+/// as `UNKNOWN`).
+fn unit_seconds(unit: i32) -> Option<u64> {
+    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+    match Unit::try_from(unit).ok()? {
+        Unit::Second => Some(1),
+        Unit::Minute => Some(60),
+        Unit::Hour => Some(3_600),
+        Unit::Day => Some(86_400),
+        Unit::Unknown | Unit::Month | Unit::Year => None,
+    }
+}
+
+/// A descriptor's quota lease, if it carries a usable one. Quirk: the public API allows a
+/// `Quota` without `valid_until`; a grant that never expires cannot be spent safely (the
+/// window it was counted in ends), so it is ignored, as is one of 0 requests. The
+/// whole-request `RateLimitResponse.quota` (field 7) is not used: leases are per
+/// descriptor.
+fn grant(status: &DescriptorStatus) -> Option<Grant> {
+    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    let quota = status.quota.as_ref().filter(|q| q.requests > 0)?;
+    let Some(ExpirationSpecifier::ValidUntil(t)) = &quota.expiration_specifier else {
+        return None;
+    };
+    let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
+    Some(Grant {
+        requests: quota.requests,
+        valid_until_ns: u64::try_from(nanos.max(0)).unwrap_or(u64::MAX),
+    })
 }
 
 /// The service's headers that are safe to add, as text: `value`, or `raw_value` when

@@ -22,17 +22,19 @@ pub mod mutate;
 pub mod rls_answer;
 pub mod server_config;
 pub mod server_request;
+pub mod usage_stream;
 
 /// A target's body: any bytes in, a panic or an abort on a finding.
 pub type Body = fn(&[u8]);
 
 /// Every target by name (its directory under `corpus/` and `regressions/`) and body.
-pub const TARGETS: [(&str, Body); 5] = [
+pub const TARGETS: [(&str, Body); 6] = [
     ("filter_config", filter_config::run),
     ("rls_answer", rls_answer::run),
     ("descriptors", descriptors::run),
     ("server_config", server_config::run),
     ("server_request", server_request::run),
+    ("usage_stream", usage_stream::run),
 ];
 
 #[global_allocator]

@@ -11,7 +11,7 @@ use floodgate_server::clock::Clock;
 use floodgate_server::config::{self, source::Files};
 use floodgate_server::metrics::Metrics;
 use floodgate_server::proto::rls::{rate_limit_response::Code, RateLimitRequest};
-use floodgate_server::rls::RlsService;
+use floodgate_server::rls::{Options, ResponseHeaders, RlsService};
 use floodgate_server::store::memory::MemoryStore;
 use prost::Message;
 use std::future::Future;
@@ -71,7 +71,10 @@ pub fn run(data: &[u8]) {
         shared_config().clone(),
         store.clone(),
         Arc::new(Metrics::new("memory")),
-        true,
+        Options {
+            headers: ResponseHeaders::Draft03,
+            ..Options::default()
+        },
     );
     for step_ns in [0, 0, 1_500_000_000] {
         clock.0.fetch_add(step_ns, Ordering::Relaxed);

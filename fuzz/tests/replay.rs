@@ -108,6 +108,11 @@ fn server_request() {
 }
 
 #[test]
+fn usage_stream() {
+    replay("usage_stream");
+}
+
+#[test]
 fn every_target_is_replayed_and_has_a_libfuzzer_entry_point() {
     for (name, _) in TARGETS {
         let entry = fuzz_dir().join("fuzz_targets").join(format!("{name}.rs"));

@@ -48,7 +48,8 @@ fn row(name: &str, algorithm: Algorithm, counters: usize, value_len: usize) {
             limit,
             hits: 1,
             shadow: false,
-            quota: false,
+            quota: None,
+            quota_mode: false,
             blocked: false,
         };
         if store.check_now(&[check]).is_err() {

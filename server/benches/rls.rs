@@ -31,7 +31,7 @@ use floodgate_server::proto::rls::rate_limit_service_server::{
 };
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use floodgate_server::proto::{Entry, RateLimitDescriptor};
-use floodgate_server::store::redis::{script_cmd, CallTimes, SCRIPT};
+use floodgate_server::store::redis::{script_cmd, CallTimes, Mode, SCRIPT};
 use floodgate_server::store::{Check, CounterKey};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
@@ -294,7 +294,8 @@ async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxErro
         },
         hits: 1,
         shadow: false,
-        quota: false,
+        quota: None,
+        quota_mode: false,
         blocked: false,
     };
     let sha: String = redis::cmd("SCRIPT")
@@ -306,7 +307,7 @@ async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxErro
         now_us: String::new(),
         not_after_us: "9007199254740991".into(),
     };
-    let evalsha: Vec<String> = script_cmd(&sha, &[&check], "commit", &times)
+    let evalsha: Vec<String> = script_cmd(&sha, &[&check], Mode::Commit, &times)
         .args_iter()
         .map(|a| match a {
             redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),

@@ -1,8 +1,11 @@
 //! Command-line flags.
 
+use crate::config::LoadOptions;
 use crate::listener::{automatic_max_connections, Limits};
+use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders};
 use crate::store::memory::DEFAULT_CAPACITY;
 use crate::store::redis::{RedisOptions, Target};
+use crate::store::Counting;
 use clap::Parser;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,13 +34,51 @@ pub struct Args {
     pub check: bool,
 
     /// Add draft-03 x-ratelimit-limit/-remaining/-reset to response_headers_to_add.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "limit_response_headers")]
     pub response_headers: bool,
 
     /// Put the reference's dynamic_metadata in every answer (its RESPONSE_DYNAMIC_METADATA):
     /// the domain, the descriptors, and the `metadata` of the limits that applied.
     #[arg(long)]
     pub response_dynamic_metadata: bool,
+
+    /// Add the reference service's RateLimit-Limit/-Remaining/-Reset headers (its
+    /// LIMIT_RESPONSE_HEADERS_ENABLED) to response_headers_to_add.
+    #[arg(long)]
+    pub limit_response_headers: bool,
+
+    /// The limit header's name under --limit-response-headers (LIMIT_LIMIT_HEADER).
+    #[arg(long, value_name = "NAME", default_value = "RateLimit-Limit")]
+    pub limit_header: String,
+
+    /// The remaining header's name under --limit-response-headers (LIMIT_REMAINING_HEADER).
+    #[arg(long, value_name = "NAME", default_value = "RateLimit-Remaining")]
+    pub remaining_header: String,
+
+    /// The reset header's name under --limit-response-headers (LIMIT_RESET_HEADER).
+    #[arg(long, value_name = "NAME", default_value = "RateLimit-Reset")]
+    pub reset_header: String,
+
+    /// Decide and count as usual, but answer OK to every request (the reference's
+    /// SHADOW_MODE): the descriptor statuses still say which limits were over.
+    #[arg(long)]
+    pub shadow_mode: bool,
+
+    /// Count an admitted decision as near its limit when it leaves more than this share
+    /// of the limit used (the reference's NEAR_LIMIT_RATIO), in floodgate_near_limit_total.
+    #[arg(long, value_name = "RATIO", default_value_t = 0.8, value_parser = ratio)]
+    pub near_limit_ratio: f64,
+
+    /// Which descriptors of a rejected request consume: all-or-nothing (none: the default,
+    /// no counter pollution) or per-descriptor (every one within its own limit, as the
+    /// reference counts by default).
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Counting::AllOrNothing)]
+    pub counting: Counting,
+
+    /// Let several files of a directory define the same domain: their descriptors are
+    /// merged into one tree (the reference's MERGE_DOMAIN_CONFIG).
+    #[arg(long)]
+    pub merge_domains: bool,
 
     /// Memory store capacity in cells (one per counter, plus one per sliding_window_log
     /// entry). When full, requests needing a new counter get UNAVAILABLE.
@@ -116,6 +157,43 @@ impl Args {
             target,
             timeout: Duration::from_millis(self.redis_timeout_ms),
             max_in_flight: self.redis_max_in_flight as usize,
+            counting: self.counting,
         })
+    }
+
+    /// How the RLS layer answers, from the protocol flags.
+    pub fn rls(&self) -> RlsOptions {
+        let headers = if self.limit_response_headers {
+            ResponseHeaders::Reference(HeaderNames {
+                limit: self.limit_header.clone(),
+                remaining: self.remaining_header.clone(),
+                reset: self.reset_header.clone(),
+            })
+        } else if self.response_headers {
+            ResponseHeaders::Draft03
+        } else {
+            ResponseHeaders::None
+        };
+        RlsOptions {
+            headers,
+            shadow_mode: self.shadow_mode,
+            near_limit_ratio: self.near_limit_ratio,
+            dynamic_metadata: self.response_dynamic_metadata,
+        }
+    }
+
+    /// How the configuration is read, from the layout flags.
+    pub fn load_options(&self) -> LoadOptions {
+        LoadOptions {
+            merge_domains: self.merge_domains,
+        }
+    }
+}
+
+/// A ratio in [0, 1].
+fn ratio(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("{s:?} is not a ratio between 0 and 1")),
     }
 }

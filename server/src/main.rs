@@ -16,7 +16,7 @@ fn main() -> ExitCode {
         )
         .init();
     if args.check {
-        return match config::load(&args.config) {
+        return match config::load_with(&args.config, &args.load_options()) {
             Ok(c) => {
                 println!(
                     "{}: OK ({} domain(s))",

@@ -14,7 +14,8 @@
 //! | --- | --- | --- |
 //! | `floodgate_decisions_total` | counter | `domain`, `result` (`ok`, `over_limit`, `shadow_over_limit`, `no_limit`) |
 //! | `floodgate_limit_decisions_total` | counter | `domain`, `limit` (configured path), `result` (as above; only limits with `detailed_metric` or `value_to_metric`, see [`limits`]) |
-//! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `error`) |
+//! | `floodgate_near_limit_total` | counter | `domain` (OK decisions above `--near-limit-ratio` of their limit) |
+//! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `shadow_over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
 //! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
@@ -23,6 +24,8 @@
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
+//! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
 
 pub mod limits;
 mod lock_free;
@@ -79,7 +82,7 @@ const ERROR_KINDS: [(ErrorKind, &str); 4] = [
     (ErrorKind::StoreOverloaded, "store_overloaded"),
 ];
 
-const REQUEST_RESULTS: [&str; 3] = ["ok", "over_limit", "error"];
+const REQUEST_RESULTS: [&str; 4] = ["ok", "over_limit", "shadow_over_limit", "error"];
 const RELOAD_RESULTS: [&str; 2] = ["success", "failure"];
 
 /// A label set of fixed names and values known at compile time.
@@ -88,35 +91,66 @@ pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
 type DecisionLabels = [(&'static str, String); 2];
 
-/// Per-domain decision counters, indexed like [`OUTCOMES`]: handles on the series of one
-/// domain, so counting is an atomic increment; and the domain's per-limit series.
+/// The label set of a per-domain series (`floodgate_near_limit_total`,
+/// `floodgate_quota_granted_hits_total`): the domain.
+type DomainLabels = [(&'static str, String); 1];
+
+/// The per-domain families, from which each domain's handles are made.
+#[derive(Debug, Clone, Default)]
+struct DomainFamilies {
+    decisions: Family<DecisionLabels, Counter>,
+    near_limit: Family<DomainLabels, Counter>,
+    granted: Family<DomainLabels, Counter>,
+}
+
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions, hits
+/// granted, and the domain's per-limit series. Handles on the series of one domain, so
+/// counting is an atomic increment.
 #[derive(Debug)]
 pub struct DomainCounters {
-    outcomes: [Counter; 4],
+    decisions: [Counter; 4],
+    near_limit: Counter,
+    granted: Counter,
     limits: limits::DomainLimits,
 }
 
 impl DomainCounters {
-    /// The series of `domain` in `family`, created now.
+    /// The series of `domain` in `families` and `limit_family`, created now.
     fn new(
-        family: &Family<DecisionLabels, Counter>,
+        families: &DomainFamilies,
         limit_family: &Arc<limits::LimitFamily>,
         domain: &str,
     ) -> Self {
         DomainCounters {
-            outcomes: OUTCOMES.map(|(_, result)| {
-                family.get_or_create_owned(&[
+            decisions: OUTCOMES.map(|(_, result)| {
+                families.decisions.get_or_create_owned(&[
                     ("domain", domain.to_owned()),
                     ("result", result.into()),
                 ])
             }),
+            near_limit: families
+                .near_limit
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
+            granted: families
+                .granted
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
             limits: limits::DomainLimits::new(limit_family.clone(), domain),
         }
     }
 
     /// Counts one descriptor decision.
     pub fn record(&self, outcome: Outcome) {
-        self.outcomes[outcome as usize].inc();
+        self.decisions[outcome as usize].inc();
+    }
+
+    /// Counts one OK decision above the near-limit ratio (also counted by `record`).
+    pub fn near_limit(&self) {
+        self.near_limit.inc();
+    }
+
+    /// Counts hits granted as a quota lease (in an answer actually sent).
+    pub fn granted(&self, hits: u32) {
+        self.granted.inc_by(u64::from(hits));
     }
 
     /// Counts one decision of the limit whose configured path is `path`, in its own series
@@ -178,11 +212,12 @@ impl Format {
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    decisions: Family<DecisionLabels, Counter>,
+    families: DomainFamilies,
+    quota_header_malformed: Counter,
     limit_family: Arc<limits::LimitFamily>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
-    requests: [Counter; 3],
+    requests: [Counter; 4],
     errors: [Counter; 4],
     reloads: [Counter; 2],
     latency: LatencyHistogram,
@@ -199,6 +234,8 @@ pub enum RequestResult {
     Ok,
     /// OVER_LIMIT.
     OverLimit,
+    /// Over a limit, answered OK because of `--shadow-mode`.
+    ShadowOverLimit,
     /// A gRPC error.
     Error,
 }
@@ -212,13 +249,29 @@ impl Metrics {
     /// Empty metrics for a store whose reachability `health` tracks.
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         let mut registry = Registry::default();
-        let decisions = Family::<DecisionLabels, Counter>::default();
+        let families = DomainFamilies::default();
         let limit_family = Arc::new(limits::LimitFamily::default());
-        let unknown_domain = Arc::new(DomainCounters::new(&decisions, &limit_family, ""));
+        let unknown_domain = Arc::new(DomainCounters::new(&families, &limit_family, ""));
         registry.register(
             "floodgate_decisions",
             "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-            decisions.clone(),
+            families.decisions.clone(),
+        );
+        registry.register(
+            "floodgate_near_limit",
+            "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
+            families.near_limit.clone(),
+        );
+        registry.register(
+            "floodgate_quota_granted_hits",
+            "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
+            families.granted.clone(),
+        );
+        let quota_header_malformed = Counter::default();
+        registry.register(
+            "floodgate_quota_header_malformed",
+            "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
+            quota_header_malformed.clone(),
         );
         registry.register(
             "floodgate_limit_decisions",
@@ -228,7 +281,7 @@ impl Metrics {
         let requests = counters(
             &mut registry,
             "floodgate_requests",
-            "ShouldRateLimit calls, by answer",
+            "ShouldRateLimit calls, by answer (shadow_over_limit: over, answered OK under --shadow-mode)",
             "result",
             REQUEST_RESULTS,
         );
@@ -268,7 +321,8 @@ impl Metrics {
         connections.register(&mut registry);
         Metrics {
             registry,
-            decisions,
+            families,
+            quota_header_malformed,
             limit_family,
             domains: RwLock::default(),
             unknown_domain,
@@ -301,7 +355,7 @@ impl Metrics {
         map.entry(name.clone())
             .or_insert_with(|| {
                 Arc::new(DomainCounters::new(
-                    &self.decisions,
+                    &self.families,
                     &self.limit_family,
                     name,
                 ))
@@ -315,7 +369,7 @@ impl Metrics {
         for name in names {
             if !map.contains_key(name) {
                 let counters = Arc::new(DomainCounters::new(
-                    &self.decisions,
+                    &self.families,
                     &self.limit_family,
                     name,
                 ));
@@ -341,6 +395,11 @@ impl Metrics {
     /// Counts one answered request.
     pub fn request(&self, result: RequestResult) {
         self.requests[result as usize].inc();
+    }
+
+    /// Counts one request whose quota header was malformed (answered, no grant).
+    pub fn quota_header_malformed(&self) {
+        self.quota_header_malformed.inc();
     }
 
     /// Counts one failed request.

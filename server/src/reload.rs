@@ -14,10 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Polls `path` every `every` until `shutdown` turns true; `seen` is what is in force.
+/// Polls `path` every `every` until `shutdown` turns true; `seen` is what is in force,
+/// and `options` how it was read.
 pub async fn watch_config(
     path: PathBuf,
     seen: source::Files,
+    options: config::LoadOptions,
     shared: config::Shared,
     metrics: Arc<Metrics>,
     every: Duration,
@@ -45,7 +47,7 @@ pub async fn watch_config(
             continue;
         }
         match &now {
-            Ok(files) => match config::parse(files) {
+            Ok(files) => match config::parse_with(files, &options) {
                 Ok(c) => {
                     let domains = c.domain_names().count();
                     metrics.register_config(&c);

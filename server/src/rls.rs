@@ -1,25 +1,93 @@
 //! The one module that speaks Envoy's RLS v3: `ShouldRateLimit` in, statuses out.
 //!
 //! Every protocol quirk is handled here and commented where it is handled. The rest of the
-//! crate never sees a protobuf type.
+//! crate never sees a protobuf type. [`plan`] works out what applies to each descriptor,
+//! the store decides, this file answers; [`headers`] writes the optional response headers.
+
+mod headers;
+mod metadata;
+mod plan;
+
+pub use headers::{HeaderNames, ResponseHeaders};
 
 use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
-use crate::config::{self, Domain, Rule, RuleKind};
+use crate::config::{self, Rule};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
-    rate_limit::Unit as PbUnit, Code, DescriptorStatus, RateLimit,
+    quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
+    RateLimit,
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::proto::RateLimitDescriptor;
 use crate::store::{admits, Check, Store, StoreError};
+use plan::{plan, Applied};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 
+pub mod quota_header;
+use quota_header::Asked;
+pub use quota_header::QUOTA_HEADER;
+
+/// The request header (gRPC metadata) that makes a call a **charge**: every descriptor is
+/// counted whether it fits or not ([`Store::charge`]), and the answer says where each
+/// stands after it. floodgate's filter sends it, with `hits_addend` = the cost, at the end
+/// of a response whose cost is known only then (an LLM answer's tokens): the request was
+/// admitted already, and a charge refused for not fitting would leak the budget. Its only
+/// value is `1`; any other is refused as INVALID_ARGUMENT. Envoy's native
+/// `apply_on_stream_done` sends no such header.
+pub const CHARGE_HEADER: &str = "x-floodgate-charge";
+
+/// What a call is, from its [`CHARGE_HEADER`]: an admission or a charge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    /// All or nothing: nothing is consumed unless every enforced descriptor fits.
+    Admission,
+    /// Every descriptor is counted, into debt if need be.
+    Charge,
+}
+
+impl CallKind {
+    /// The kind of call its metadata says; `Err` for a charge header other than `1`.
+    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<CallKind, Status> {
+        match metadata.get(CHARGE_HEADER) {
+            None => Ok(CallKind::Admission),
+            Some(v) if v.as_bytes() == b"1" => Ok(CallKind::Charge),
+            Some(_) => Err(Status::invalid_argument(format!(
+                "{CHARGE_HEADER} must be 1"
+            ))),
+        }
+    }
+}
+
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
+
+/// How answers are shaped, from the operator's flags.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// Headers added to answers (`--response-headers`, `--limit-response-headers`).
+    pub headers: ResponseHeaders,
+    /// `--shadow-mode`: decide and count as usual, answer every request OK overall.
+    pub shadow_mode: bool,
+    /// `--near-limit-ratio`: an OK decision leaving more than this share of its limit
+    /// used is counted in `floodgate_near_limit_total`.
+    pub near_limit_ratio: f64,
+    /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
+    pub dynamic_metadata: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            headers: ResponseHeaders::None,
+            shadow_mode: false,
+            near_limit_ratio: 0.8,
+            dynamic_metadata: false,
+        }
+    }
+}
 
 /// The RLS gRPC service over a store.
 #[derive(Debug)]
@@ -30,62 +98,69 @@ pub struct RlsService<S> {
     options: Options,
 }
 
-/// What answers carry beyond the statuses, from the command line.
-#[derive(Debug, Clone, Copy, Default)]
-struct Options {
-    /// `--response-headers`: draft-03 `x-ratelimit-*` headers.
-    response_headers: bool,
-    /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
-    dynamic_metadata: bool,
-}
-
 impl<S: Store> RlsService<S> {
-    /// A service deciding with `store` under the configuration in `config`; with
-    /// `response_headers`, answers carry draft-03 `x-ratelimit-*` headers.
-    pub fn new(
-        config: config::Shared,
-        store: S,
-        metrics: Arc<Metrics>,
-        response_headers: bool,
-    ) -> Self {
+    /// A service deciding with `store` under the configuration in `config`, answering as
+    /// `options` says.
+    pub fn new(config: config::Shared, store: S, metrics: Arc<Metrics>, options: Options) -> Self {
         RlsService {
             config,
             store,
             metrics,
-            options: Options {
-                response_headers,
-                dynamic_metadata: false,
-            },
+            options,
         }
     }
 
-    /// With `on`, every answer carries the reference's `dynamic_metadata` (its
-    /// `RESPONSE_DYNAMIC_METADATA`), including the `metadata` of the limits that applied.
-    pub fn with_dynamic_metadata(mut self, on: bool) -> Self {
-        self.options.dynamic_metadata = on;
-        self
-    }
-
-    /// Decides one request; `Err` is the gRPC status to answer. Three steps: `plan` what
-    /// to ask the store (configuration only), `call_store`, then `respond`.
+    /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
     pub async fn decide(&self, req: RateLimitRequest) -> Result<RateLimitResponse, Status> {
-        if let Err(status) = validate(&req) {
-            self.metrics.error(ErrorKind::InvalidArgument);
-            return Err(status);
-        }
+        self.decide_call(req, &[], CallKind::Admission).await
+    }
+
+    /// Decides one admission whose caller sent `quota_header`: every value of the call's
+    /// [`QUOTA_HEADER`] (none: no lease asked).
+    pub async fn decide_asking(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+    ) -> Result<RateLimitResponse, Status> {
+        self.decide_call(req, quota_header, CallKind::Admission)
+            .await
+    }
+
+    /// Decides one call of `kind` (an admission or a stream-end charge) whose caller sent
+    /// `quota_header`. `Err` is the gRPC status to answer. Three steps: `plan` what to ask
+    /// the store (configuration and request only), `call_store`, then `respond`.
+    pub async fn decide_call(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+        kind: CallKind,
+    ) -> Result<RateLimitResponse, Status> {
+        // Quirk (ours): a malformed quota header is a bad hint, not a bad request: answered
+        // as if absent (no grant), and counted.
+        let asked = quota_header::parse(quota_header, req.descriptors.len()).unwrap_or_else(|_| {
+            self.metrics.quota_header_malformed();
+            Asked::NONE
+        });
         let config = self.config.get();
         let domain = config.domain(&req.domain);
+        let planned = validate(&req).and_then(|()| plan(domain, &req, asked));
+        let plan = match planned {
+            Ok(p) => p,
+            Err(status) => {
+                self.metrics.error(ErrorKind::InvalidArgument);
+                return Err(status);
+            }
+        };
         let counters = match domain {
             Some(d) => self.metrics.domain(&d.name),
             // Quirk: an unknown domain is not an error in the reference service: nothing
             // is configured for it, so nothing is limited.
             None => self.metrics.unknown_domain(),
         };
-        let plan = plan(domain, &req);
-        let decisions = self.call_store(&plan.checks, &req.domain).await?;
+        let decisions = self.call_store(&plan.checks, &req.domain, kind).await?;
         let (response, result) = respond(
             &req,
-            &plan.rules,
+            &plan.applied,
             &plan.checks,
             decisions,
             &counters,
@@ -97,12 +172,20 @@ impl<S: Store> RlsService<S> {
 
     /// Asks the store about `checks` (none: no call), timing it; a failure is counted by
     /// cause and answered UNAVAILABLE.
-    async fn call_store(&self, checks: &[Check], domain: &str) -> Result<Vec<Decision>, Status> {
+    async fn call_store(
+        &self,
+        checks: &[Check],
+        domain: &str,
+        kind: CallKind,
+    ) -> Result<Vec<Decision>, Status> {
         if checks.is_empty() {
             return Ok(Vec::new());
         }
         let started = Instant::now();
-        let result = self.store.check(checks).await;
+        let result = match kind {
+            CallKind::Admission => self.store.check(checks).await,
+            CallKind::Charge => self.store.charge(checks).await,
+        };
         self.metrics.store_latency(started.elapsed());
         // Quirk: a store failure is UNAVAILABLE (never OK with UNKNOWN codes), which is
         // what Envoy's `failure_mode_deny` is defined over.
@@ -130,6 +213,13 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
     if req.domain.is_empty() {
         return Err(Status::invalid_argument("domain must not be empty"));
     }
+    // Quirk: the reference refuses an empty descriptor list with this message (as gRPC
+    // UNKNOWN, a Go error without a code); we give it the code that says what it is.
+    if req.descriptors.is_empty() {
+        return Err(Status::invalid_argument(
+            "rate limit descriptor list must not be empty",
+        ));
+    }
     if req.descriptors.len() > MAX_DESCRIPTORS {
         return Err(Status::invalid_argument(format!(
             "at most {MAX_DESCRIPTORS} descriptors per request"
@@ -138,103 +228,11 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
     Ok(())
 }
 
-/// What one request asks of the store, worked out from the configuration alone.
-struct Plan<'c> {
-    /// The rule each request descriptor matched, in request order (`None`: no match, or
-    /// a limit another matched limit `replaces`).
-    rules: Vec<Option<&'c Rule>>,
-    /// One counter check per matched rule that has a limit or blocks, in request order.
-    checks: Vec<Check>,
-}
-
-/// Matches every descriptor of `req` against `domain` (`None`: unconfigured).
-fn plan<'c>(domain: Option<&'c Domain>, req: &RateLimitRequest) -> Plan<'c> {
-    // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
-    // sends) means 1.
-    let request_hits = u64::from(req.hits_addend.max(1));
-    fn entries(d: &RateLimitDescriptor) -> impl Iterator<Item = (&str, &str)> + '_ {
-        d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()))
-    }
-    let Some(dom) = domain else {
-        return Plan {
-            rules: vec![None; req.descriptors.len()],
-            checks: Vec::new(),
-        };
-    };
-    let replaced = replaced_names(dom, req);
-    let mut rules: Vec<Option<&Rule>> = Vec::with_capacity(req.descriptors.len());
-    let mut checks = Vec::new();
-    for d in &req.descriptors {
-        let f = dom.lookup(entries(d));
-        // The reference's `replaces`: a named limit that another matched limit replaces
-        // is dropped (answered as no match); `unlimited` stays unlimited.
-        let f = f.filter(|f| {
-            f.rule.kind() == RuleKind::Unlimited
-                || !f
-                    .rule
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| replaced.contains(&n))
-        });
-        let Some(f) = f else {
-            rules.push(None);
-            continue;
-        };
-        let r = f.rule;
-        // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset" is
-        // distinguishable) overrides the request's, and there 0 means check-only, as
-        // envoyproxy/ratelimit defines it: decided (OK when one hit would fit), remaining
-        // reported as it stands, nothing counted.
-        let hits = d.hits_addend.unwrap_or(request_hits);
-        let (limit, blocked) = match r.kind() {
-            RuleKind::Unlimited => (None, false),
-            RuleKind::Limited(limit) => (Some(limit), false),
-            RuleKind::Blocked(unit) => (Some(block_limit(unit)), true),
-        };
-        if let Some(limit) = limit {
-            checks.push(Check {
-                key: f.counter_key(&dom.name, entries(d)),
-                limit,
-                hits,
-                shadow: r.shadow,
-                quota: r.quota_mode,
-                blocked,
-            });
-        }
-        rules.push(Some(r));
-    }
-    Plan { rules, checks }
-}
-
-/// What a blocked check carries: `requests_per_unit: 0` is no [`Limit`], and the store
-/// reads only the unit of a blocked check (see [`Check::blocked`]).
-fn block_limit(unit: Unit) -> Limit {
-    Limit {
-        requests_per_unit: std::num::NonZeroU32::MIN,
-        unit,
-        algorithm: Algorithm::FixedWindow,
-    }
-}
-
-/// The names every matched limit replaces: a first matching pass, only in a domain where
-/// some limit has `replaces`.
-fn replaced_names<'c>(dom: &'c Domain, req: &RateLimitRequest) -> Vec<&'c str> {
-    if !dom.uses_replaces() {
-        // The usual case: no extra matching pass, no allocation.
-        return Vec::new();
-    }
-    req.descriptors
-        .iter()
-        .filter_map(|d| dom.find(d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()))))
-        .flat_map(|r| r.replaces.iter().map(|n| &**n))
-        .collect()
-}
-
-/// The answer to a request whose descriptors matched `rules`, given the store's
-/// `decisions` (one per check, in order); counts each descriptor in `counters`.
+/// The answer to a request whose descriptors got `applied`, given the store's `decisions`
+/// (one per check of `checks`, in order); counts each descriptor in `counters`.
 fn respond(
     req: &RateLimitRequest,
-    rules: &[Option<&Rule>],
+    applied: &[Applied<'_>],
     checks: &[Check],
     decisions: Vec<Decision>,
     counters: &DomainCounters,
@@ -244,29 +242,41 @@ fn respond(
         return Err(Status::internal("store answered too few decisions"));
     }
     // The reference's rule, quota mode included: over when an enforced limit is over, or
-    // when every quota-mode limit is. The store admitted (consumed) by the same rule.
-    let over = !admits(checks, |i| decisions[i].allowed);
+    // when every quota-mode limit is (the store admitted, or not, by the same rule), or
+    // when an override of 0 blocks.
+    let over = !admits(checks, |i| decisions[i].allowed)
+        || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
     // Quirk: one status per request descriptor, in request order, limited or not.
-    let mut decided = decisions.iter();
-    let mut statuses = Vec::with_capacity(rules.len());
+    let mut decided = decisions.into_iter();
+    let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
-    for rule in rules {
-        let (status, outcome) = match rule {
-            None => (no_limit_status(0), Outcome::NoLimit),
+    for a in applied {
+        let (status, outcome) = match a {
+            Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
             // Quirk: the reference service answers `unlimited` with no current_limit
             // and the largest remaining count.
-            Some(r) if r.kind() == RuleKind::Unlimited => {
-                (no_limit_status(u32::MAX), Outcome::NoLimit)
-            }
-            Some(r) => {
+            Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
+            Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
+            Applied::Configured(_, limit) | Applied::Overridden(limit) => {
                 let Some(d) = decided.next() else {
                     return Err(Status::internal("store answered too few decisions"));
                 };
-                let status = limited_status(r, d);
-                if !r.shadow {
-                    limited.push(status.clone());
+                let name = match a {
+                    Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
+                    _ => "",
+                };
+                if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
+                    counters.near_limit();
                 }
-                let outcome = match (d.allowed, r.shadow) {
+                let shadow = a.shadow();
+                let mut status = limited_status(name, limit, shadow, &d);
+                if a.configured_block() {
+                    // Quirk: a block reports its limit as the reference does: 0 per unit.
+                    if let Some(l) = status.current_limit.as_mut() {
+                        l.requests_per_unit = 0;
+                    }
+                }
+                let outcome = match (d.allowed, shadow) {
                     (true, _) => Outcome::Ok,
                     (false, true) => Outcome::ShadowOverLimit,
                     (false, false) => Outcome::OverLimit,
@@ -274,31 +284,67 @@ fn respond(
                 (status, outcome)
             }
         };
+        if !a.shadow() && status.current_limit.is_some() {
+            limited.push(status.clone());
+        }
         counters.record(outcome);
-        if let Some(series) = rule.and_then(|r| r.metric.as_ref()) {
+        if let Some(series) = configured_rule(a).and_then(|r| r.metric.as_ref()) {
             counters.record_limit(series, outcome);
         }
         statuses.push(status);
     }
+    for s in &mut statuses {
+        match (&s.quota, over) {
+            // An over-limit request grants nothing. The stores take no grant then; on
+            // Redis Cluster a slot may have committed one in the race the README
+            // describes, and those hits stay unspent rather than be spent by a caller
+            // that was told no.
+            (Some(_), true) => s.quota = None,
+            (Some(q), false) => counters.granted(q.requests),
+            (None, _) => {}
+        }
+    }
+    let (overall, result) = match (over, options.shadow_mode) {
+        (false, _) => (Code::Ok, RequestResult::Ok),
+        // Quirk: the reference's global SHADOW_MODE answers OK overall and leaves each
+        // descriptor's status as decided, so logs and headers still show the would-be
+        // rejection.
+        (true, true) => (Code::Ok, RequestResult::ShadowOverLimit),
+        (true, false) => (Code::OverLimit, RequestResult::OverLimit),
+    };
     let response = RateLimitResponse {
-        overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
-        response_headers_to_add: if options.response_headers {
-            headers::draft03(&limited)
-        } else {
-            Vec::new()
-        },
-        dynamic_metadata: options
-            .dynamic_metadata
-            .then(|| metadata::dynamic_metadata(req, rules, &statuses)),
+        overall_code: overall as i32,
+        response_headers_to_add: options.headers.render(&limited),
+        dynamic_metadata: options.dynamic_metadata.then(|| {
+            let rules: Vec<Option<&Rule>> = applied.iter().map(configured_rule).collect();
+            metadata::dynamic_metadata(req, &rules, &statuses)
+        }),
         statuses,
         ..Default::default()
     };
-    let result = if over {
-        RequestResult::OverLimit
-    } else {
-        RequestResult::Ok
-    };
     Ok((response, result))
+}
+
+/// The configured rule a descriptor's answer came from (none for an override, or no match).
+fn configured_rule<'c>(a: &Applied<'c>) -> Option<&'c Rule> {
+    match a {
+        Applied::Configured(r, _) => Some(*r),
+        _ => None,
+    }
+}
+
+/// Whether an admitted decision leaves more than `ratio` of its limit used, as the
+/// reference's near-limit statistic: used > ⌊capacity × ratio⌋, capacity being the burst
+/// of a token bucket and `requests_per_unit` otherwise.
+fn near_limit(limit: &Limit, d: &Decision, ratio: f64) -> bool {
+    let capacity = match limit.algorithm {
+        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
+        _ => limit.rpu(),
+    };
+    let used = capacity.saturating_sub(u64::from(d.remaining));
+    // Exact enough: capacity < 2^32, so the product has all its integer digits.
+    let threshold = (capacity as f64 * ratio).floor() as u64;
+    used > threshold
 }
 
 #[tonic::async_trait]
@@ -307,7 +353,20 @@ impl<S: Store> RateLimitService for RlsService<S> {
         &self,
         request: Request<RateLimitRequest>,
     ) -> Result<Response<RateLimitResponse>, Status> {
-        self.decide(request.into_inner()).await.map(Response::new)
+        let kind = CallKind::of(request.metadata()).inspect_err(|_| {
+            self.metrics.error(ErrorKind::InvalidArgument);
+        })?;
+        // Every value of the quota header (sent twice is malformed); as bytes, since a
+        // non-ASCII value is malformed too, not an error.
+        let (metadata, _, req) = request.into_parts();
+        let header: Vec<&[u8]> = metadata
+            .get_all(QUOTA_HEADER)
+            .iter()
+            .map(|v| v.as_bytes())
+            .collect();
+        self.decide_call(req, &header, kind)
+            .await
+            .map(Response::new)
     }
 }
 
@@ -321,27 +380,56 @@ fn no_limit_status(remaining: u32) -> DescriptorStatus {
     }
 }
 
-fn limited_status(rule: &Rule, d: &Decision) -> DescriptorStatus {
-    // Quirk: a block reports its limit as the reference does: 0 per its unit.
-    let (rpu, unit) = match rule.kind() {
-        RuleKind::Limited(l) => (l.requests_per_unit.get(), pb_unit(l.unit)),
-        RuleKind::Blocked(unit) => (0, pb_unit(unit)),
-        RuleKind::Unlimited => (0, PbUnit::Unknown),
-    };
+fn limited_status(name: &str, limit: &Limit, shadow: bool, d: &Decision) -> DescriptorStatus {
     DescriptorStatus {
         // Quirk: shadow mode decides and counts but always answers OK.
-        code: if d.allowed || rule.shadow {
+        code: if d.allowed || shadow {
             Code::Ok
         } else {
             Code::OverLimit
         } as i32,
         current_limit: Some(RateLimit {
-            name: rule.name.as_deref().unwrap_or_default().to_owned(),
-            requests_per_unit: rpu,
-            unit: unit as i32,
+            name: name.to_owned(),
+            requests_per_unit: limit.requests_per_unit.get(),
+            unit: pb_unit(limit.unit) as i32,
         }),
-        limit_remaining: d.remaining,
+        // Quirk: an over-limit descriptor reports nothing remaining, as the reference
+        // does, even when a cheaper request would fit (the duration says when one does).
+        limit_remaining: if d.allowed { d.remaining } else { 0 },
         duration_until_reset: Some(duration(d.reset_in_ns)),
+        // Our lease (issue 11): the grant taken with the admission, spendable until
+        // valid_until. Unlike the RLS v3 comment on this field, a caller that has spent it
+        // before valid_until asks again; it does not treat the descriptor as over.
+        quota: d.grant.map(|g| Quota {
+            requests: g.hits,
+            expiration_specifier: Some(ExpirationSpecifier::ValidUntil(timestamp(
+                g.valid_until_ns,
+            ))),
+            id: String::new(),
+        }),
+    }
+}
+
+/// An instant in ns since the Unix epoch as a protobuf `Timestamp`.
+fn timestamp(ns: u64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
+        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
+    }
+}
+
+/// An override of zero requests: over, nothing remaining, and (never fitting) reported to
+/// reset after one whole unit, so a caller caching the denial asks again then.
+fn blocked_status(unit: Unit) -> DescriptorStatus {
+    DescriptorStatus {
+        code: Code::OverLimit as i32,
+        current_limit: Some(RateLimit {
+            name: String::new(),
+            requests_per_unit: 0,
+            unit: pb_unit(unit) as i32,
+        }),
+        limit_remaining: 0,
+        duration_until_reset: Some(duration(unit.period_ns())),
         quota: None,
     }
 }
@@ -369,7 +457,7 @@ fn duration(ns: u64) -> prost_types::Duration {
     }
 }
 
-mod headers;
-mod metadata;
+#[cfg(test)]
+mod lease_tests;
 #[cfg(test)]
 mod tests;

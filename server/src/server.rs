@@ -53,7 +53,7 @@ pub enum ServerError {
 /// `floodgate-server ready grpc=ADDR http=ADDR`, which scripts and tests wait for.
 pub async fn run(args: Args) -> Result<(), ServerError> {
     let files = source::read(&args.config)?;
-    let shared = config::Shared::new(config::parse(&files)?);
+    let shared = config::Shared::new(config::parse_with(&files, &args.load_options())?);
     let (stop_tx, stop) = watch::channel(false);
     tokio::spawn(async move {
         wait_for_signal().await;
@@ -62,7 +62,8 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
     });
     match args.redis() {
         None => {
-            let store = Arc::new(MemoryStore::new(args.memory_capacity));
+            let store =
+                Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
             serve(args, files, shared, store, metrics, stop).await
@@ -99,6 +100,7 @@ async fn serve<S: Store>(
         tokio::spawn(reload::watch_config(
             args.config.clone(),
             files,
+            args.load_options(),
             shared.clone(),
             metrics.clone(),
             Duration::from_millis(args.watch_interval_ms),
@@ -113,8 +115,7 @@ async fn serve<S: Store>(
         idle_timeout = ?limits.idle_timeout,
         "gRPC connection limits"
     );
-    let service = RlsService::new(shared, store, metrics.clone(), args.response_headers)
-        .with_dynamic_metadata(args.response_dynamic_metadata);
+    let service = RlsService::new(shared, store, metrics.clone(), args.rls());
     let grpc_server = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(

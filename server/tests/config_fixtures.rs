@@ -117,3 +117,60 @@ fn a_200_kb_flow_nesting_bomb_is_refused_by_the_pre_scan() {
         )
     );
 }
+
+/// The reference's runtime layout, given as `RUNTIME_ROOT/RUNTIME_SUBDIRECTORY`: the files
+/// of `config/` load, and the invalid `reload.yaml` beside it is not read.
+#[test]
+fn the_reference_runtime_layout_loads_its_config_directory_only() {
+    let c = config::load(Path::new("tests/fixtures/config/runtime/ratelimit")).unwrap();
+    let mut names: Vec<&str> = c.domain_names().collect();
+    names.sort_unstable();
+    assert_eq!(names, ["api", "edge"]);
+}
+
+#[test]
+fn an_empty_runtime_config_directory_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir(dir.path().join("config")).unwrap();
+    fs::write(dir.path().join("beside.yaml"), "domain: x\n").unwrap();
+    let e = config::load(dir.path()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: no configuration files (*.yaml, *.yml) in this directory",
+            dir.path().join("config").display()
+        )
+    );
+}
+
+const MERGE: &str = "tests/fixtures/config/merge";
+
+#[test]
+fn merge_domains_joins_one_domain_split_over_files() {
+    let valid = Path::new(MERGE).join("valid");
+    let merged = config::LoadOptions {
+        merge_domains: true,
+    };
+    let c = config::load_with(&valid, &merged).unwrap();
+    let shop = c.domain("shop").unwrap();
+    assert!(shop.find([("user", "u1")]).is_some(), "from a.yaml");
+    assert!(shop.find([("cart", "checkout")]).is_some(), "from b.yaml");
+    // Without the flag the same directory is a duplicate domain, as in the reference.
+    let e = config::load(&valid).unwrap_err();
+    let expected = fs::read_to_string(format!("{MERGE}/valid.err-without-merge")).unwrap();
+    assert_eq!(e.to_string(), expected.trim_end());
+}
+
+#[test]
+fn merge_domains_still_refuses_a_descriptor_defined_twice() {
+    let merged = config::LoadOptions {
+        merge_domains: true,
+    };
+    let e = config::load_with(
+        &Path::new(MERGE).join("invalid/duplicate_descriptor"),
+        &merged,
+    )
+    .unwrap_err();
+    let expected = fs::read_to_string(format!("{MERGE}/invalid/duplicate_descriptor.err")).unwrap();
+    assert_eq!(e.to_string(), expected.trim_end());
+}

@@ -10,21 +10,40 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/blocked.rs"]
+mod blocked;
+#[path = "conformance/charge.rs"]
+mod charge;
 #[path = "conformance/check_only.rs"]
 mod check_only;
+#[path = "conformance/month_year.rs"]
+mod month_year;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
+#[path = "conformance/quota.rs"]
+mod quota;
+#[path = "conformance/quota_mode.rs"]
+mod quota_mode;
+#[path = "conformance/rejected.rs"]
+mod rejected;
 mod support;
 
+use blocked::*;
+use charge::*;
 use check_only::*;
+use floodgate_server::algorithm::lease::Quota;
 use floodgate_server::algorithm::{self, Algorithm, Decision, Limit, State, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::health::Health;
 use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
-use floodgate_server::store::{Check, CounterKey, Store};
+use floodgate_server::store::{Check, CounterKey, Counting, Store};
+use month_year::*;
 use one_hit::*;
 use proptest::prelude::*;
+use quota::*;
+use quota_mode::*;
+use rejected::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,7 +74,8 @@ impl<St: Store> Harness<St> {
             limit,
             hits: 1,
             shadow: false,
-            quota: false,
+            quota: None,
+            quota_mode: false,
             blocked: false,
         }
     }
@@ -66,6 +86,15 @@ impl<St: Store> Harness<St> {
 
     async fn one(&self, c: &Check) -> Decision {
         self.ask(std::slice::from_ref(c)).await.remove(0)
+    }
+
+    /// A stream-end charge of one item.
+    async fn charge(&self, c: &Check) -> Decision {
+        self.store
+            .charge(std::slice::from_ref(c))
+            .await
+            .unwrap()
+            .remove(0)
     }
 
     async fn allowed(&self, batch: &[Check]) -> Vec<bool> {
@@ -97,6 +126,7 @@ fn d(allowed: bool, remaining: u32, reset_in_ns: u64) -> Decision {
         allowed,
         remaining,
         reset_in_ns,
+        grant: None,
     }
 }
 
@@ -256,80 +286,6 @@ async fn a_shadow_limit_never_blocks_the_others<St: Store>(h: &Harness<St>) {
     assert_eq!(h.one(&enforced).await.remaining, 7);
 }
 
-async fn quota_items_block_only_together<St: Store>(h: &Harness<St>) {
-    h.at(W);
-    let quota = |name: &str, rpu| Check {
-        quota: true,
-        ..h.check(name, limit(rpu, Unit::Minute, Algorithm::FixedWindow))
-    };
-    let (alpha, beta) = (quota("alpha", 1), quota("beta", 2));
-    let enforced = h.check("org", limit(10, Unit::Minute, Algorithm::FixedWindow));
-    let all = [alpha.clone(), beta.clone(), enforced.clone()];
-    assert_eq!(h.allowed(&all).await, [true, true, true]);
-    // alpha is over but beta is within: admitted, and beta and org consume.
-    assert_eq!(h.allowed(&all).await, [false, true, true]);
-    // Every quota item over: rejected, nothing consumed.
-    assert_eq!(h.allowed(&all).await, [false, false, true]);
-    assert_eq!(h.one(&enforced).await.remaining, 7);
-    // A single quota item over blocks the request on its own.
-    assert_eq!(h.allowed(&[alpha, enforced.clone()]).await, [false, true]);
-    assert_eq!(h.one(&enforced).await.remaining, 6);
-}
-
-async fn a_blocked_item_is_always_over_and_consumes_nothing<St: Store>(h: &Harness<St>) {
-    h.at(W + 10 * S);
-    let blocked = Check {
-        blocked: true,
-        ..h.check(
-            "banned",
-            limit(
-                1,
-                Unit::Minute,
-                Algorithm::TokenBucket {
-                    burst: NonZeroU32::MIN,
-                },
-            ),
-        )
-    };
-    let enforced = h.check("other", limit(10, Unit::Minute, Algorithm::FixedWindow));
-    let pair = [blocked.clone(), enforced.clone()];
-    let answer = h.ask(&pair).await;
-    assert!(!answer[0].allowed && answer[1].allowed);
-    assert_eq!(answer[0].remaining, 0);
-    // Until the minute's epoch-aligned window ends, as the reference reports a block.
-    let to_window_end = 60 * S - (W + 10 * S) % (60 * S);
-    assert_eq!(answer[0].reset_in_ns, to_window_end);
-    assert_eq!(
-        h.one(&enforced).await.remaining,
-        9,
-        "the blocked request consumed nothing"
-    );
-    // Blocked in shadow mode: never blocks the others.
-    let shadow = Check {
-        shadow: true,
-        ..blocked
-    };
-    assert_eq!(h.allowed(&[shadow, enforced.clone()]).await, [false, true]);
-    assert_eq!(h.one(&enforced).await.remaining, 7);
-}
-
-async fn month_and_year_work_with_every_algorithm<St: Store>(h: &Harness<St>) {
-    h.at(W);
-    for unit in [Unit::Month, Unit::Year] {
-        for algorithm in all_algorithms(2) {
-            let c = h.check(
-                &format!("{}-{}", unit.name(), algorithm.name()),
-                limit(2, unit, algorithm),
-            );
-            assert_eq!(h.allowed(std::slice::from_ref(&c)).await, [true]);
-            assert_eq!(h.allowed(std::slice::from_ref(&c)).await, [true]);
-            let denied = h.one(&c).await;
-            assert!(!denied.allowed, "{unit:?} {algorithm:?}");
-            assert!(denied.reset_in_ns > 0 && denied.reset_in_ns <= unit.period_ns());
-        }
-    }
-}
-
 async fn the_same_counter_twice_in_one_request_counts_twice<St: Store>(h: &Harness<St>) {
     h.at(W);
     for algorithm in all_algorithms(1) {
@@ -466,9 +422,12 @@ macro_rules! for_each_scenario {
             sliding_window_log_has_no_boundary_burst,
             sliding_window_counter_weighs_the_previous_window,
             a_rejected_request_consumes_nothing,
+            a_rejected_request_reports_the_remaining_that_holds,
             a_shadow_limit_never_blocks_the_others,
             quota_items_block_only_together,
+            a_quota_mode_item_gets_no_lease_and_never_refuses_a_charge,
             a_blocked_item_is_always_over_and_consumes_nothing,
+            a_charge_counts_nothing_on_a_blocked_item,
             month_and_year_work_with_every_algorithm,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
@@ -479,8 +438,17 @@ macro_rules! for_each_scenario {
             token_bucket_reports_until_one_token_is_back,
             sliding_log_reports_until_the_oldest_that_matters_leaves,
             sliding_counter_reports_until_the_estimate_has_room,
+            a_fixed_window_charge_passes_the_limit,
+            a_token_bucket_charge_goes_into_debt,
+            a_sliding_counter_charge_weighs_on_the_next_window,
+            a_sliding_log_charge_joins_the_newest_entry,
+            a_charge_counts_every_descriptor,
             check_only_counts_nothing_on_every_algorithm,
-            a_check_only_item_over_its_limit_blocks_and_consumes_nothing
+            a_check_only_item_over_its_limit_blocks_and_consumes_nothing,
+            a_grant_takes_up_to_its_quota_on_every_algorithm,
+            grants_never_take_more_than_remains,
+            a_check_only_refill_grants_without_counting_a_hit,
+            no_grant_for_shadow_over_limit_or_repeated_counters
         );
     };
 }
@@ -499,11 +467,20 @@ macro_rules! test_per_scenario {
 }
 
 async fn redis_store(target: Target, clock: &Arc<ManualClock>) -> RedisStore {
+    redis_store_counting(target, clock, Counting::AllOrNothing).await
+}
+
+async fn redis_store_counting(
+    target: Target,
+    clock: &Arc<ManualClock>,
+    counting: Counting,
+) -> RedisStore {
     let options = RedisOptions {
         target,
         // Generous: tests share two cores with Redis and each other.
         timeout: Duration::from_secs(5),
         max_in_flight: 1024,
+        counting,
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await
@@ -530,6 +507,22 @@ mod memory {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let clock = Arc::new(ManualClock::new(W));
+        let store = Arc::new(
+            MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone())
+                .with_counting(Counting::PerDescriptor),
+        );
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis {
@@ -551,6 +544,25 @@ mod redis {
     }
 
     for_each_scenario!(test_per_scenario);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request() {
+        let server = RedisServer::start();
+        let clock = Arc::new(ManualClock::new(W));
+        let store = redis_store_counting(
+            Target::Single(server.url()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
+    }
 }
 
 mod redis_cluster {
@@ -574,6 +586,21 @@ mod redis_cluster {
             };
         }
         for_each_scenario!(run_all);
+        // Per-descriptor counting: a request spanning slots skips the peek phase.
+        let clock = Arc::new(ManualClock::new(W));
+        let store = redis_store_counting(
+            Target::Cluster(cluster.seeds()),
+            &clock,
+            Counting::PerDescriptor,
+        )
+        .await;
+        let domain = "per-descriptor".to_owned();
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+            store,
+            clock,
+            domain,
+        })
+        .await;
     }
 }
 
@@ -609,9 +636,9 @@ enum Role {
     Blocked,
 }
 
-/// A step: microseconds to wait, then a request of 1–3 items (limit index, key, hits,
-/// role).
-type Step = (u64, Vec<(usize, u8, u64, Role)>);
+/// A step: microseconds to wait, whether it is a stream-end charge, then a request of 1–3
+/// items (limit index, key, hits, role, lease asked: 0 none, else the quota's requests).
+type Step = (u64, bool, Vec<(usize, u8, u64, Role, u32)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
@@ -623,8 +650,10 @@ fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
         4 => Just(Role::Quota),
         1 => Just(Role::Blocked),
     ];
-    let item = (0usize..3, 0u8..2, hits, role);
-    prop::collection::vec((gap, prop::collection::vec(item, 1..=3)), 1..40)
+    let asks = prop_oneof![2 => Just(0u32), 1 => 1u32..=4];
+    let item = (0usize..3, 0u8..2, hits, role, asks);
+    let charge = prop::bool::weighted(0.2);
+    prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)
 }
 
 #[test]
@@ -649,12 +678,12 @@ fn redis_and_memory_agree_on_random_traffic() {
         let memory = MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone());
         let mut now = W + 123 * US;
         clock.set(now);
-        for (i, (gap, items)) in steps.iter().enumerate() {
+        for (i, (gap, charge, items)) in steps.iter().enumerate() {
             now += gap * US;
             clock.set(now);
             let batch: Vec<Check> = items
                 .iter()
-                .map(|&(l, key, hits, role)| Check {
+                .map(|&(l, key, hits, role, asks)| Check {
                     // One limit per counter, as a configuration gives (a limit changed by a
                     // reload starts afresh in both stores, but Redis keeps the old one's
                     // key until it expires, so A → B → A differs by design).
@@ -662,12 +691,23 @@ fn redis_and_memory_agree_on_random_traffic() {
                     limit: limits[l],
                     hits,
                     shadow: matches!(role, Role::Shadow),
-                    quota: matches!(role, Role::Quota),
+                    // As the RLS layer sets it: asked, and enforced (the stores also refuse
+                    // a lease to quota-mode and blocked items themselves).
+                    quota: NonZeroU32::new(asks)
+                        .filter(|_| !matches!(role, Role::Shadow))
+                        .map(|requests| Quota {
+                            requests,
+                            valid_ms: 700,
+                        }),
+                    quota_mode: matches!(role, Role::Quota),
                     blocked: matches!(role, Role::Blocked),
                 })
                 .collect();
-            let want = memory.check_now(&batch).unwrap();
-            let got = rt.block_on(redis.check(&batch)).unwrap();
+            let (want, got) = if *charge {
+                (memory.charge_now(&batch).unwrap(), rt.block_on(redis.charge(&batch)).unwrap())
+            } else {
+                (memory.check_now(&batch).unwrap(), rt.block_on(redis.check(&batch)).unwrap())
+            };
             prop_assert_eq!(got, want, "step {} at {} ns: {:?}", i, now, batch);
         }
     });

@@ -34,7 +34,8 @@ fn check(name: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
-        quota: false,
+        quota: None,
+        quota_mode: false,
         blocked: false,
     }
 }
@@ -49,6 +50,7 @@ async fn store(
         target: Target::Single(server.url()),
         timeout,
         max_in_flight,
+        counting: Default::default(),
     };
     (
         RedisStore::connect(options, health.clone()).await.unwrap(),

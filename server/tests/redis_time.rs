@@ -43,7 +43,8 @@ fn check(name: &str, rpu: u32, algorithm: Algorithm) -> Check {
         },
         hits: 1,
         shadow: false,
-        quota: false,
+        quota: None,
+        quota_mode: false,
         blocked: false,
     }
 }
@@ -107,6 +108,7 @@ async fn on_redis_time_a_denial_lasts_exactly_the_reported_duration() {
         target: Target::Single(server.url()),
         timeout: Duration::from_secs(2),
         max_in_flight: 16,
+        counting: Default::default(),
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await

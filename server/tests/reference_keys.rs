@@ -2,16 +2,19 @@
 //! floodgate-server used to refuse (`tests/fixtures/config/reference-keys/`) loads
 //! unchanged and is answered with the reference's semantics over gRPC: wildcards in the
 //! middle of a value, `share_threshold`, blocks, month and year units, `replaces`,
-//! `quota_mode`, `metadata` in the dynamic metadata, per-limit metrics, and a check-only
-//! descriptor (`hits_addend` 0). The same
+//! `quota_mode`, `metadata` in the dynamic metadata, per-limit metrics, a check-only
+//! descriptor (`hits_addend` 0), and a descriptor's own `limit` override, month and year
+//! included. The same
 //! scenario runs on the memory store and on Redis.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod support;
 
+use floodgate_server::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 use floodgate_server::proto::rls::rate_limit_response::{rate_limit::Unit, Code};
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
+use floodgate_server::proto::RateLimitDescriptor;
 use prost_types::value::Kind;
 use prost_types::{Struct, Value};
 use std::path::Path;
@@ -186,6 +189,40 @@ async fn calendar(c: &mut Client) {
     }
 }
 
+async fn overrides(c: &mut Client) {
+    // A descriptor's own limit stands in for the configured one, even a block, and the
+    // wire's month (5) and year (6) are the configuration's 30 and 365 days.
+    let d = "block";
+    for (value, rpu, unit, days) in [("banned", 2, Unit::Month, 30), ("c2", 1, Unit::Year, 365)] {
+        let overridden = RateLimitDescriptor {
+            limit: Some(RateLimitOverride {
+                requests_per_unit: rpu,
+                unit: unit as i32,
+            }),
+            ..descriptor(&[("client", value)])
+        };
+        for left in (0..rpu).rev() {
+            let r = ask(&mut c.0, envoy_request(d, vec![overridden.clone()]))
+                .await
+                .unwrap();
+            assert_eq!(codes(&r), ["OK"], "{value}");
+            assert_eq!(limit_of(&r, 0), Some((String::new(), rpu, unit as i32)));
+            assert_eq!(r.statuses[0].limit_remaining, left);
+        }
+        let r = ask(&mut c.0, envoy_request(d, vec![overridden]))
+            .await
+            .unwrap();
+        assert_eq!(codes(&r), ["OVER"], "{value}");
+        let reset = r.statuses[0].duration_until_reset.unwrap();
+        assert!(
+            reset.seconds > 0 && reset.seconds <= days * 86_400,
+            "{value}: {reset:?}"
+        );
+    }
+    // The configured block still holds without the override.
+    assert_eq!(c.overall(d, &[&[("client", "banned")]]).await, "OVER");
+}
+
 async fn replaces(c: &mut Client) {
     let d = "replaces";
     let both: &[&[(&str, &str)]] = &[&[("user", "u1")], &[("tier", "gold")]];
@@ -337,6 +374,7 @@ async fn scenario(server: &Server) {
     block(&mut c).await;
     check_only(&mut c).await;
     calendar(&mut c).await;
+    overrides(&mut c).await;
     replaces(&mut c).await;
     quota_mode_and_metadata(&mut c).await;
     per_limit_metrics(&mut c, server).await;

@@ -100,6 +100,9 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
+        /// Scaled units the bucket must earn for one more whole token; see
+        /// [`Decision::next_token_in_ns`], which turns it into time only when asked.
+        to_next_token: u128,
     },
     /// Not enough tokens; the state is unchanged.
     Deny {
@@ -110,6 +113,8 @@ pub enum Decision {
         remaining: u32,
         /// Nanoseconds until the bucket is full again (`None`: never refills).
         full_in_ns: Option<u64>,
+        /// Scaled units the bucket must earn for one more whole token (0: it is full).
+        to_next_token: u128,
     },
 }
 
@@ -132,6 +137,18 @@ impl Decision {
             Decision::Allow { full_in_ns, .. } | Decision::Deny { full_in_ns, .. } => full_in_ns,
         }
     }
+
+    /// Nanoseconds until one more whole token is available in a bucket of `quota`: the
+    /// draft-10 `t` ("time until additional quota is made available"). `None`: never (no
+    /// refill, or full). Computed here, not in [`decide`], so that the division it takes
+    /// is paid only by replies that show it.
+    pub fn next_token_in_ns(&self, quota: Quota) -> Option<u64> {
+        let (Decision::Allow { to_next_token, .. } | Decision::Deny { to_next_token, .. }) = *self;
+        if to_next_token == 0 {
+            return None;
+        }
+        quota.units_to_nanos_ceil(to_next_token)
+    }
 }
 
 /// Decides whether `cost` tokens can be taken from a bucket in state `state` at `now_ns`.
@@ -147,10 +164,12 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     let ahead = new_tat - now;
     if ahead <= burst {
         let left = burst - ahead;
+        let remaining = whole_tokens(left);
         Decision::Allow {
             new_state: Tat(new_tat),
-            remaining: whole_tokens(left),
+            remaining,
             full_in_ns: quota.units_to_nanos_ceil(ahead),
+            to_next_token: to_next_token(quota, ahead, remaining),
         }
     } else {
         let debt = start - now;
@@ -160,12 +179,27 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
         } else {
             quota.units_to_nanos_ceil(ahead - burst)
         };
+        let remaining = whole_tokens(available);
         Decision::Deny {
             retry_in_ns,
-            remaining: whole_tokens(available),
+            remaining,
             full_in_ns: quota.units_to_nanos_ceil(debt),
+            to_next_token: to_next_token(quota, debt, remaining),
         }
     }
+}
+
+/// Scaled units a bucket `debt` units short of full, with `remaining` whole tokens, must
+/// earn to hold `remaining + 1`; 0 when it is full. No division: this is on every
+/// request's path.
+fn to_next_token(quota: Quota, debt: u128, remaining: u32) -> u128 {
+    if remaining >= quota.capacity {
+        return 0;
+    }
+    // Tokens now, in units: burst - debt (below zero in debt). One more whole token is
+    // (remaining + 1) tokens, so the bucket must earn (remaining + 1) tokens + debt - burst.
+    let target = (u128::from(remaining) + 1) * UNITS_PER_TOKEN + debt;
+    target.saturating_sub(quota.burst_units())
 }
 
 /// Nanoseconds until a bucket in `state`, refilling at `rate_micro`, is full again:
@@ -190,6 +224,24 @@ pub fn full_in_ns(state: Tat, now_ns: u64, rate_micro: u64) -> Option<u64> {
 pub fn refund(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Tat {
     let cost_units = u128::from(cost.max(1)) * UNITS_PER_TOKEN;
     Tat(state.0.saturating_sub(cost_units).max(quota.scaled(now_ns)))
+}
+
+/// Settles a request that took `held` tokens at admission and turned out to cost `cost`
+/// (a cost the response reports): the difference is charged, or given back.
+///
+/// A charge is never refused: the bucket may go into debt, its TAT running more than
+/// the burst ahead of now. [`decide`] then denies every request until the debt is
+/// refilled, with the exact wait, because it measures from the TAT whatever its
+/// distance. A give-back never makes the bucket fuller than full ([`refund`]).
+pub fn settle(state: Tat, now_ns: u64, quota: Quota, held: u32, cost: u32) -> Tat {
+    match cost.cmp(&held) {
+        std::cmp::Ordering::Equal => state,
+        std::cmp::Ordering::Greater => {
+            let extra = u128::from(cost - held) * UNITS_PER_TOKEN;
+            Tat(state.0.max(quota.scaled(now_ns)).saturating_add(extra))
+        }
+        std::cmp::Ordering::Less => refund(state, now_ns, quota, held - cost),
+    }
 }
 
 /// Scaled units to whole tokens, rounded down, clamped to `u32`.

@@ -174,4 +174,49 @@ proptest! {
             prop_assert!(full == 0 || full_in_ns(new_state, start + full - 1, q.rate_micro()) != Some(0));
         }
     }
+
+    /// A bucket in debt (a response cost more than was held) denies until the debt is
+    /// refilled, and the wait it gives is exact to the nanosecond.
+    #[test]
+    fn debt_is_refilled_with_an_exact_retry(
+        capacity in 1u32..=50,
+        rate in 1u64..=10_000_000,
+        estimate_frac in 0.0f64..=1.0,
+        cost in 0u32..=500,
+        start in 0u64..1_000_000_000_000,
+    ) {
+        let quota = Quota::new(capacity, rate).unwrap();
+        let estimate = ((f64::from(capacity) * estimate_frac) as u32).clamp(1, capacity);
+        let Decision::Allow { new_state, .. } = decide(Tat::default(), start, quota, estimate) else {
+            panic!("a full bucket admits its estimate");
+        };
+        let state = settle(new_state, start, quota, estimate, cost);
+        match decide(state, start, quota, estimate) {
+            Decision::Allow { .. } => prop_assert!(u64::from(cost) + u64::from(estimate) <= u64::from(capacity)),
+            Decision::Deny { retry_in_ns, .. } => {
+                let retry = retry_in_ns.unwrap();
+                prop_assert!(retry > 0);
+                prop_assert!(!decide(state, start + retry - 1, quota, estimate).is_allow());
+                prop_assert!(decide(state, start + retry, quota, estimate).is_allow());
+            }
+        }
+    }
+
+    /// Holding an estimate, then settling the real cost, leaves the bucket exactly as
+    /// taking the real cost at once would have.
+    #[test]
+    fn settling_equals_taking_the_real_cost(
+        quota in quota(),
+        estimate in 1u32..=50,
+        cost in 0u32..=200,
+        start in 0u64..1_000_000_000_000,
+    ) {
+        prop_assume!(estimate <= quota.capacity());
+        let Decision::Allow { new_state, .. } = decide(Tat::default(), start, quota, estimate) else {
+            panic!("a full bucket admits its estimate");
+        };
+        let settled = settle(new_state, start, quota, estimate, cost);
+        let now = quota.scaled(start);
+        prop_assert_eq!(settled.0, now + u128::from(cost) * UNITS_PER_TOKEN);
+    }
 }

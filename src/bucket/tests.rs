@@ -30,6 +30,7 @@ fn a_new_bucket_admits_its_capacity_then_denies() {
             retry_in_ns: Some(SECOND),
             remaining: 0,
             full_in_ns: Some(3 * SECOND),
+            to_next_token: UNITS_PER_TOKEN,
         }
     );
 }
@@ -49,7 +50,8 @@ fn zero_refill_is_a_counter_that_never_resets() {
         Decision::Deny {
             retry_in_ns: None,
             remaining: 0,
-            full_in_ns: None
+            full_in_ns: None,
+            to_next_token: UNITS_PER_TOKEN,
         }
     );
 }
@@ -138,4 +140,30 @@ fn quota_rejects_zero_capacity_and_absurd_rates() {
     assert!(Quota::new(0, 1).is_none());
     assert!(Quota::new(1, MAX_RATE_MICRO + 1).is_none());
     assert!(Quota::new(u32::MAX, MAX_RATE_MICRO).is_some());
+}
+
+#[test]
+fn the_next_token_comes_one_token_interval_after_the_fraction_earned_so_far() {
+    // 2 tokens per second: a token every 500 ms.
+    let q = quota(4, 2.0);
+    let now = 1_000 * SECOND;
+    let mut state = Tat::default();
+    for _ in 0..4 {
+        if let Decision::Allow { new_state, .. } = decide(state, now, q, 1) {
+            state = new_state;
+        }
+    }
+    // Empty at `now`; 200 ms later 0.4 of a token is earned: the next whole one is 300 ms off.
+    let later = decide(state, now + SECOND / 5, q, 1);
+    assert_eq!(later.remaining(), 0);
+    assert_eq!(later.next_token_in_ns(q), Some(3 * SECOND / 10));
+    // Allowed with 1.4 tokens: 0.4 left, the next whole token in 300 ms as well.
+    let allowed = decide(state, now + 7 * SECOND / 10, q, 1);
+    assert!(allowed.is_allow());
+    assert_eq!(allowed.remaining(), 0);
+    assert_eq!(allowed.next_token_in_ns(q), Some(3 * SECOND / 10));
+    // A full bucket earns nothing more.
+    let full = decide(Tat::default(), now, q, 5);
+    assert_eq!(full.remaining(), 4);
+    assert_eq!(full.next_token_in_ns(q), None);
 }

@@ -6,8 +6,15 @@
 //! names the field path, e.g. `rules[0].local.capacity: must be at least 1`, and Envoy
 //! refuses the filter when `on_configure` reports it.
 
+mod cost;
 mod validate;
 mod wire;
+
+pub use cost::{
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_FALLBACK,
+    DEFAULT_MAX_SCAN_BYTES, MAX_JSON_PATHS, MAX_MAX_SCAN_BYTES, MAX_PATH_SEGMENTS,
+    MAX_SEGMENT_BYTES,
+};
 
 use crate::bucket::Quota;
 use std::fmt;
@@ -41,6 +48,10 @@ pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
 pub const DEFAULT_OVER_LIMIT_CACHE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.over_limit_cache_slots`.
 pub const MAX_OVER_LIMIT_CACHE_SLOTS: u32 = 65_536;
+/// Grants the lease table holds when `rls.lease_slots` is not set.
+pub const DEFAULT_LEASE_SLOTS: u32 = 1024;
+/// The largest accepted `rls.lease_slots`.
+pub const MAX_LEASE_SLOTS: u32 = 65_536;
 /// The longest accepted `rls.timeout_ms`.
 pub const MAX_RLS_TIMEOUT_MS: u32 = 60_000;
 
@@ -79,6 +90,9 @@ pub struct RlsConfig {
     /// The over-limit cache (`rls.cache_over_limit`, on by default): how many denials
     /// this Envoy remembers so that it need not ask again; `None`: switched off.
     pub over_limit_cache_slots: Option<NonZeroU32>,
+    /// How many (rule, descriptor values) the lease table holds grants for
+    /// (`rls.lease_slots`, default 1024); used only when some rule leases.
+    pub lease_slots: NonZeroU32,
 }
 
 /// What limits a rule's requests.
@@ -91,6 +105,9 @@ pub enum Limit {
         /// The token bucket (in this Envoy's shared data) that decides the rule while
         /// the service cannot answer; `None`: `rls.failure_mode` decides.
         fallback: Option<Quota>,
+        /// Whether the rule asks the service for quota leases (`global.quota`, default
+        /// true); see [`Rule::asks_for_lease`].
+        lease: bool,
     },
 }
 
@@ -107,8 +124,27 @@ pub struct Rule {
     pub limit: Limit,
     /// The request header holding the request's cost (tokens it takes); `None`: 1.
     pub cost_header: Option<String>,
+    /// A cost the response reports (then `cost_header` is `None`): the request is
+    /// admitted on [`ResponseCost::estimate`] tokens, and charged what the response
+    /// reports when it is done.
+    pub response_cost: Option<ResponseCost>,
     /// Decide and count, but never reject.
     pub shadow: bool,
+}
+
+impl Rule {
+    /// Whether this rule asks the rate limit service for quota leases and spends them:
+    /// a global rule, enforced (the service grants nothing for a shadow rule, which
+    /// never rejects), that did not say `"global": {"quota": false}`. The one place this
+    /// is decided, so that a rule whose cost is known only later can opt out here.
+    /// A rule whose cost the response reports never leases: a grant is spent at
+    /// admission, before its cost is known, and the service must see every stream-end
+    /// charge for the budget to hold.
+    pub fn asks_for_lease(&self) -> bool {
+        matches!(self.limit, Limit::Global { lease: true, .. })
+            && !self.shadow
+            && self.response_cost.is_none()
+    }
 }
 
 /// Which requests a rule applies to; the default matches every request.
@@ -153,8 +189,49 @@ pub struct ResponseConfig {
     pub status: u16,
     /// Body of a rejection (default `rate limited\n`).
     pub body: String,
-    /// Also add `x-ratelimit-*` headers to allowed responses (default false).
+    /// Also add the rate-limit header fields to allowed responses (default false).
     pub headers_on_allowed: bool,
+    /// Which rate-limit header fields replies carry (default: draft-03's `x-ratelimit-*`).
+    pub headers: HeaderFields,
+    /// The body of an HTTP rejection (default: `body` as text).
+    pub body_format: BodyFormat,
+}
+
+/// Which rate-limit header fields replies carry: clients and tools written for Envoy
+/// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
+/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::response`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HeaderFields {
+    /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).
+    Draft03,
+    /// `RateLimit-Policy` and `RateLimit`, one item per rule.
+    Draft10,
+    /// Both sets.
+    Both,
+    /// Neither (`retry-after` stays on rejections: it is plain HTTP).
+    None,
+}
+
+impl HeaderFields {
+    /// Whether the draft-03 `x-ratelimit-*` fields are sent.
+    pub fn draft03(self) -> bool {
+        matches!(self, HeaderFields::Draft03 | HeaderFields::Both)
+    }
+
+    /// Whether the draft-10 `RateLimit-Policy` and `RateLimit` fields are sent.
+    pub fn draft10(self) -> bool {
+        matches!(self, HeaderFields::Draft10 | HeaderFields::Both)
+    }
+}
+
+/// The body of an HTTP rejection (gRPC rejections have none: they carry `grpc-message`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BodyFormat {
+    /// `response.body` (or the rate limit service's `raw_body`), as today.
+    Text,
+    /// An RFC 9457 `application/problem+json` document of the draft's `quota-exceeded`
+    /// type naming the rules that rejected the request, so that clients can parse it.
+    ProblemJson,
 }
 
 /// What happens to a request when the limiter cannot decide.

@@ -65,7 +65,9 @@ fn defaults_fill_what_is_left_out() {
         ResponseConfig {
             status: 429,
             body: "rate limited\n".into(),
-            headers_on_allowed: false
+            headers_on_allowed: false,
+            headers: HeaderFields::Draft03,
+            body_format: BodyFormat::Text,
         }
     );
     assert_eq!(config.rules[0].matcher, Match::default());
@@ -124,12 +126,14 @@ fn global_rules_and_the_rate_limit_service_parse() {
             timeout_ms: 20,
             failure_mode: FailureMode::Allow,
             over_limit_cache_slots: NonZeroU32::new(1024),
+            lease_slots: NonZeroU32::new(1024).unwrap(),
         })
     );
     assert_eq!(
         config.rules[0].limit,
         Limit::Global {
-            fallback: Some(Quota::new(5, 83_333).unwrap())
+            fallback: Some(Quota::new(5, 83_333).unwrap()),
+            lease: true,
         }
     );
     assert_eq!(config.rules[0].cost_header.as_deref(), Some("x-cost"));
@@ -153,7 +157,8 @@ fn a_global_rule_can_carry_a_local_fallback() {
     assert_eq!(
         config.rules[0].limit,
         Limit::Global {
-            fallback: Some(Quota::new(5, 500_000).unwrap())
+            fallback: Some(Quota::new(5, 500_000).unwrap()),
+            lease: true,
         }
     );
 }
@@ -200,4 +205,94 @@ fn each_invalid_fixture_fails_with_its_exact_message() {
         "only {checked} fixtures found in {}",
         dir.display()
     );
+}
+
+#[test]
+fn the_response_section_names_its_header_fields_and_body_format() {
+    let with = |response: &str| {
+        let json = format!(
+            r#"{{"rules":[{{"name":"a","descriptors":[{{"key":"k","value":"v"}}],
+                "local":{{"capacity":1,"refill_per_second":0}}}}],"response":{response}}}"#
+        );
+        Config::parse(json.as_bytes()).map(|c| c.response)
+    };
+    let cases = [
+        ("draft03", HeaderFields::Draft03),
+        ("draft10", HeaderFields::Draft10),
+        ("both", HeaderFields::Both),
+        ("none", HeaderFields::None),
+    ];
+    for (name, fields) in cases {
+        let response = with(&format!(r#"{{"headers":"{name}"}}"#)).unwrap();
+        assert_eq!(response.headers, fields);
+        assert_eq!(response.body_format, BodyFormat::Text);
+    }
+    let problem = with(r#"{"body_format":"problem+json","headers":"both"}"#).unwrap();
+    assert_eq!(problem.body_format, BodyFormat::ProblemJson);
+    assert!(problem.headers.draft03() && problem.headers.draft10());
+    assert!(!HeaderFields::None.draft03() && !HeaderFields::None.draft10());
+}
+
+#[test]
+fn a_response_cost_parses_with_its_defaults_and_a_sum() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"openai","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":"usage.total_tokens"}}},
+          {"name":"anthropic","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":16.666666},
+           "cost":{"response":{"json":["message.usage.input_tokens","usage.output_tokens"],
+                   "estimate":50,"fallback":0,"max_scan_bytes":4096}}},
+          {"name":"by-header","descriptors":[{"key":"tenant","header":"x-tenant-id"}],
+           "local":{"capacity":1000,"refill_per_second":1},
+           "cost":{"response":{"header":"X-Usage-Tokens"}}}]}"#,
+    )
+    .unwrap();
+    let path = |p: &str| JsonPath {
+        keys: p.split('.').map(str::to_string).collect(),
+    };
+    assert_eq!(
+        config.rules[0].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![path("usage.total_tokens")]),
+            estimate: 1,
+            fallback: 1,
+            max_scan_bytes: 65_536,
+        })
+    );
+    assert_eq!(config.rules[0].cost_header, None);
+    assert_eq!(
+        config.rules[1].response_cost,
+        Some(ResponseCost {
+            source: UsageSource::Json(vec![
+                path("message.usage.input_tokens"),
+                path("usage.output_tokens")
+            ]),
+            estimate: 50,
+            fallback: 0,
+            max_scan_bytes: 4096,
+        })
+    );
+    assert_eq!(
+        config.rules[2].response_cost.as_ref().map(|c| &c.source),
+        Some(&UsageSource::Header("x-usage-tokens".into()))
+    );
+}
+
+#[test]
+fn the_plain_build_refuses_a_response_cost_naming_the_rule() {
+    let config = Config::parse(
+        br#"{"rules":[
+          {"name":"a","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":1,"refill_per_second":0}},
+          {"name":"b","descriptors":[{"key":"k","value":"v"}],"local":{"capacity":9,"refill_per_second":0},
+           "cost":{"response":{"header":"x-usage-tokens"}}}]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.refuse_response_costs().unwrap_err().to_string(),
+        "rules[1].cost.response: needs floodgate-llm.wasm, the build of the filter that reads responses (this one does not)"
+    );
+    let plain = Config::parse(EXAMPLE.as_bytes()).unwrap();
+    assert_eq!(plain.refuse_response_costs(), Ok(()));
 }

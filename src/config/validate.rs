@@ -1,16 +1,20 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
+use super::cost::{self, Cost};
 use super::wire;
 use super::{
-    Config, ConfigError, Entry, FailureMode, Limit, Match, ResponseConfig, RlsConfig, Rule, Source,
-    DEFAULT_BODY, DEFAULT_FAILURE_STATUS, DEFAULT_MAX_BUCKETS, DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES,
-    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, DEFAULT_STATUS, MAX_ENTRIES,
-    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_SLOTS,
-    MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
+    DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
+    MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
+    MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
 use std::num::NonZeroU32;
+
+mod response;
+use response::response;
 
 /// The longest rule name: it becomes part of metric names.
 const MAX_NAME_LEN: usize = 64;
@@ -102,6 +106,12 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
         over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
+        lease_slots: slots(
+            "rls.lease_slots",
+            r.lease_slots,
+            DEFAULT_LEASE_SLOTS,
+            MAX_LEASE_SLOTS,
+        )?,
     })
 }
 
@@ -110,19 +120,25 @@ fn over_limit_cache(
     on: Option<bool>,
     slots: Option<u64>,
 ) -> Result<Option<NonZeroU32>, ConfigError> {
-    const AT: &str = "rls.over_limit_cache_slots";
-    let n = slots.unwrap_or(u64::from(DEFAULT_OVER_LIMIT_CACHE_SLOTS));
-    if n > u64::from(MAX_OVER_LIMIT_CACHE_SLOTS) {
-        return Err(ConfigError::new(
-            AT,
-            format!("must be at most {MAX_OVER_LIMIT_CACHE_SLOTS}"),
-        ));
+    let n = self::slots(
+        "rls.over_limit_cache_slots",
+        slots,
+        DEFAULT_OVER_LIMIT_CACHE_SLOTS,
+        MAX_OVER_LIMIT_CACHE_SLOTS,
+    )?;
+    Ok(on.unwrap_or(true).then_some(n))
+}
+
+/// A table size in shared data (field `at`): `default` when unset, 1 to `max`.
+fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32, ConfigError> {
+    let n = n.unwrap_or(u64::from(default));
+    if n > u64::from(max) {
+        return Err(ConfigError::new(at, format!("must be at most {max}")));
     }
-    let n = u32::try_from(n)
+    u32::try_from(n)
         .ok()
         .and_then(NonZeroU32::new)
-        .ok_or_else(|| ConfigError::new(AT, "must be at least 1"))?;
-    Ok(on.unwrap_or(true).then_some(n))
+        .ok_or_else(|| ConfigError::new(at, "must be at least 1"))
 }
 
 fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {
@@ -156,6 +172,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
                 None => None,
                 Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
             },
+            lease: global.quota.unwrap_or(true),
         },
         _ => {
             return Err(ConfigError::new(
@@ -164,9 +181,12 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
             ))
         }
     };
-    let cost_header = match r.cost {
-        None => None,
-        Some(cost) => Some(header_name(&format!("{at}.cost.header"), cost.header)?),
+    let (cost_header, response_cost) = match r.cost {
+        None => (None, None),
+        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit)? {
+            Cost::RequestHeader(header) => (Some(header), None),
+            Cost::Response(response) => (None, Some(response)),
+        },
     };
     Ok(Rule {
         name,
@@ -174,12 +194,13 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
         entries,
         limit,
         cost_header,
+        response_cost,
         shadow: r.shadow.unwrap_or(false),
     })
 }
 
 /// A valid header name, lower-cased (Envoy's header maps are lower-case).
-fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
+pub(super) fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
     if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
         return Err(ConfigError::new(
             at,
@@ -322,25 +343,6 @@ fn rate_micro(at: &str, rate: f64) -> Result<u64, ConfigError> {
         return Err(ConfigError::new(at, "must have at most 6 decimal places"));
     }
     Ok(rounded as u64)
-}
-
-fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
-    let Some(r) = r else {
-        return Ok(ResponseConfig {
-            status: DEFAULT_STATUS,
-            body: DEFAULT_BODY.to_string(),
-            headers_on_allowed: false,
-        });
-    };
-    let status = match r.status {
-        None => DEFAULT_STATUS,
-        Some(s) => status("response.status", s)?,
-    };
-    Ok(ResponseConfig {
-        status,
-        body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
-        headers_on_allowed: r.headers_on_allowed.unwrap_or(false),
-    })
 }
 
 fn status(at: &str, s: u64) -> Result<u16, ConfigError> {

@@ -39,6 +39,8 @@ pub struct Rls {
     pub cache_over_limit: Option<bool>,
     #[serde(default)]
     pub over_limit_cache_slots: Option<u64>,
+    #[serde(default)]
+    pub lease_slots: Option<u64>,
 }
 
 /// A global limit: decided by the rate limit service, which holds the numbers.
@@ -48,13 +50,75 @@ pub struct Global {
     /// The local bucket that decides the rule while the service cannot.
     #[serde(default)]
     pub fallback: Option<Local>,
+    /// Whether the rule asks the service for quota leases (default true).
+    #[serde(default)]
+    pub quota: Option<bool>,
 }
 
-/// Where a request's cost (tokens or hits it takes) comes from.
+/// Where a request's cost (tokens or hits it takes) comes from: a request header, or
+/// what the response reports (exactly one).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Cost {
-    pub header: String,
+    #[serde(default)]
+    pub header: Option<String>,
+    #[serde(default)]
+    pub response: Option<ResponseCost>,
+}
+
+/// A cost known only once the response is done (e.g. an LLM API's tokens).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResponseCost {
+    /// A response header (or trailer) holding the cost.
+    #[serde(default)]
+    pub header: Option<String>,
+    /// A dotted path to a number in a JSON body or in each SSE event, or a list of them
+    /// to sum.
+    #[serde(default)]
+    pub json: Option<JsonPaths>,
+    /// Tokens a request needs (and holds) to be admitted; default 1.
+    #[serde(default)]
+    pub estimate: Option<u64>,
+    /// Tokens charged when the response reports no usage; default 1.
+    #[serde(default)]
+    pub fallback: Option<u64>,
+    /// The most bytes kept of one SSE event or of a JSON body.
+    #[serde(default)]
+    pub max_scan_bytes: Option<u64>,
+}
+
+/// One JSON path, or several whose values are summed: `"a.b"` or `["a.b", "c.d"]`.
+///
+/// Written by hand rather than `untagged`, so that a wrong type gets a message saying
+/// what is expected instead of "data did not match any variant".
+#[derive(Debug)]
+pub struct JsonPaths(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for JsonPaths {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<JsonPaths, D::Error> {
+        struct Paths;
+        impl<'de> serde::de::Visitor<'de> for Paths {
+            type Value = JsonPaths;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a dotted path (\"usage.total_tokens\") or a list of paths to sum")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<JsonPaths, E> {
+                Ok(JsonPaths(vec![v.to_string()]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<JsonPaths, A::Error> {
+                let mut paths = Vec::new();
+                while let Some(p) = seq.next_element::<String>()? {
+                    paths.push(p);
+                }
+                Ok(JsonPaths(paths))
+            }
+        }
+        d.deserialize_any(Paths)
+    }
 }
 
 /// One rate-limit rule.
@@ -126,6 +190,13 @@ pub struct Response {
     pub body: Option<String>,
     #[serde(default)]
     pub headers_on_allowed: Option<bool>,
+    /// Read as a string and matched in validation: an enum's derived deserializer,
+    /// instantiated for every deserializer wrapper, costs the module kilobytes.
+    #[serde(default)]
+    pub headers: Option<String>,
+    /// As `headers`.
+    #[serde(default)]
+    pub body_format: Option<String>,
 }
 
 /// What to do when the limiter itself fails.

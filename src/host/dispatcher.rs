@@ -7,6 +7,7 @@
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
 //! cost more than floodgate's own work (see the README's benchmark section).
 
+use super::background;
 use super::hostcalls;
 use super::http::{Flow, Http};
 use super::memory;
@@ -148,7 +149,8 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _en
 
 /// The answer to a rate limit call. It arrives on the root context that made the call
 /// (response parts are readable only here, before switching context); the HTTP context
-/// waiting for it is found by token.
+/// waiting for it is found by token. A call no request waits for goes to its handler
+/// (see [`background`]), in the root context, with no request context made current.
 #[no_mangle]
 pub extern "C" fn proxy_on_http_call_response(
     _root_id: u32,
@@ -157,15 +159,22 @@ pub extern "C" fn proxy_on_http_call_response(
     body_size: usize,
     trailers: usize,
 ) {
+    let read = || {
+        grpc::read_answer(headers, trailers, |part| match part {
+            Part::Header(name) => hostcalls::http_call_header(name).ok().flatten(),
+            Part::Trailer(name) => hostcalls::http_call_trailer(name).ok().flatten(),
+            Part::Body => hostcalls::http_call_body(body_size).ok(),
+        })
+    };
     let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
-        // The request is gone (its context deleted): nobody to answer.
+        // Not a request's call: a background call's handler, or nobody (the request is
+        // gone, its context deleted).
+        if let Some(handler) = background::take(token) {
+            handler(read());
+        }
         return;
     };
-    let answer = grpc::read_answer(headers, trailers, |part| match part {
-        Part::Header(name) => hostcalls::http_call_header(name).ok().flatten(),
-        Part::Trailer(name) => hostcalls::http_call_trailer(name).ok().flatten(),
-        Part::Body => hostcalls::http_call_body(body_size).ok(),
-    });
+    let answer = read();
     // Everything the request's context does from here acts on whichever context is
     // current, so it must be this request's.
     with_http(context_id, |http| {
@@ -176,10 +185,30 @@ pub extern "C" fn proxy_on_http_call_response(
     });
 }
 
-/// The response's headers: where `x-ratelimit-*` headers are added to allowed requests.
+/// The response's headers: where `x-ratelimit-*` headers are added to allowed requests,
+/// and where reading a response cost starts.
 #[no_mangle]
-pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, _end: bool) -> u32 {
-    with_http(context_id, Http::on_response_headers);
+pub extern "C" fn proxy_on_response_headers(context_id: u32, _headers: usize, end: bool) -> u32 {
+    with_http(context_id, |http| http.on_response_headers(end));
+    Action::Continue as u32
+}
+
+/// A response body chunk, looked at for a response cost and passed on at once (never
+/// buffered, never delayed). Exported only by the `response-cost` build: Envoy enters
+/// the VM for every chunk of every response of a module that exports it.
+#[cfg(feature = "response-cost")]
+#[no_mangle]
+pub extern "C" fn proxy_on_response_body(context_id: u32, size: usize, end: bool) -> u32 {
+    with_http(context_id, |http| http.on_response_body(size, end));
+    Action::Continue as u32
+}
+
+/// The response trailers, where a response cost header may come last. Exported only by
+/// the `response-cost` build, as the body callback.
+#[cfg(feature = "response-cost")]
+#[no_mangle]
+pub extern "C" fn proxy_on_response_trailers(context_id: u32, _trailers: usize) -> u32 {
+    with_http(context_id, Http::on_response_trailers);
     Action::Continue as u32
 }
 
@@ -194,7 +223,10 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
             // A call still in flight finds nobody when it answers. (ABI 0.2.1 cannot
             // cancel an HTTP call; it ends at its timeout at the latest.) Only a request
             // deleted while it waits (its client went away) pays for the search.
-            Some(http) => {
+            Some(mut http) => {
+                // A response cut off before its end is charged here (ABI 0.2.1 calls
+                // `proxy_on_delete` for every context, so no other export is needed).
+                http.on_delete();
                 if http.is_waiting() {
                     c.calls.retain(|_, waiting| *waiting != context_id);
                 }

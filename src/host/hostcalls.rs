@@ -157,6 +157,25 @@ pub fn http_call_body(size: usize) -> Result<Vec<u8>, Status> {
     buffer(BufferType::HttpCallResponseBody, size)
 }
 
+#[cfg(feature = "response-cost")]
+/// The response body chunk being passed on (`size` bytes, as `proxy_on_response_body`
+/// said). Only the current chunk: the filter never asks Envoy to buffer.
+pub fn response_body(size: usize) -> Result<Vec<u8>, Status> {
+    buffer(BufferType::HttpResponseBody, size)
+}
+
+#[cfg(feature = "response-cost")]
+/// A response header's first value (`None` when absent).
+pub fn response_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
+    header_value(MapType::ResponseHeaders, name)
+}
+
+#[cfg(feature = "response-cost")]
+/// A response trailer's first value (`None` when absent).
+pub fn response_trailer(name: &str) -> Result<Option<Vec<u8>>, Status> {
+    header_value(MapType::ResponseTrailers, name)
+}
+
 /// A request header's value (`None` when absent).
 pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
     header_value(MapType::RequestHeaders, name)

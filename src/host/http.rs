@@ -6,19 +6,25 @@
 //! dispatcher knows tokens). Whatever the host cannot carry out goes through
 //! [`Http::cannot_carry_out`] (see [`super::failure`]).
 
+use super::background;
 use super::failure::{remedy, HostFailure, Remedy};
 use super::hostcalls;
 use super::log;
+#[cfg(feature = "response-cost")]
+use super::metering;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
 use crate::descriptor::RequestView;
 use crate::grpc::{self, Answer};
-use crate::limiter::{Pass, Pending, Verdict};
+use crate::limiter::{Pass, Pending, Refill, Verdict};
 use crate::log_throttle::Cause;
 use crate::protocol;
 use crate::response::{self, Headers, Reply};
+#[cfg(feature = "response-cost")]
+use crate::usage::Ended;
+use crate::usage::ResponseMeter;
 use ::log::Level;
 use std::rc::Rc;
 
@@ -43,8 +49,12 @@ enum State {
     Idle,
     /// Paused for the rate limit service, with what its answer needs.
     Waiting(Pending),
-    /// Let through: headers to add to the response when it comes.
-    Passed(Headers),
+    /// Let through: headers to add to the response when it comes, and the meter of
+    /// its response-cost rules, if any.
+    Passed(Headers, Option<Box<ResponseMeter>>),
+    /// The response is passing, and its cost is being read from it.
+    #[cfg(feature = "response-cost")]
+    Metering(Box<ResponseMeter>),
     /// Answered from the proxy, or left as it was: nothing more to do.
     Done,
 }
@@ -77,7 +87,7 @@ impl Http {
         let Some(plugin) = self.plugin.clone() else {
             return Flow::Continue;
         };
-        let verdict = {
+        let mut verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
                 return self.cannot_carry_out(
                     &plugin,
@@ -93,6 +103,15 @@ impl Http {
                 &mut tally,
             )
         };
+        if let Verdict::Continue(Pass {
+            refill: refill @ Some(_),
+            ..
+        }) = &mut verdict
+        {
+            if let Some(refill) = refill.take() {
+                refill_in_background(&plugin, refill);
+            }
+        }
         self.carry_out(&plugin, verdict, Phase::Headers)
     }
 
@@ -136,9 +155,10 @@ impl Http {
         }
     }
 
-    /// Adds the pending headers to the response.
-    pub fn on_response_headers(&mut self) {
-        let State::Passed(headers) = std::mem::replace(&mut self.state, State::Done) else {
+    /// Adds the pending headers to the response, and starts reading its cost (`end`:
+    /// the response has no body, so it is over).
+    pub fn on_response_headers(&mut self, end: bool) {
+        let State::Passed(headers, meter) = std::mem::replace(&mut self.state, State::Done) else {
             return;
         };
         for (name, value) in headers {
@@ -147,6 +167,71 @@ impl Http {
                     format!("cannot add response header {name} (status {status})")
                 });
             }
+        }
+        self.start_metering(meter, end);
+    }
+
+    /// Starts reading the response's cost, if the request has a meter.
+    #[cfg(feature = "response-cost")]
+    fn start_metering(&mut self, meter: Option<Box<ResponseMeter>>, end: bool) {
+        if let (Some(mut meter), Some(plugin)) = (meter, self.plugin.clone()) {
+            metering::on_headers(&plugin, &mut meter);
+            if end {
+                metering::settle(&plugin, *meter, Ended::Complete);
+            } else {
+                self.state = State::Metering(meter);
+            }
+        }
+    }
+
+    /// The plain build refuses a response cost, so it never carries a meter; leaving the
+    /// meter's code out keeps that module small.
+    #[cfg(not(feature = "response-cost"))]
+    fn start_metering(&mut self, _meter: Option<Box<ResponseMeter>>, _end: bool) {}
+
+    /// A response body chunk of `size` bytes passes (`end`: the last one).
+    #[cfg(feature = "response-cost")]
+    pub fn on_response_body(&mut self, size: usize, end: bool) {
+        let (State::Metering(meter), Some(plugin)) = (&mut self.state, self.plugin.clone()) else {
+            return;
+        };
+        metering::on_body(&plugin, meter, size);
+        if end {
+            self.settle(&plugin, Ended::Complete);
+        }
+    }
+
+    /// The response trailers came: the response is over.
+    #[cfg(feature = "response-cost")]
+    pub fn on_response_trailers(&mut self) {
+        let (State::Metering(meter), Some(plugin)) = (&mut self.state, self.plugin.clone()) else {
+            return;
+        };
+        metering::on_trailers(&plugin, meter);
+        self.settle(&plugin, Ended::Complete);
+    }
+
+    /// The context is going away. A request still reading its cost (its client left,
+    /// or the stream was reset) is charged what it reported so far, or the fallback.
+    pub fn on_delete(&mut self) {
+        #[cfg(feature = "response-cost")]
+        let Some(plugin) = self.plugin.clone() else {
+            return;
+        };
+        #[cfg(feature = "response-cost")]
+        if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
+            self.settle(&plugin, Ended::CutOff);
+        }
+    }
+
+    /// Charges the request's response cost, once: the state is `Done` afterwards.
+    #[cfg(feature = "response-cost")]
+    fn settle(&mut self, plugin: &Rc<Plugin>, ended: Ended) {
+        match std::mem::replace(&mut self.state, State::Done) {
+            State::Metering(meter) | State::Passed(_, Some(meter)) => {
+                metering::settle(plugin, *meter, ended);
+            }
+            _ => {}
         }
     }
 
@@ -172,7 +257,7 @@ impl Http {
                 };
                 let sent = hostcalls::http_call(
                     &rls.cluster,
-                    &plugin.rls_headers,
+                    &plugin.call_headers(&ask.quota),
                     &grpc::frame(&ask.message),
                     rls.timeout_ms,
                 );
@@ -270,7 +355,7 @@ impl Http {
                 });
             }
         }
-        self.state = State::Passed(pass.response_headers);
+        self.state = State::Passed(pass.response_headers, pass.meter);
     }
 }
 
@@ -281,6 +366,43 @@ fn cause(failure: HostFailure) -> Cause {
         HostFailure::SwitchContext => Cause::SwitchContext,
         HostFailure::Resume => Cause::Resume,
         HostFailure::LocalReply => Cause::LocalReply,
+    }
+}
+
+/// Makes a lease refill call that no request waits for; its answer (or its failure to
+/// start) goes to [`crate::limiter::Limiter::refilled`].
+fn refill_in_background(plugin: &Rc<Plugin>, refill: Refill) {
+    let Some(rls) = plugin.limiter.rls() else {
+        return;
+    };
+    let refilled = |plugin: &Plugin, keys: &[u128], answer: Answer| {
+        if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
+            let now = || hostcalls::current_time_ns().ok();
+            plugin
+                .limiter
+                .refilled(keys, answer, now, &HostShared, &mut tally);
+        }
+    };
+    let keys = refill.keys.clone();
+    let handler = {
+        let plugin = Rc::clone(plugin);
+        Box::new(move |answer: Answer| refilled(&plugin, &refill.keys, answer))
+    };
+    let sent = background::call(
+        &rls.cluster,
+        &plugin.call_headers(&refill.quota),
+        &grpc::frame(&refill.message),
+        rls.timeout_ms,
+        handler,
+    );
+    if let Err(status) = sent {
+        log::throttled(Level::Warn, Cause::RlsNotSent, || {
+            format!(
+                "cannot call the rate limit service on cluster {} (status {status})",
+                rls.cluster
+            )
+        });
+        refilled(plugin, &keys, Answer::NotSent(status.0));
     }
 }
 
@@ -307,13 +429,19 @@ fn send(reply: &Reply) -> Result<(), Status> {
             headers,
             body,
             details,
-        } => (u32::from(*status), body.as_slice(), headers, -1, details),
+        } => (u32::from(*status), body.as_slice(), headers, -1, &**details),
         Reply::Grpc {
             status,
             message,
             metadata,
             details,
-        } => (200, message.as_bytes(), metadata, *status as i32, details),
+        } => (
+            200,
+            message.as_bytes(),
+            metadata,
+            *status as i32,
+            &**details,
+        ),
     };
     let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
     hostcalls::send_local_response(status, details, body, &headers, grpc_status)

@@ -8,7 +8,9 @@
 //! - `dispatcher`: the callbacks we export, routing them to root and HTTP contexts
 //!   (see there for why we export only those we use);
 //! - `root` and `http`: the contexts; `request`, `shared` and `log` implement the pure
-//!   modules' traits on host calls.
+//!   modules' traits on host calls;
+//! - `background`: calls no request waits for, whose answers go to a handler;
+//! - `charge`: the stream-end charge of a response cost, one such call.
 //!
 //! [`types`], [`memory`] (host buffers, header pair encoding) and [`failure`] (what to do
 //! when a verdict cannot be carried out) make no host call: they are compiled and tested
@@ -24,6 +26,12 @@ pub mod failure;
 pub mod memory;
 pub mod types;
 
+// Until lflt's lease refills use it too, only the response-cost build's charge does.
+#[cfg(target_arch = "wasm32")]
+#[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
+pub mod background;
+#[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
+mod charge;
 #[cfg(target_arch = "wasm32")]
 mod dispatcher;
 #[cfg(target_arch = "wasm32")]
@@ -32,6 +40,8 @@ mod hostcalls;
 mod http;
 #[cfg(target_arch = "wasm32")]
 mod log;
+#[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
+mod metering;
 #[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]

@@ -34,6 +34,9 @@ pub struct Plugin {
     host_failures: [Cell<u32>; HostFailure::ALL.len()],
     /// The rate limit call's request headers, encoded once (empty without `rls`).
     pub rls_headers: Vec<u8>,
+    /// The same with the charge header, for stream-end charges (empty without `rls`).
+    #[cfg(feature = "response-cost")]
+    pub charge_headers: Vec<u8>,
 }
 
 /// The root context of one plugin in this VM.
@@ -74,6 +77,10 @@ fn configure() -> Result<Plugin, String> {
     let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    #[cfg(not(feature = "response-cost"))]
+    config
+        .refuse_response_costs()
+        .map_err(|e| format!("invalid configuration: {e}"))?;
     let limiter = Limiter::new(config);
     // A global-only configuration without fallbacks takes no buckets: no table.
     let local = limiter.needs_table();
@@ -87,6 +94,20 @@ fn configure() -> Result<Plugin, String> {
     } else {
         0
     };
+    // The lease table's keys, before traffic like the bucket table's.
+    if let Some(leases) = limiter.lease_table() {
+        let created = leases.prepare(&HostShared).map_err(|e| {
+            format!(
+                "cannot create the lease table in shared data (status {})",
+                e.status
+            )
+        })?;
+        log::info!(
+            "lease table: {} sets of {} entries ({created} created)",
+            leases.sets(),
+            crate::lease::WAYS
+        );
+    }
     // The over-limit cache's keys, before traffic like the bucket table's.
     if let Some(cache) = limiter.over_limit_cache() {
         let created = cache.prepare(&HostShared).map_err(|e| {
@@ -128,20 +149,45 @@ fn configure() -> Result<Plugin, String> {
         );
     }
     let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
-    let rls_headers = limiter.rls().map_or_else(Vec::new, |rls| {
-        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-        memory::encode_pairs(&headers.each_ref().map(|(k, v)| (*k, v.as_str())))
-    });
+    let encoded = |extra: Option<(&str, &str)>| {
+        limiter.rls().map_or_else(Vec::new, |rls| {
+            let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
+            let pairs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (*k, v.as_str()))
+                .chain(extra)
+                .collect();
+            memory::encode_pairs(&pairs)
+        })
+    };
+    let rls_headers = encoded(None);
+    #[cfg(feature = "response-cost")]
+    let charge_headers = encoded(Some(rls::CHARGE_HEADER));
     Ok(Plugin {
         limiter,
         tally,
         metric_ids,
         host_failures: Default::default(),
         rls_headers,
+        #[cfg(feature = "response-cost")]
+        charge_headers,
     })
 }
 
 impl Plugin {
+    /// The rate limit call's request headers, encoded: [`Plugin::rls_headers`], or with
+    /// the quota header too when `quota` (its value) is not empty. Encoded per call only
+    /// when quota is asked for: such calls are rare, since leases spare most calls.
+    pub fn call_headers(&self, quota: &str) -> std::borrow::Cow<'_, [u8]> {
+        let Some(rls) = self.limiter.rls().filter(|_| !quota.is_empty()) else {
+            return std::borrow::Cow::Borrowed(&self.rls_headers);
+        };
+        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
+        let mut pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        pairs.push((rls::QUOTA_HEADER, quota));
+        std::borrow::Cow::Owned(memory::encode_pairs(&pairs))
+    }
+
     /// Counts a host failure (see [`super::failure`]) for the next flush.
     pub fn count_host_failure(&self, failure: HostFailure) {
         if let Some(cell) = self.host_failures.get(failure as usize) {

@@ -24,6 +24,9 @@ pub enum MapType {
     RequestHeaders = 0,
     /// The response's headers, on their way downstream.
     ResponseHeaders = 2,
+    /// The response's trailers.
+    #[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
+    ResponseTrailers = 3,
     /// The headers of an HTTP call's response.
     HttpCallResponseHeaders = 6,
     /// The trailers of an HTTP call's response.
@@ -34,6 +37,9 @@ pub enum MapType {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u32)]
 pub enum BufferType {
+    /// The chunk of the response body being passed downstream.
+    #[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
+    HttpResponseBody = 1,
     /// The body of an HTTP call's response.
     HttpCallResponseBody = 4,
     /// The plugin's configuration.

@@ -37,6 +37,26 @@ impl Limiter {
     /// over-limit cache or, when the service failed, to use fallback buckets.
     pub fn answer(
         &self,
+        mut pending: Pending,
+        answer: Answer,
+        request: &mut impl RequestView,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        // The meter goes with the request if it goes on; a rejection gave its tokens back.
+        let meter = pending.meter.take();
+        match self.decide_answer(pending, answer, request, now_ns, store, tally) {
+            Verdict::Continue(mut pass) => {
+                pass.meter = meter;
+                Verdict::Continue(pass)
+            }
+            other => other,
+        }
+    }
+
+    fn decide_answer(
+        &self,
         pending: Pending,
         answer: Answer,
         request: &mut impl RequestView,
@@ -53,7 +73,7 @@ impl Limiter {
             .iter()
             .map(|&r| self.config.rules[r].shadow)
             .collect();
-        let decided = match rls::interpret(&answer, &shadows) {
+        let mut decided = match rls::interpret(&answer, &shadows) {
             Ok(decided) => decided,
             Err(failure) => {
                 record(Outcome::RlsFailed(failure), tally);
@@ -62,6 +82,10 @@ impl Limiter {
                 return self.degraded(pending, rls.failure_mode, request, now, store, tally);
             }
         };
+        // The service's statuses come by descriptor position; the rules are ours.
+        for (standing, &rule) in decided.standings.iter_mut().zip(&pending.rules) {
+            standing.rule = rule;
+        }
         let rules: PerBucket<(usize, PerRule)> = pending
             .rules
             .iter()
@@ -96,12 +120,17 @@ impl Limiter {
             let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
             let reply = response::rejection(
                 &self.config.response,
+                &self.config.rules,
                 &decided.standings,
                 body,
                 decided.response_headers,
                 client_protocol(request),
             );
             return Verdict::Reject(reply);
+        }
+        if decided.grants.iter().any(Option::is_some) {
+            let now = clock.now();
+            self.store_grants(&pending.lease_keys, &decided.grants, now, store, tally);
         }
         let mut standings = pending.local;
         standings.extend(decided.standings);
@@ -168,6 +197,7 @@ impl Limiter {
             give_back(&pending.held);
             let reply = response::rejection(
                 &self.config.response,
+                &self.config.rules,
                 &fallback.standings,
                 None,
                 Vec::new(),

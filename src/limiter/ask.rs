@@ -2,7 +2,7 @@
 //! and the fallback buckets to use if the service cannot answer.
 
 use super::{Limiter, Pending};
-use crate::config::Limit;
+use crate::config::{Limit, Rule};
 use crate::descriptor::{self, Applied};
 use crate::local::Take;
 use crate::rls;
@@ -25,19 +25,8 @@ impl Limiter {
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let descriptors: Vec<rls::Descriptor<'_>> = global
             .iter()
-            .map(|(a, cost)| rls::Descriptor {
-                entries: self.config.rules[a.rule]
-                    .entries
-                    .iter()
-                    .map(|e| e.key.as_str())
-                    // UTF-8 already checked for global rules by `descriptor::applicable`.
-                    .zip(
-                        a.values
-                            .iter()
-                            .map(|v| std::str::from_utf8(v).unwrap_or("")),
-                    )
-                    .collect(),
-                cost: *cost,
+            .map(|&(a, cost)| {
+                self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost))
             })
             .collect();
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
@@ -47,6 +36,7 @@ impl Limiter {
                 let rule = &self.config.rules[a.rule];
                 let Limit::Global {
                     fallback: Some(quota),
+                    ..
                 } = rule.limit
                 else {
                     return None;
@@ -58,11 +48,44 @@ impl Limiter {
                         fingerprint,
                         quota,
                         shadow: rule.shadow,
-                        cost,
+                        // A response cost's fallback bucket takes the estimate, as a
+                        // local rule's bucket does.
+                        cost: rule.response_cost.as_ref().map_or(cost, |r| r.estimate),
                     },
                 ))
             })
             .collect();
         Some(rls::encode_request(&rls.domain, &descriptors))
+    }
+
+    /// A global rule's descriptor as sent, with `cost` (0: check only).
+    pub(super) fn rls_descriptor<'a>(&'a self, a: &'a Applied, cost: u32) -> rls::Descriptor<'a> {
+        rls::Descriptor {
+            entries: self.config.rules[a.rule]
+                .entries
+                .iter()
+                .map(|e| e.key.as_str())
+                // UTF-8 already checked for global rules by `descriptor::applicable`.
+                .zip(
+                    a.values
+                        .iter()
+                        .map(|v| std::str::from_utf8(v).unwrap_or("")),
+                )
+                .collect(),
+            cost,
+        }
+    }
+}
+
+/// The hits a global rule's descriptor is sent with at request time: the request's cost,
+/// or, for a rule whose cost the response reports, what admission takes: its estimate
+/// when that is more than 1 (counted now; the stream-end charge adds only what the real
+/// cost exceeds it by), else 0, check-only: admitted while one hit fits, nothing counted,
+/// the whole cost charged at stream end.
+pub(super) fn admission_hits(rule: &Rule, cost: u32) -> u32 {
+    match &rule.response_cost {
+        None => cost,
+        Some(r) if r.estimate > 1 => r.estimate,
+        Some(_) => 0,
     }
 }

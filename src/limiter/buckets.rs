@@ -126,7 +126,9 @@ impl Limiter {
             takes
                 .iter()
                 .zip(&checked.decisions)
-                .map(|((_, take), decision)| Standing::local(take.quota, *decision, take.shadow))
+                .map(|((rule, take), decision)| {
+                    Standing::local(*rule, take.quota, *decision, take.shadow)
+                })
                 .collect()
         } else {
             PerBucket::new()

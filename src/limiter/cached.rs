@@ -33,6 +33,26 @@ pub(super) struct Lookup {
     pub keys: Vec<CacheKey>,
     /// The reply, when a remembered denial rejects the request.
     pub reply: Option<Reply>,
+    /// The rules whose remembered denial rejects it, for [`Outcome::CacheLookedUp`].
+    pub rejected_by: Vec<usize>,
+    /// Look-ups that failed in shared data.
+    pub failed: u32,
+}
+
+impl Lookup {
+    /// Counts the look-up: rejected by the rules found (`rejected`), or not (the request
+    /// was let through from its quota leases, or nothing was found).
+    pub fn record(&self, rejected: bool, tally: &mut Tally) {
+        let rejected_by = if rejected { &self.rejected_by[..] } else { &[] };
+        let failed = self.failed;
+        record(
+            Outcome::CacheLookedUp {
+                failed,
+                rejected_by,
+            },
+            tally,
+        );
+    }
 }
 
 impl Limiter {
@@ -44,11 +64,12 @@ impl Limiter {
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         request: &mut impl RequestView,
-        tally: &mut Tally,
     ) -> Lookup {
         let none = Lookup {
             keys: Vec::new(),
             reply: None,
+            rejected_by: Vec::new(),
+            failed: 0,
         };
         let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
             return none;
@@ -74,7 +95,7 @@ impl Limiter {
             // No clock: nothing to compare with; the call decides.
             return Lookup {
                 keys: keys(),
-                reply: None,
+                ..none
             };
         };
         // (rule, denial) for each enforced rule remembered as over for this cost.
@@ -88,21 +109,22 @@ impl Limiter {
             }
         }
         let rejected_by: Vec<usize> = found.iter().map(|&(rule, _)| rule).collect();
-        record(
-            Outcome::CacheLookedUp {
-                failed,
-                rejected_by: &rejected_by,
-            },
-            tally,
-        );
         let keys = keys();
         let Some((_, first)) = found.first() else {
-            return Lookup { keys, reply: None };
+            return Lookup {
+                keys,
+                failed,
+                ..none
+            };
         };
-        let standings: Vec<Standing> = found.iter().map(|(_, d)| d.standing(now)).collect();
+        let standings: Vec<Standing> = found
+            .iter()
+            .map(|(rule, d)| d.standing(*rule, now))
+            .collect();
         let body = (!first.body.is_empty()).then_some(first.body.as_slice());
         let reply = response::rejection(
             &self.config.response,
+            &self.config.rules,
             &standings,
             body,
             first.reply_headers(),
@@ -111,6 +133,8 @@ impl Limiter {
         Lookup {
             keys,
             reply: Some(reply),
+            rejected_by,
+            failed,
         }
     }
 

@@ -7,10 +7,12 @@
 
 use crate::config::FailureMode;
 use crate::descriptor::Refusal;
+use crate::lease;
 use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
 use crate::over_limit::Stored;
 use crate::rls::Failure;
+use crate::usage::{NoUsage, Usage};
 
 /// Something that happened while deciding a request, to be counted.
 #[derive(Debug, Clone, Copy)]
@@ -56,8 +58,31 @@ pub(super) enum Outcome<'a> {
     CacheTooLarge,
     /// A denial was written to the cache (`None`: shared data failed).
     CacheStored(Option<Stored>),
+    /// The request's grants were spent (or not: then it calls).
+    LeasesSpent {
+        /// The rules decided from grants (empty: the request calls).
+        decided_rules: &'a [usize],
+        /// Compare-and-swap conflicts met.
+        conflicts: u32,
+        /// Shared-data calls that failed.
+        failed: u32,
+        /// A background refill call is made.
+        refill: bool,
+    },
+    /// A grant was stored in the lease table (`None`: shared data failed).
+    LeaseStored(Option<lease::Stored>),
     /// A call to the rate limit service is made.
     Asked,
+    /// A response's cost is known: what it reported (or the fallback and why), and the
+    /// events or bodies skipped while reading it.
+    Charged {
+        /// The cost.
+        usage: Usage,
+        /// Events or bodies longer than `max_scan_bytes`.
+        skipped: u32,
+    },
+    /// A stream-end charge was sent, failed, or was counted by the service.
+    Charge(super::charge::ChargeOutcome),
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -170,7 +195,54 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(Global::OverLimitCacheEvictions, u32::from(stored.evicted));
             tally.add(Global::CasConflicts, stored.conflicts);
         }
+        Outcome::LeasesSpent {
+            decided_rules,
+            conflicts,
+            failed,
+            refill,
+        } => {
+            tally.add(Global::CasConflicts, conflicts);
+            tally.add(Global::ErrorSharedData, failed);
+            if !decided_rules.is_empty() {
+                tally.add(Global::LeaseAllowed, 1);
+            }
+            for &rule in decided_rules {
+                tally.rule(rule, PerRule::Allowed);
+            }
+            if refill {
+                tally.add(Global::LeaseRefills, 1);
+                tally.add(Global::RlsCalls, 1);
+            }
+        }
+        Outcome::LeaseStored(None) => tally.add(Global::ErrorSharedData, 1),
+        Outcome::LeaseStored(Some(stored)) => {
+            tally.add(Global::LeaseGrants, 1);
+            tally.add(Global::LeaseEvictions, u32::from(stored.evicted));
+            tally.add(Global::CasConflicts, stored.conflicts);
+        }
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
+        Outcome::Charged { usage, skipped } => {
+            tally.add(
+                match usage {
+                    Usage::Reported(_) => Global::UsageReported,
+                    Usage::Fallback { why, .. } => match why {
+                        NoUsage::Absent => Global::UsageFallbackAbsent,
+                        NoUsage::Unreadable => Global::UsageFallbackUnreadable,
+                        NoUsage::TooLarge => Global::UsageFallbackTooLarge,
+                        NoUsage::CutOff => Global::UsageFallbackCutOff,
+                    },
+                },
+                1,
+            );
+            tally.add(Global::UsageTokens, usage.cost());
+            tally.add(Global::UsageSkipped, skipped);
+        }
+        Outcome::Charge(outcome) => match outcome {
+            super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
+            super::charge::ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
+            // Counted by the service: nothing more to count here.
+            super::charge::ChargeOutcome::Counted => {}
+        },
         Outcome::Finished {
             allowed,
             shadow_denied,

@@ -21,9 +21,9 @@ fn denial(fingerprint: u128, until_ns: u64, min_cost: u32) -> Denial {
 /// The key format is what a running Envoy's shared data holds: change it deliberately.
 #[test]
 fn key_format_is_pinned() {
-    assert_eq!(&*OverLimitCache::key(7), "floodgate/v2/olc/7");
+    assert_eq!(&*cache(1024).sets.key(7), "floodgate/v2/olc/7");
     assert_eq!(
-        &*OverLimitCache::key(u32::MAX),
+        &*cache(1024).sets.key(u32::MAX),
         "floodgate/v2/olc/4294967295"
     );
     assert_eq!(SETS_KEY, "floodgate/v2/olc/sets");
@@ -47,7 +47,7 @@ fn the_cost_rule_covers_costlier_requests_until_the_instant() {
 #[test]
 fn the_standing_counts_down_to_the_instant() {
     let d = denial(1, 100 * S, 1);
-    let at = |now| d.standing(now);
+    let at = |now| d.standing(0, now);
     assert_eq!(at(58 * S).retry_ns, Some(42 * S));
     assert_eq!(at(58 * S).reset_ns, Some(42 * S));
     assert_eq!(at(58 * S).remaining, 0);

@@ -18,7 +18,7 @@ fn after(q: Quota, taken: u32) -> Standing {
             state = new_state;
         }
     }
-    Standing::local(q, decide(state, SECOND, q, 1), false)
+    Standing::local(0, q, decide(state, SECOND, q, 1), false)
 }
 
 fn config() -> ResponseConfig {
@@ -26,14 +26,36 @@ fn config() -> ResponseConfig {
         status: 429,
         body: "rate limited\n".into(),
         headers_on_allowed: false,
+        headers: crate::config::HeaderFields::Draft03,
+        body_format: BodyFormat::Text,
     }
+}
+
+/// The rules standings point at: rule 0 is `per-tenant`, rule 1 `per-route`.
+pub(crate) fn rules() -> Vec<Rule> {
+    crate::config::Config::parse(
+        br#"{"rules":[
+            {"name":"per-tenant","descriptors":[{"key":"k","value":"v"}],
+             "local":{"capacity":1,"refill_per_second":1}},
+            {"name":"per-route","descriptors":[{"key":"k","value":"v"}],
+             "local":{"capacity":1,"refill_per_second":1}}]}"#,
+    )
+    .map(|c| c.rules)
+    .unwrap_or_default()
 }
 
 #[test]
 fn a_rejection_carries_retry_after_and_ratelimit_headers() {
     let denied = after(quota(2, 1), 2);
     assert!(denied.rejects());
-    let reply = rejection(&config(), &[denied], None, Vec::new(), Protocol::Http);
+    let reply = rejection(
+        &config(),
+        &rules(),
+        &[denied],
+        None,
+        Vec::new(),
+        Protocol::Http,
+    );
     assert_eq!(
         reply,
         Reply::Http {
@@ -45,7 +67,7 @@ fn a_rejection_carries_retry_after_and_ratelimit_headers() {
                 ("x-ratelimit-reset", "2"),
             ]),
             body: b"rate limited\n".to_vec(),
-            details: DETAILS,
+            details: "floodgate_rate_limited{per-tenant}".into(),
         }
     );
 }
@@ -56,6 +78,7 @@ fn a_service_body_and_headers_replace_and_extend_the_defaults() {
     let extra = h(&[("x-reason", "quota")]);
     let Reply::Http { headers, body, .. } = rejection(
         &config(),
+        &rules(),
         &[denied],
         Some(b"slow down"),
         extra,
@@ -73,7 +96,14 @@ fn a_service_body_and_headers_replace_and_extend_the_defaults() {
 #[test]
 fn grpc_rejections_use_resource_exhausted() {
     let denied = after(quota(1, 1), 1);
-    match rejection(&config(), &[denied], None, Vec::new(), Protocol::Grpc) {
+    match rejection(
+        &config(),
+        &rules(),
+        &[denied],
+        None,
+        Vec::new(),
+        Protocol::Grpc,
+    ) {
         Reply::Grpc {
             status,
             message,
@@ -91,9 +121,14 @@ fn grpc_rejections_use_resource_exhausted() {
 #[test]
 fn buckets_that_never_refill_have_no_retry_after_or_reset() {
     let denied = after(Quota::new(1, 0).unwrap(), 1);
-    let Reply::Http { headers, .. } =
-        rejection(&config(), &[denied], None, Vec::new(), Protocol::Http)
-    else {
+    let Reply::Http { headers, .. } = rejection(
+        &config(),
+        &rules(),
+        &[denied],
+        None,
+        Vec::new(),
+        Protocol::Http,
+    ) else {
         panic!("http expected");
     };
     assert_eq!(
@@ -140,7 +175,7 @@ fn failures_and_bad_costs_have_their_own_replies() {
             status: 503,
             headers: Vec::new(),
             body: b"rate limiter unavailable\n".to_vec(),
-            details: FAILURE_DETAILS
+            details: FAILURE_DETAILS.into()
         }
     );
     assert!(matches!(
@@ -202,7 +237,7 @@ fn every_refusal_is_a_400_or_invalid_argument_with_its_details() {
                 status: 400,
                 headers: Vec::new(),
                 body: format!("{message}\n").into_bytes(),
-                details
+                details: details.into()
             }
         );
         assert_eq!(
@@ -211,7 +246,7 @@ fn every_refusal_is_a_400_or_invalid_argument_with_its_details() {
                 status: 3,
                 message: message.to_string(),
                 metadata: Vec::new(),
-                details
+                details: details.into()
             }
         );
     }
@@ -224,7 +259,7 @@ fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
         text: true,
     };
     let denied = after(quota(1, 1), 1);
-    match rejection(&config(), &[denied], None, Vec::new(), web) {
+    match rejection(&config(), &rules(), &[denied], None, Vec::new(), web) {
         Reply::Http {
             status,
             headers,
@@ -232,7 +267,7 @@ fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
             details,
         } => {
             assert_eq!(status, 200);
-            assert_eq!(details, DETAILS);
+            assert_eq!(details, "floodgate_rate_limited{per-tenant}");
             assert_eq!(
                 headers[..3],
                 h(&[
@@ -262,4 +297,147 @@ fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+fn draft10_problem() -> ResponseConfig {
+    ResponseConfig {
+        headers: crate::config::HeaderFields::Draft10,
+        body_format: BodyFormat::ProblemJson,
+        ..config()
+    }
+}
+
+#[test]
+fn a_problem_json_rejection_names_the_rules_that_rejected_it() {
+    let tenant = after(quota(2, 1), 2);
+    let route = Standing {
+        rule: 1,
+        ..after(quota(3, 1), 3)
+    };
+    let roomy = Standing {
+        rule: 1,
+        ..after(quota(9, 1), 0)
+    };
+    // The service's own body and content-type give way to the configured format.
+    let extra = h(&[("content-type", "text/plain"), ("x-reason", "quota")]);
+    let reply = rejection(
+        &draft10_problem(),
+        &rules(),
+        &[route, roomy, tenant],
+        Some(b"slow down"),
+        extra,
+        Protocol::Http,
+    );
+    let Reply::Http {
+        status,
+        headers,
+        body,
+        details,
+    } = reply
+    else {
+        panic!("http expected");
+    };
+    assert_eq!(status, 429);
+    assert_eq!(details, "floodgate_rate_limited{per-tenant,per-route}");
+    assert_eq!(
+        headers,
+        h(&[
+            ("content-type", "application/problem+json"),
+            ("retry-after", "1"),
+            (
+                "ratelimit-policy",
+                r#""per-tenant";q=2;w=2, "per-route";q=3;w=3"#
+            ),
+            ("ratelimit", r#""per-tenant";r=0;t=1, "per-route";r=0;t=1"#),
+            ("x-reason", "quota"),
+        ])
+    );
+    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        problem,
+        serde_json::json!({
+            "type": "https://iana.org/assignments/http-problem-types#quota-exceeded",
+            "title": "Quota exceeded",
+            "status": 429,
+            "violated-policies": ["per-tenant", "per-route"],
+        })
+    );
+}
+
+#[test]
+fn grpc_rejections_keep_their_message_whatever_the_body_format() {
+    let denied = after(quota(1, 1), 1);
+    let reply = rejection(
+        &draft10_problem(),
+        &rules(),
+        &[denied],
+        None,
+        Vec::new(),
+        Protocol::Grpc,
+    );
+    let Reply::Grpc {
+        message, metadata, ..
+    } = reply
+    else {
+        panic!("grpc expected");
+    };
+    assert_eq!(message, "rate limited");
+    assert!(metadata.iter().all(|(k, _)| k != "content-type"));
+    assert!(metadata.iter().any(|(k, _)| k == "ratelimit"));
+}
+
+#[test]
+fn both_and_none_choose_the_header_fields() {
+    let denied = after(quota(2, 1), 2);
+    let names = |headers: crate::config::HeaderFields| {
+        let config = ResponseConfig {
+            headers,
+            ..config()
+        };
+        let Reply::Http { headers, .. } = rejection(
+            &config,
+            &rules(),
+            &[denied],
+            None,
+            Vec::new(),
+            Protocol::Http,
+        ) else {
+            panic!("http expected");
+        };
+        headers.into_iter().map(|(k, _)| k).collect::<Vec<_>>()
+    };
+    use crate::config::HeaderFields;
+    assert_eq!(
+        names(HeaderFields::Both),
+        [
+            "retry-after",
+            "x-ratelimit-limit",
+            "x-ratelimit-remaining",
+            "x-ratelimit-reset",
+            "ratelimit-policy",
+            "ratelimit"
+        ]
+    );
+    assert_eq!(names(HeaderFields::None), ["retry-after"]);
+}
+
+#[test]
+fn details_name_the_rules_and_stay_short() {
+    assert_eq!(rejection_details(&[]), "floodgate_rate_limited");
+    assert_eq!(
+        rejection_details(&["per-tenant"]),
+        "floodgate_rate_limited{per-tenant}"
+    );
+    let many = ["a", "b", "c", "d", "e", "f"];
+    assert_eq!(
+        rejection_details(&many),
+        "floodgate_rate_limited{a,b,c,d,+2}"
+    );
+}
+
+#[test]
+fn a_problem_without_known_rules_leaves_violated_policies_out() {
+    let problem: serde_json::Value = serde_json::from_slice(&problem::body(503, &[])).unwrap();
+    assert_eq!(problem["status"], 503);
+    assert!(problem.get("violated-policies").is_none());
 }

@@ -52,7 +52,7 @@ proptest! {
             .iter()
             .map(|(entries, cost)| Descriptor {
                 entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                cost: (*cost).max(1),
+                cost: *cost,
             })
             .collect();
         prop_assert_eq!(encode_request(&domain, &owned), prost_encoding(&domain, &owned));
@@ -185,9 +185,12 @@ fn ok_answers_pass_headers_through() {
     assert_eq!(
         d.standings,
         vec![Standing {
+            rule: 0,
             limit: 10,
+            window_s: Some(60),
             remaining: 7,
             reset_ns: Some(30_000_000_000),
+            next_ns: Some(30_000_000_000),
             allowed: true,
             retry_ns: Some(0),
             shadow: false
@@ -300,25 +303,65 @@ fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
     assert_eq!(d.dropped_headers, 7);
 }
 
-/// A service that grants quotas (`DescriptorStatus.quota`, field 5, and
-/// `RateLimitResponse.quota`, field 7) is decided exactly as one that does not: the
-/// filter does not spend grants yet, and must not fail on them.
+/// A grant in `DescriptorStatus.quota` (field 5), bytes written by hand from the public
+/// proto: `Quota { requests: 10, valid_until: 1_900_000_000 s + 5 ns }`.
 #[test]
-fn answers_carrying_quota_grants_decode_as_without_them() {
+fn a_descriptor_grant_is_decoded_from_its_wire_bytes() {
+    let bytes = vec![
+        0x08, 0x01, // overall_code OK
+        0x12, 0x10, // statuses[0], 16 bytes
+        0x08, 0x01, // code OK
+        0x2a, 0x0c, // quota (field 5), 12 bytes
+        0x08, 0x0a, // requests 10
+        0x12, 0x08, // valid_until, 8 bytes
+        0x08, 0x80, 0xe6, 0xfe, 0x89, 0x07, // seconds 1 900 000 000
+        0x10, 0x05, // nanos 5
+    ];
+    let d = interpret(&Answer::Response(bytes), &[false]).unwrap();
+    assert!(!d.over_limit);
+    let expected = Grant {
+        requests: 10,
+        valid_until_ns: 1_900_000_000_000_000_005,
+    };
+    assert_eq!(d.grants, vec![Some(expected)]);
+}
+
+/// A grant of 0 requests, or without `valid_until`, is no grant; the whole-request
+/// `quota` (field 7) is not read; and the verdict is the same with or without grants.
+#[test]
+fn unusable_grants_are_ignored_and_grants_never_change_the_verdict() {
     use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
     use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
-    let grant = Quota {
-        requests: 50,
-        expiration_specifier: Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
-            seconds: 1_900_000_000,
-            nanos: 0,
-        })),
-        id: "lease-1".into(),
+    let until = Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
+        seconds: 1_900_000_000,
+        nanos: 0,
+    }));
+    let quota = |requests, expiration_specifier| Quota {
+        requests,
+        expiration_specifier,
+        id: String::new(),
     };
-    let plain = response(Code::OverLimit, vec![status(Code::OverLimit, 0, 30, 10)]);
+    let plain = response(
+        Code::Ok,
+        vec![status(Code::Ok, 5, 30, 10), status(Code::Ok, 5, 30, 10)],
+    );
     let mut granted = plain.clone();
-    granted.statuses[0].quota = Some(grant.clone());
-    granted.quota = Some(grant);
-    let expected = interpret(&answer(plain), &[false]).unwrap();
-    assert_eq!(interpret(&answer(granted), &[false]).unwrap(), expected);
+    granted.statuses[0].quota = Some(quota(0, until));
+    granted.statuses[1].quota = Some(quota(7, None));
+    granted.quota = Some(quota(50, until));
+    let d = interpret(&answer(granted), &[false, false]).unwrap();
+    assert_eq!(d.grants, vec![None, None]);
+    assert_eq!(d, interpret(&answer(plain), &[false, false]).unwrap());
+}
+
+/// A check-only descriptor (cost 0) carries `hits_addend` present and 0; the quota
+/// header lists indices in order.
+#[test]
+fn check_only_descriptors_send_an_explicit_zero() {
+    let d = [descriptor(&[("k", "v")], 0)];
+    let bytes = encode_request("", &d);
+    assert_eq!(decode(&bytes).descriptors[0].hits_addend, Some(0));
+    assert_eq!(decode(&bytes).hits_addend, 0);
+    assert_eq!(quota_header_value(&[0, 2, 11]), "0,2,11");
+    assert_eq!(quota_header_value(&[]), "");
 }

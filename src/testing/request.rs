@@ -71,3 +71,9 @@ impl RequestView for FakeRequest {
         self.peer.clone()
     }
 }
+
+impl crate::usage::ResponseView for FakeRequest {
+    fn header(&mut self, name: &str) -> Lookup {
+        self.lookup(name)
+    }
+}

@@ -175,6 +175,23 @@ pub fn floodgate_global(plugin: &Value, upstream: SocketAddr, rls: SocketAddr) -
     )
 }
 
+/// Like [`floodgate_global`], with the build that reads responses
+/// (`floodgate-llm.wasm`), for rules whose cost the response reports.
+pub fn floodgate_llm_global(plugin: &Value, upstream: SocketAddr, rls: SocketAddr) -> String {
+    let filter = wasm_filter(
+        "floodgate",
+        &paths::llm_wasm().display().to_string(),
+        &plugin.to_string(),
+    );
+    bootstrap(
+        vec![listener("ingress", vec![filter], "upstream")],
+        vec![
+            cluster("upstream", upstream, false),
+            cluster("ratelimit", rls, true),
+        ],
+    )
+}
+
 /// Envoy's own `envoy.filters.http.ratelimit` filter asking `rls` (domain `domain`)
 /// with descriptor `[(descriptor_key, value of header)]`, in front of `upstream`.
 pub fn native_ratelimit(

@@ -80,8 +80,8 @@ pub fn rls_domains(example: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Rewrites the example to run here: listeners and admin on port 0, the floodgate module
-/// at the built path, each rate limit service cluster at `rls` and every other cluster
+/// Rewrites the example to run here: listeners and admin on port 0, the floodgate modules
+/// at their built paths, each rate limit service cluster at `rls` and every other cluster
 /// at `upstream`. Panics when the example needs a limiter and `rls` is `None`.
 pub fn localize(example: &mut Value, upstream: SocketAddr, rls: Option<SocketAddr>) {
     let rls_names = rls_clusters(example);
@@ -119,12 +119,13 @@ pub fn localize(example: &mut Value, upstream: SocketAddr, rls: Option<SocketAdd
         0.into(),
     );
     let wasm = paths::wasm().display().to_string();
+    let llm_wasm = paths::llm_wasm().display().to_string();
     visit_mut(example, &mut |local| {
-        let is_floodgate = local["filename"]
-            .as_str()
-            .is_some_and(|f| f.ends_with("/floodgate.wasm"));
-        if is_floodgate {
+        let file = local["filename"].as_str().unwrap_or_default();
+        if file.ends_with("/floodgate.wasm") {
             local["filename"] = wasm.clone().into();
+        } else if file.ends_with("/floodgate-llm.wasm") {
+            local["filename"] = llm_wasm.clone().into();
         }
     });
 }

@@ -36,6 +36,16 @@ pub fn wasm() -> PathBuf {
     )
 }
 
+/// The build of the filter that reads responses (the `response-cost` feature), for
+/// rules whose cost the response reports (`make wasm` builds both).
+pub fn llm_wasm() -> PathBuf {
+    existing(
+        "FLOODGATE_LLM_WASM",
+        "target/llm/wasm32-wasip1/release/floodgate-llm.wasm",
+        "make wasm",
+    )
+}
+
 /// The test-only build of the filter that traps on a magic header (`make wasm-trap`).
 pub fn trap_wasm() -> PathBuf {
     existing(

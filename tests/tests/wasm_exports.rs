@@ -14,7 +14,10 @@ use floodgate_integration::wasm_module::{self, ExportKind, Module};
 use std::collections::BTreeSet;
 
 fn built() -> Module {
-    let path = paths::wasm();
+    parsed(paths::wasm())
+}
+
+fn parsed(path: std::path::PathBuf) -> Module {
     let bytes = std::fs::read(&path).expect("read the built wasm");
     wasm_module::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -69,6 +72,24 @@ fn the_filter_exports_exactly_the_callbacks_it_uses() {
          change is deliberate, measure it with `make bench`, then update EXPECTED in \
          tests/tests/wasm_exports.rs and the README's \"Design decisions\"."
     );
+}
+
+/// floodgate-llm.wasm exports the same, plus the two callbacks a response cost needs.
+#[test]
+fn the_llm_build_adds_only_the_response_body_and_trailers() {
+    let actual: BTreeSet<(String, ExportKind)> =
+        parsed(paths::llm_wasm()).exports.into_iter().collect();
+    let expected: BTreeSet<(String, ExportKind)> = EXPECTED
+        .iter()
+        .chain(&[
+            // Each chunk of a response, scanned for its usage and passed on at once.
+            ("proxy_on_response_body", ExportKind::Function),
+            // A usage header may come as a trailer, and trailers end the response.
+            ("proxy_on_response_trailers", ExportKind::Function),
+        ])
+        .map(|(name, kind)| (name.to_string(), *kind))
+        .collect();
+    assert_eq!(actual, expected);
 }
 
 #[test]

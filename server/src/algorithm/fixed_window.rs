@@ -48,6 +48,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: clamp_u32(limit.rpu() - after),
             reset_in_ns,
+            grant: None,
         };
         (decision, next)
     } else {
@@ -58,9 +59,36 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: false,
             remaining: clamp_u32(limit.rpu().saturating_sub(current.count)),
             reset_in_ns: if one_hit_fits { 0 } else { reset_in_ns },
+            grant: None,
         };
         (decision, current)
     }
+}
+
+/// Counts `hits` whether they fit or not (a stream-end charge, see [`super::charge`]):
+/// the count may pass the limit, and the window then stays over until it ends. When they
+/// fit, exactly [`decide`].
+pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
+    let (decision, current) = decide(state, now_ns, limit, hits);
+    if decision.allowed {
+        return (decision, current);
+    }
+    // Denied, `decide` answered the state as of the current window, unchanged.
+    let next = State {
+        window: current.window,
+        count: current
+            .count
+            .saturating_add(hits)
+            .min(super::MAX_CHARGED_COUNT),
+    };
+    // Over the limit now, so one hit fits only once the window ends.
+    let decision = Decision {
+        allowed: false,
+        remaining: 0,
+        reset_in_ns: next.idle_at(limit).saturating_sub(now_ns),
+        grant: None,
+    };
+    (decision, next)
 }
 
 #[cfg(test)]
@@ -104,6 +132,31 @@ mod tests {
         assert_eq!(d.remaining, 1);
         let (d, _) = decide(&State::default(), 0, &l, 6);
         assert!(!d.allowed, "more than the limit never fits");
+    }
+
+    #[test]
+    fn a_charge_passes_the_limit_and_stays_over_until_the_window_ends() {
+        let l = limit(10, Unit::Second, Algorithm::FixedWindow);
+        let (_, s) = decide(&State::default(), 5 * S, &l, 8);
+        let (d, s) = charge(&s, 5 * S + S / 4, &l, 5);
+        let over = Decision {
+            allowed: false,
+            remaining: 0,
+            reset_in_ns: 3 * S / 4,
+            grant: None,
+        };
+        assert_eq!(d, over);
+        assert_eq!(s.count, 13, "counted though it did not fit");
+        let (d, _) = decide(&s, 6 * S - 1, &l, 1);
+        assert!(!d.allowed);
+        assert_eq!(d.reset_in_ns, 1);
+        assert!(
+            decide(&s, 6 * S, &l, 1).0.allowed,
+            "the debt ends with the window"
+        );
+        let (d, _) = charge(&State::default(), 5 * S, &l, 10);
+        assert!(d.allowed, "a charge that fits is an admission");
+        assert_eq!(d.remaining, 0);
     }
 
     #[test]

@@ -17,10 +17,13 @@
 //! earlier is then still over). `proptests` checks both edges for every denial.
 
 pub mod fixed_window;
+pub mod lease;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod token_bucket;
 
+#[cfg(test)]
+mod charge_proptests;
 #[cfg(test)]
 mod proptests;
 
@@ -28,6 +31,14 @@ use std::num::NonZeroU32;
 
 /// Nanoseconds per second.
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+
+/// The most hits one [`charge`] counts: more than any limit or burst (both `u32`), so a
+/// larger charge puts the limit in debt all the same. The Redis script clamps alike.
+pub const MAX_CHARGE_HITS: u64 = 1 << 32;
+
+/// The most a fixed window or sliding counter counts, however much is charged past its
+/// limit: twice any limit, and small enough for the Redis script's exact arithmetic.
+pub const MAX_CHARGED_COUNT: u64 = (1 << 33) - 1;
 
 /// The time unit a limit is counted in, as the envoyproxy/ratelimit config names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -146,6 +157,9 @@ pub struct Decision {
     /// Admitted: ns until fully available again. Denied: ns until one hit would be
     /// admitted (0 if one fits now), never more: an over-limit cache trusts it.
     pub reset_in_ns: u64,
+    /// Hits a store took ahead for the caller with the admission (quota leases, see
+    /// [`lease`]); the algorithms never set it, only a store that granted.
+    pub grant: Option<lease::Grant>,
 }
 
 /// The stored state of one counter, whichever algorithm owns it.
@@ -249,6 +263,46 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         // Another algorithm's state: start afresh (a fresh state always matches, so this
         // recurses once).
         _ => decide(&State::fresh(limit), now_ns, limit, hits),
+    }
+}
+
+/// Counts `hits` against `state` at `now_ns` under `limit` whether they fit or not.
+///
+/// This is the stream-end charge of a cost known only once the response is done (an LLM
+/// answer's tokens): the request was admitted already, so refusing to count what it cost
+/// would leak the budget (990 of 1,000 used, a 500-token answer refused, and the next
+/// check sees 10 left). When the hits fit, it is exactly [`decide`]. When they do not,
+/// the limit goes into debt: a fixed window or a sliding counter counts past its limit,
+/// a token bucket's arrival time moves forward by the whole cost, a sliding log adds them
+/// to its newest entry (see [`sliding_log::charge`]). The decision then says
+/// `allowed: false`, `remaining: 0`, and `reset_in_ns` the exact time until one hit fits
+/// again, so an over-limit cache can trust it as after any denial. Hits are clamped to
+/// [`MAX_CHARGE_HITS`], and counts to [`MAX_CHARGED_COUNT`]; 0 hits is check-only, as
+/// in [`decide`].
+pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
+    if hits == 0 {
+        // Check-only, even in a charge: nothing to count.
+        return decide(state, now_ns, limit, 0);
+    }
+    let hits = hits.min(MAX_CHARGE_HITS);
+    match (state, limit.algorithm) {
+        (State::FixedWindow(s), Algorithm::FixedWindow) => {
+            let (d, n) = fixed_window::charge(s, now_ns, limit, hits);
+            (d, Update::FixedWindow(n))
+        }
+        (State::TokenBucket(s), Algorithm::TokenBucket { burst }) => {
+            let (d, n) = token_bucket::charge(s, now_ns, limit, burst, hits);
+            (d, Update::TokenBucket(n))
+        }
+        (State::SlidingWindowLog(s), Algorithm::SlidingWindowLog) => {
+            let (d, u) = sliding_log::charge(s, now_ns, limit, hits);
+            (d, Update::SlidingWindowLog(u))
+        }
+        (State::SlidingWindowCounter(s), Algorithm::SlidingWindowCounter) => {
+            let (d, n) = sliding_counter::charge(s, now_ns, limit, hits);
+            (d, Update::SlidingWindowCounter(n))
+        }
+        _ => charge(&State::fresh(limit), now_ns, limit, hits),
     }
 }
 

@@ -86,6 +86,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: remaining(estimate + asked),
             reset_in_ns: next.idle_at(limit).saturating_sub(now_ns),
+            grant: None,
         };
         return (decision, next);
     }
@@ -114,8 +115,36 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         allowed: false,
         remaining: remaining(estimate),
         reset_in_ns: retry_at.saturating_sub(now_ns),
+        grant: None,
     };
     (decision, cur)
+}
+
+/// Counts `hits` whether they fit or not (a stream-end charge, see [`super::charge`]):
+/// the current count may pass the limit, and the estimate stays over until enough of it
+/// has slid out. When they fit, exactly [`decide`].
+pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
+    let (decision, cur) = decide(state, now_ns, limit, hits);
+    if decision.allowed {
+        return (decision, cur);
+    }
+    // Denied, `decide` answered the state as of the current window, unchanged.
+    let next = State {
+        current: cur
+            .current
+            .saturating_add(hits)
+            .min(super::MAX_CHARGED_COUNT),
+        ..cur
+    };
+    // Over now: the time until one hit fits is what a one-hit request would be told.
+    let (one_hit, _) = decide(&next, now_ns, limit, 1);
+    let decision = Decision {
+        allowed: false,
+        remaining: 0,
+        reset_in_ns: one_hit.reset_in_ns,
+        grant: None,
+    };
+    (decision, next)
 }
 
 #[cfg(test)]
@@ -168,6 +197,23 @@ mod tests {
         assert_eq!(d.reset_in_ns, S + S / 4 - S / 2);
         assert!(!step(&mut s, S + S / 4 - 1, &l, 1).allowed);
         assert!(step(&mut s, S + S / 4, &l, 1).allowed);
+    }
+
+    #[test]
+    fn a_charge_passes_the_limit_and_weighs_on_the_next_window() {
+        let l = limit(10, Unit::Second, Algorithm::SlidingWindowCounter);
+        let mut s = State::default();
+        assert!(step(&mut s, 5 * S, &l, 6).allowed);
+        let (d, n) = charge(&s, 5 * S + S / 2, &l, 9);
+        assert!(!d.allowed);
+        assert_eq!(d.remaining, 0);
+        assert_eq!(n.current, 15, "counted though it did not fit");
+        // Next window: 15 weighted by what is left of it; one hit fits once 15 x (1 - f)
+        // <= 9, at f = 0.4.
+        assert_eq!(d.reset_in_ns, S / 2 + 2 * S / 5);
+        s = n;
+        assert!(!step(&mut s, 6 * S + 2 * S / 5 - 1, &l, 1).allowed);
+        assert!(step(&mut s, 6 * S + 2 * S / 5, &l, 1).allowed);
     }
 
     #[test]

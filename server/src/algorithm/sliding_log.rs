@@ -29,6 +29,9 @@ struct Entry {
 pub struct Update {
     expired: usize,
     record: Option<(u64, u64)>,
+    /// Record into the newest entry, restamped at the record's time, rather than a new
+    /// one (a charge past the limit, see [`charge`]).
+    merge: bool,
 }
 
 impl Update {
@@ -66,7 +69,10 @@ impl State {
         if let Some((at_ns, hits)) = update.record {
             self.total = self.total.saturating_add(hits);
             match self.entries.back_mut() {
-                Some(last) if last.at_ns == at_ns => last.hits = last.hits.saturating_add(hits),
+                Some(last) if last.at_ns == at_ns || update.merge => {
+                    last.at_ns = last.at_ns.max(at_ns);
+                    last.hits = last.hits.saturating_add(hits);
+                }
                 _ => self.entries.push_back(Entry { at_ns, hits }),
             }
         }
@@ -93,10 +99,12 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             remaining: clamp_u32(rpu - live),
             reset_in_ns: newest
                 .map_or(0, |e| e.at_ns.saturating_add(period).saturating_sub(now_ns)),
+            grant: None,
         };
         let update = Update {
             expired,
             record: None,
+            merge: false,
         };
         return (decision, update);
     }
@@ -107,44 +115,103 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
             allowed: true,
             remaining: clamp_u32(rpu - after),
             reset_in_ns: at_ns.saturating_add(period).saturating_sub(now_ns),
+            grant: None,
         };
         let update = Update {
             expired,
             record: Some((at_ns, hits)),
+            merge: false,
         };
         return (decision, update);
     }
-    // One hit fits once `live + 1 - rpu` of the oldest live hits have left the window: the
-    // entry whose running total reaches that many leaves at its time plus one period (the
-    // window is half-open, so it is inside one ns before). Nothing must leave: 0.
-    let must_leave = (live + 1).saturating_sub(rpu);
-    let reset_at = if must_leave == 0 {
-        now_ns
-    } else {
-        let mut left = 0u64;
-        state
-            .entries
-            .iter()
-            .skip(expired)
-            .map(|e| {
-                left = left.saturating_add(e.hits);
-                (e, left)
-            })
-            .find(|(_, left)| *left >= must_leave)
-            .map_or(now_ns, |(e, _)| e.at_ns.saturating_add(period))
-    };
+    let live_entries = state
+        .entries
+        .iter()
+        .skip(expired)
+        .map(|e| (e.at_ns, e.hits));
     let decision = Decision {
         allowed: false,
         remaining: clamp_u32(rpu.saturating_sub(live)),
-        reset_in_ns: reset_at.saturating_sub(now_ns),
+        reset_in_ns: one_hit_in(live_entries, live, now_ns, limit),
+        grant: None,
     };
-    (
-        decision,
-        Update {
-            expired,
-            record: None,
-        },
-    )
+    let update = Update {
+        expired,
+        record: None,
+        merge: false,
+    };
+    (decision, update)
+}
+
+/// Records `hits` whether they fit or not (a stream-end charge, see [`super::charge`]).
+/// When they fit, exactly [`decide`]. When they do not, the log holds more than the limit
+/// until enough has left the window, and they are added to the newest live entry,
+/// restamped now, rather than as an entry of their own: a new entry is only ever made by
+/// hits that fit, so a log never holds more entries than its limit, however much is
+/// charged past it. The price is conservative: the newest entry's earlier hits stay in the
+/// window until now + one unit, later than their own time would keep them. With no live
+/// entry, the charge is one new entry.
+pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
+    let (decision, update) = decide(state, now_ns, limit, hits);
+    if decision.allowed {
+        return (decision, update);
+    }
+    let expired = update.expired;
+    let newest = state.entries.back().map(|e| e.at_ns);
+    let at_ns = newest.map_or(now_ns, |at| at.max(now_ns));
+    let merge = expired < state.entries.len();
+    let update = Update {
+        expired,
+        record: Some((at_ns, hits)),
+        merge,
+    };
+    // The live entries as they will be after the update.
+    let kept = state.entries.len() - expired - usize::from(merge);
+    let merged = state.entries.back().filter(|_| merge).map_or(0, |e| e.hits);
+    let after = state
+        .entries
+        .iter()
+        .skip(expired)
+        .take(kept)
+        .map(|e| (e.at_ns, e.hits))
+        .chain(std::iter::once((at_ns, merged.saturating_add(hits))));
+    let live: u64 = after.clone().map(|(_, h)| h).fold(0, u64::saturating_add);
+    let decision = Decision {
+        allowed: false,
+        remaining: 0,
+        reset_in_ns: one_hit_in(after, live, now_ns, limit),
+        grant: None,
+    };
+    (decision, update)
+}
+
+/// The ns from `now_ns` until one hit fits in a log whose live entries are `entries`
+/// (oldest first, `live` hits in all): once `live + 1 - rpu` of the oldest live hits have
+/// left the window, i.e. when the entry whose running total reaches that many leaves, at
+/// its time plus one period (the window is half-open, so it is inside one ns before).
+/// Nothing must leave: 0.
+fn one_hit_in(
+    entries: impl Iterator<Item = (u64, u64)>,
+    live: u64,
+    now_ns: u64,
+    limit: &Limit,
+) -> u64 {
+    let must_leave = live.saturating_add(1).saturating_sub(limit.rpu());
+    if must_leave == 0 {
+        return 0;
+    }
+    let mut left = 0u64;
+    entries
+        .map(|(at_ns, hits)| {
+            left = left.saturating_add(hits);
+            (at_ns, left)
+        })
+        .find(|&(_, left)| left >= must_leave)
+        .map_or(0, |(at_ns, _)| {
+            at_ns
+                .saturating_add(limit.period_ns())
+                .saturating_sub(now_ns)
+        })
 }
 
 #[cfg(test)]
@@ -188,6 +255,33 @@ mod tests {
         assert!(d.allowed);
         assert_eq!(d.remaining, 0);
         assert_eq!(d.reset_in_ns, 60 * S);
+    }
+
+    #[test]
+    fn a_charge_past_the_limit_joins_the_newest_entry() {
+        let l = limit(10, Unit::Second, Algorithm::SlidingWindowLog);
+        let mut s = State::default();
+        assert!(step(&mut s, 0, &l, 3).allowed);
+        assert!(step(&mut s, S / 2, &l, 4).allowed);
+        let (d, u) = charge(&s, S / 2 + 100, &l, 6);
+        s.apply(u);
+        assert!(!d.allowed);
+        assert_eq!(d.remaining, 0);
+        assert_eq!(s.len(), 2, "no entry of its own");
+        // 13 live: one hit fits once 4 have left. The 3 at 0 leave at 1 s, the newest (10
+        // hits, restamped) at 1.5 s + 100 ns.
+        assert_eq!(d.reset_in_ns, S);
+        assert!(!step(&mut s, 3 * S / 2 + 99, &l, 1).allowed);
+        assert!(step(&mut s, 3 * S / 2 + 100, &l, 1).allowed);
+
+        let mut s = State::default();
+        let (d, u) = charge(&s, 5 * S, &l, 25);
+        s.apply(u);
+        assert!(
+            !d.allowed,
+            "with nothing live, the charge is an entry of its own"
+        );
+        assert_eq!((s.len(), d.reset_in_ns), (1, S));
     }
 
     #[test]

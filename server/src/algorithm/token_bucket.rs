@@ -56,6 +56,7 @@ pub fn decide(
             allowed: true,
             remaining: whole_tokens(capacity - ahead, token),
             reset_in_ns: div_ceil_u128(ahead, rate),
+            grant: None,
         };
         (decision, State { tat: new_tat })
     } else {
@@ -68,9 +69,42 @@ pub fn decide(
             allowed: false,
             remaining: whole_tokens(capacity.saturating_sub(debt), token),
             reset_in_ns: div_ceil_u128(one_hit_over, rate),
+            grant: None,
         };
         (decision, *state)
     }
+}
+
+/// Takes `hits` tokens whether they are there or not (a stream-end charge, see
+/// [`super::charge`]): the bucket goes into debt, the TAT moving forward by the whole cost,
+/// and later requests wait until the debt is refilled. When they fit, exactly [`decide`].
+pub fn charge(
+    state: &State,
+    now_ns: u64,
+    limit: &Limit,
+    burst: NonZeroU32,
+    hits: u64,
+) -> (Decision, State) {
+    let (decision, next) = decide(state, now_ns, limit, burst, hits);
+    if decision.allowed {
+        return (decision, next);
+    }
+    let rate = u128::from(limit.rpu());
+    let token = u128::from(limit.period_ns());
+    let now = u128::from(now_ns) * rate;
+    let capacity = u128::from(burst.get()) * token;
+    let cost = u128::from(hits).saturating_mul(token);
+    let new_tat = state.tat.max(now).saturating_add(cost);
+    // The debt is now `new_tat - now`, more than the capacity: one hit fits once it has
+    // shrunk to `capacity - token`, as in `decide`.
+    let one_hit_over = (new_tat - now + token).saturating_sub(capacity);
+    let decision = Decision {
+        allowed: false,
+        remaining: 0,
+        reset_in_ns: div_ceil_u128(one_hit_over, rate),
+        grant: None,
+    };
+    (decision, State { tat: new_tat })
 }
 
 fn whole_tokens(units: u128, token: u128) -> u32 {
@@ -84,6 +118,7 @@ mod tests {
     use crate::algorithm::{Algorithm, Unit};
 
     const S: u64 = 1_000_000_000;
+    const MS: u64 = 1_000_000;
 
     fn bucket(rpu: u32, burst: u32) -> (Limit, NonZeroU32) {
         let burst = NonZeroU32::new(burst).unwrap();
@@ -150,6 +185,28 @@ mod tests {
         assert_eq!(d.remaining, 5);
         assert_eq!(d.reset_in_ns, 0, "already full");
         assert_eq!(s, State::default());
+    }
+
+    #[test]
+    fn a_charge_puts_the_bucket_in_debt_until_it_refills() {
+        // 10 per second, burst 10: 3 tokens left, a charge of 8 leaves a debt of 5.
+        let (l, b) = bucket(10, 10);
+        let (_, s) = decide(&State::default(), S, &l, b, 7);
+        let (d, s) = charge(&s, S, &l, b, 8);
+        assert!(!d.allowed);
+        assert_eq!(d.remaining, 0);
+        assert_eq!(d.reset_in_ns, 600 * MS, "5 tokens of debt and one to spend");
+        assert!(!decide(&s, S + 600 * MS - 1, &l, b, 1).0.allowed);
+        assert!(decide(&s, S + 600 * MS, &l, b, 1).0.allowed);
+        assert_eq!(
+            s.idle_at(&l),
+            S + 1_500 * MS,
+            "full once 15 tokens came back"
+        );
+        let (d, _) = charge(&s, S, &l, b, 1);
+        assert_eq!(d.reset_in_ns, 700 * MS, "more debt, later");
+        let (d, _) = charge(&State::default(), S, &l, b, 10);
+        assert!(d.allowed, "a charge that fits is an admission");
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub mod wire;
 #[cfg(test)]
 mod tests;
 
+/// A validated `quota` (only on a limited rule): the lease terms the stores grant by.
+pub use crate::algorithm::lease::Quota;
 use crate::algorithm::{Limit, Unit};
 use std::collections::HashMap;
 use std::fmt;
@@ -34,6 +36,15 @@ pub const MAX_DEPTH: usize = 16;
 /// The largest `requests_per_unit` for `sliding_window_log`, which stores one entry per
 /// admitted request (16 bytes each) for a whole unit.
 pub const MAX_LOG_LIMIT: u32 = 100_000;
+
+/// The most hits one grant may take (`quota.requests`). A grant is hits taken from everyone
+/// else for one caller; a million is far beyond any useful lease and keeps the arithmetic
+/// small.
+pub const MAX_QUOTA_REQUESTS: u32 = 1_000_000;
+
+/// The longest a grant may be spent (`quota.valid_ms`): one hour. Leased hits unspent at
+/// expiry are lost to everyone, and a lowered limit takes this long to bind every caller.
+pub const MAX_QUOTA_VALID_MS: u64 = 3_600_000;
 
 /// A configuration error: which file, which field, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -166,6 +177,9 @@ pub struct Rule {
     /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
     /// limit is only counted per domain.
     pub metric: Option<Arc<str>>,
+    /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
+    /// Never granted for a quota-mode or blocked limit.
+    pub quota: Option<Quota>,
 }
 
 impl Rule {
@@ -217,15 +231,34 @@ struct Node {
     children: Level,
 }
 
-/// Loads and validates the configuration at `path`: one YAML file, or a directory whose
-/// `*.yaml`/`*.yml` files (not hidden, not in subdirectories) each hold one domain.
-pub fn load(path: &Path) -> Result<Config, ConfigError> {
-    parse(&source::read(path)?)
+/// How a configuration is read, beyond its path: the reference's layout settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// Several files may define one domain, their descriptors merged into one tree
+    /// (`--merge-domains`, the reference's `MERGE_DOMAIN_CONFIG`). Off: a domain defined
+    /// twice is an error, naming both files.
+    pub merge_domains: bool,
 }
 
-/// Validates files already read by [`source::read`].
+/// Loads and validates the configuration at `path` with the default options: one YAML
+/// file, or a directory (see [`source::read`]) whose files each hold one domain.
+pub fn load(path: &Path) -> Result<Config, ConfigError> {
+    load_with(path, &LoadOptions::default())
+}
+
+/// Loads and validates the configuration at `path` as `options` say.
+pub fn load_with(path: &Path, options: &LoadOptions) -> Result<Config, ConfigError> {
+    parse_with(&source::read(path)?, options)
+}
+
+/// Validates files already read by [`source::read`], with the default options.
 pub fn parse(files: &source::Files) -> Result<Config, ConfigError> {
-    validate::config(files)
+    parse_with(files, &LoadOptions::default())
+}
+
+/// Validates files already read by [`source::read`] as `options` say.
+pub fn parse_with(files: &source::Files, options: &LoadOptions) -> Result<Config, ConfigError> {
+    validate::config(files, options)
 }
 
 /// The configuration in force, swapped whole on reload. Readers take an `Arc` snapshot, so a

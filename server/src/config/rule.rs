@@ -52,6 +52,7 @@ pub(super) fn rule(
         replaces: replaces.into(),
         metadata: from.metadata,
         metric: from.metric,
+        quota: None,
     };
     if r.unlimited {
         // As the reference: a unit next to unlimited is refused; a requests_per_unit

@@ -4,6 +4,13 @@
 //! In a directory only `*.yaml` and `*.yml` files count, in name order; hidden entries are
 //! skipped, which also skips the `..data` links of a Kubernetes ConfigMap mount (the
 //! visible files are symlinks into it and are read through).
+//!
+//! A directory with a `config` subdirectory is envoyproxy/ratelimit's runtime layout,
+//! `RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config/*.yaml`, given as
+//! `RUNTIME_ROOT/RUNTIME_SUBDIRECTORY`: the files of `config/` are read, and files beside
+//! it are not, as the reference (watching the root) reads only its app directory. Every
+//! path is resolved afresh at each read, so swapping the `RUNTIME_ROOT` symlink (the
+//! reference's way to reload) or a ConfigMap's `..data` link is seen at the next poll.
 
 use super::ConfigError;
 use std::fs;
@@ -23,10 +30,11 @@ pub fn read(path: &Path) -> Result<Files, ConfigError> {
     let meta =
         fs::metadata(path).map_err(|e| ConfigError::new(path, "", format!("cannot read: {e}")))?;
     let paths = if meta.is_dir() {
-        let mut paths = list_dir(path)?;
+        let dir = runtime_app_dir(path).unwrap_or_else(|| path.to_path_buf());
+        let mut paths = list_dir(&dir)?;
         if paths.is_empty() {
             return Err(ConfigError::new(
-                path,
+                &dir,
                 "",
                 "no configuration files (*.yaml, *.yml) in this directory",
             ));
@@ -48,6 +56,15 @@ pub fn read(path: &Path) -> Result<Files, ConfigError> {
         files,
     })
 }
+
+/// The app directory of the reference's runtime layout under `dir`, if `dir` has one.
+fn runtime_app_dir(dir: &Path) -> Option<PathBuf> {
+    let app = dir.join(RUNTIME_APP_DIRECTORY);
+    app.is_dir().then_some(app)
+}
+
+/// The reference's default `RUNTIME_APPDIRECTORY`.
+pub const RUNTIME_APP_DIRECTORY: &str = "config";
 
 fn list_dir(dir: &Path) -> Result<Vec<PathBuf>, ConfigError> {
     let entries =

@@ -233,3 +233,23 @@ fn blocks_units_quota_replaces_and_metadata_are_carried_on_the_rule() {
         RuleKind::Unlimited
     );
 }
+
+#[test]
+fn a_quota_belongs_to_the_rule_beside_it() {
+    let c = config(
+        r#"
+domain: d
+descriptors:
+  - key: tenant
+    rate_limit: { unit: hour, requests_per_unit: 300 }
+    quota: { requests: 10, valid_ms: 60000 }
+    descriptors:
+      - key: path
+        rate_limit: { unit: second, requests_per_unit: 5 }
+"#,
+    );
+    let q = find(&c, &[("tenant", "a")]).unwrap().quota.unwrap();
+    assert_eq!((q.requests.get(), q.valid_ms), (10, 60_000));
+    let child = find(&c, &[("tenant", "a"), ("path", "/")]).unwrap();
+    assert_eq!(child.quota, None, "a quota is not inherited");
+}

@@ -4,15 +4,30 @@ use super::rule::{self, FromDescriptor};
 use super::source::Files;
 use super::wire;
 use super::{metadata, nesting, wildcard};
-use super::{Config, ConfigError, Domain, KeyNodes, Level, Node, MAX_DEPTH};
+use super::{
+    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, RuleKind,
+    MAX_DEPTH, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
+};
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
-pub(super) fn config(files: &Files) -> Result<Config, ConfigError> {
+pub(super) fn config(files: &Files, options: &LoadOptions) -> Result<Config, ConfigError> {
     let mut domains: HashMap<String, Domain> = HashMap::new();
     for (file, text) in &files.files {
         let parsed = parse_yaml(file, text)?;
+        if let Some(first) = domains
+            .get_mut(&parsed.domain)
+            .filter(|_| options.merge_domains)
+        {
+            // `--merge-domains` (the reference's MERGE_DOMAIN_CONFIG): this file's
+            // descriptors join the domain's top level; a sibling defined twice is still a
+            // duplicate, reported at this file's descriptor.
+            first.uses_replaces |= any_replaces(&parsed.descriptors);
+            level_into(top(file), parsed.descriptors, &mut first.root)?;
+            continue;
+        }
         let domain = domain(file, parsed)?;
         if let Some(first) = domains.get(&*domain.name) {
             return Err(ConfigError::new(
@@ -67,16 +82,7 @@ fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
         ));
     }
     let uses_replaces = any_replaces(&w.descriptors);
-    let root = level(
-        Place {
-            file,
-            fields: String::new(),
-            metric: String::new(),
-            value_to_metric: false,
-            depth: 1,
-        },
-        w.descriptors,
-    )?;
+    let root = level(top(file), w.descriptors)?;
     Ok(Domain {
         name: Arc::from(w.domain),
         file: file.to_path_buf(),
@@ -107,10 +113,31 @@ struct Place<'a> {
     depth: usize,
 }
 
+/// The place of a file's top level.
+fn top(file: &Path) -> Place<'_> {
+    Place {
+        file,
+        fields: String::new(),
+        metric: String::new(),
+        value_to_metric: false,
+        depth: 1,
+    }
+}
+
 fn level(place: Place<'_>, descriptors: Vec<wire::Descriptor>) -> Result<Level, ConfigError> {
     let mut out = Level::default();
+    level_into(place, descriptors, &mut out)?;
+    Ok(out)
+}
+
+/// Adds `descriptors` to the level `out` (empty, or a domain's top level being merged).
+fn level_into(
+    place: Place<'_>,
+    descriptors: Vec<wire::Descriptor>,
+    out: &mut Level,
+) -> Result<(), ConfigError> {
     if descriptors.is_empty() {
-        return Ok(out);
+        return Ok(());
     }
     let file = place.file;
     let here = format!("{}descriptors", place.fields);
@@ -151,7 +178,7 @@ fn level(place: Place<'_>, descriptors: Vec<wire::Descriptor>) -> Result<Level, 
             )?)),
             _ => None,
         };
-        let rule = match d.rate_limit {
+        let mut rule = match d.rate_limit {
             None => None,
             Some(r) => {
                 let from = FromDescriptor {
@@ -164,6 +191,12 @@ fn level(place: Place<'_>, descriptors: Vec<wire::Descriptor>) -> Result<Level, 
                 Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
             }
         };
+        if let Some(q) = d.quota {
+            let quota = quota(file, &format!("{at}.quota"), q, rule.as_ref())?;
+            if let Some(r) = rule.as_mut() {
+                r.quota = Some(quota);
+            }
+        }
         let children = level(
             Place {
                 file,
@@ -185,7 +218,7 @@ fn level(place: Place<'_>, descriptors: Vec<wire::Descriptor>) -> Result<Level, 
         let nodes = out.by_key.entry(d.key.clone()).or_default();
         insert(file, &at, nodes, &d.key, value, pattern, node)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 fn insert(
@@ -226,4 +259,63 @@ fn insert(
         }
     }
     Ok(())
+}
+
+/// Validates a descriptor's `quota` against the rule beside it (`None`: no `rate_limit`).
+fn quota(file: &Path, at: &str, q: wire::Quota, rule: Option<&Rule>) -> Result<Quota, ConfigError> {
+    match rule {
+        None => return Err(ConfigError::new(file, at, "needs a rate_limit beside it")),
+        Some(r) if r.kind() == RuleKind::Unlimited => {
+            return Err(ConfigError::new(
+                file,
+                at,
+                "cannot be combined with rate_limit.unlimited: true (nothing to lease)",
+            ))
+        }
+        Some(_) => {}
+    }
+    let requests = match q.requests {
+        None => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.requests"),
+                "is required",
+            ))
+        }
+        Some(n) if n > MAX_QUOTA_REQUESTS => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.requests"),
+                format!("must be at most {MAX_QUOTA_REQUESTS}"),
+            ))
+        }
+        Some(n) => NonZeroU32::new(n).ok_or_else(|| {
+            ConfigError::new(file, format!("{at}.requests"), "must be greater than 0")
+        })?,
+    };
+    let valid_ms = match q.valid_ms {
+        None => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                "is required",
+            ))
+        }
+        Some(0) => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                "must be greater than 0",
+            ))
+        }
+        Some(ms) if ms > MAX_QUOTA_VALID_MS => {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.valid_ms"),
+                format!("must be at most {MAX_QUOTA_VALID_MS} (one hour)"),
+            ))
+        }
+        Some(ms) => ms,
+    };
+    Ok(Quota { requests, valid_ms })
 }

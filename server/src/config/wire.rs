@@ -52,6 +52,9 @@ pub struct Descriptor {
     /// was not over; any YAML mapping.
     #[serde(default)]
     pub metadata: Option<serde_yaml_ng::Mapping>,
+    /// Ours (issue 11): hits a caller that asks may take ahead as a lease.
+    #[serde(default)]
+    pub quota: Option<Quota>,
     /// Children, matched against the next entry of a request descriptor.
     #[serde(default)]
     pub descriptors: Vec<Descriptor>,
@@ -91,6 +94,18 @@ pub struct Replaces {
     /// The replaced limit's `name`.
     #[serde(default)]
     pub name: Option<String>,
+}
+
+/// A quota lease as written: `quota: {requests: N, valid_ms: T}` beside `rate_limit`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Quota {
+    /// Hits granted at most per admitted request that asks; 1 to [`super::MAX_QUOTA_REQUESTS`].
+    #[serde(default)]
+    pub requests: Option<u32>,
+    /// How long a grant may be spent, in ms; 1 to [`super::MAX_QUOTA_VALID_MS`].
+    #[serde(default)]
+    pub valid_ms: Option<u64>,
 }
 
 /// The algorithms by name.

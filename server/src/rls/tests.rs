@@ -1,4 +1,5 @@
-//! The protocol layer over the real memory store and a fake clock.
+//! The protocol layer over the real memory store and a fake clock. `reference` holds the
+//! answers issue 12 aligned with envoyproxy/ratelimit's and the operator options.
 
 use super::*;
 use crate::clock::ManualClock;
@@ -24,13 +25,26 @@ descriptors:
 "#;
 
 fn service(capacity: usize, headers: bool) -> RlsService<MemoryStore<ManualClock>> {
+    let headers = if headers {
+        ResponseHeaders::Draft03
+    } else {
+        ResponseHeaders::None
+    };
+    let options = Options {
+        headers,
+        ..Options::default()
+    };
+    service_with(capacity, options)
+}
+
+fn service_with(capacity: usize, options: Options) -> RlsService<MemoryStore<ManualClock>> {
     let files = Files {
         root: PathBuf::from("t.yaml"),
         files: vec![(PathBuf::from("t.yaml"), CONFIG.to_owned())],
     };
     let config = config::Shared::new(config::parse(&files).unwrap());
     let store = MemoryStore::with_clock(capacity, ManualClock::new(1_000 * S + S / 4));
-    RlsService::new(config, store, Arc::new(Metrics::new("memory")), headers)
+    RlsService::new(config, store, Arc::new(Metrics::new("memory")), options)
 }
 
 fn desc(entries: &[(&str, &str)], hits: Option<u64>) -> RateLimitDescriptor {
@@ -279,14 +293,19 @@ fn a_store_error_is_unavailable() {
     assert!(r.is_ok());
 }
 
-fn service_with(yaml: &str) -> RlsService<MemoryStore<ManualClock>> {
+fn service_of(yaml: &str) -> RlsService<MemoryStore<ManualClock>> {
     let files = Files {
         root: PathBuf::from("t.yaml"),
         files: vec![(PathBuf::from("t.yaml"), yaml.to_owned())],
     };
     let config = config::Shared::new(config::parse(&files).unwrap());
     let store = MemoryStore::with_clock(100, ManualClock::new(1_000 * S));
-    RlsService::new(config, store, Arc::new(Metrics::new("memory")), false)
+    RlsService::new(
+        config,
+        store,
+        Arc::new(Metrics::new("memory")),
+        Options::default(),
+    )
 }
 
 const REPLACING: &str = r#"
@@ -304,7 +323,7 @@ descriptors:
 
 #[test]
 fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
-    let svc = service_with(REPLACING);
+    let svc = service_of(REPLACING);
     let ask = |descs: &[&str]| {
         let descriptors = descs.iter().map(|k| desc(&[(k, "x")], None)).collect();
         block_on(svc.decide(request("web", descriptors, 0))).unwrap()
@@ -327,4 +346,36 @@ fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
     // The replaced requests counted nothing: `a` alone still has its one request.
     assert_eq!(ask(&["a"]).overall_code, Code::Ok as i32);
     assert_eq!(ask(&["a"]).overall_code, Code::OverLimit as i32);
+}
+
+mod reference;
+#[test]
+fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
+    let svc = service(100, false);
+    let call = |hits, charge: Option<&str>| {
+        let mut req = tonic::Request::new(request("web", vec![desc(&[("user", "a")], hits)], 0));
+        if let Some(v) = charge {
+            req.metadata_mut().insert(CHARGE_HEADER, v.parse().unwrap());
+        }
+        block_on(svc.should_rate_limit(req)).map(tonic::Response::into_inner)
+    };
+    // 2 per second: a charge of 5 is counted anyway, and answered over the limit until
+    // the window ends (the clock is a quarter into it).
+    let r = call(Some(5), Some("1")).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(r.statuses[0].limit_remaining, 0);
+    let reset = r.statuses[0].duration_until_reset.unwrap();
+    assert_eq!((reset.seconds, reset.nanos), (0, 750_000_000));
+    let r = call(Some(0), None).unwrap();
+    assert_eq!(
+        r.overall_code,
+        Code::OverLimit as i32,
+        "a check sees the debt"
+    );
+    // Without the header the same cost is refused and counts nothing.
+    let r = call(Some(5), None).unwrap();
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    let err = call(Some(1), Some("yes")).unwrap_err();
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert_eq!(err.message(), "x-floodgate-charge must be 1");
 }

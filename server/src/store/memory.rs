@@ -17,8 +17,8 @@
 //! distinct values would then buy a flood of fresh limits. The overflow is counted in the
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
-use super::{admits, blocked_decision, Check, Store, StoreError};
-use crate::algorithm::{decide, Decision, Limit, State, Update};
+use super::{admits, blocked_decision, report_unconsumed, Check, Counting, Store, StoreError};
+use crate::algorithm::{charge, decide, lease, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -58,6 +58,7 @@ pub struct MemoryStore<C: Clock = SystemClock> {
     clock: C,
     cells: AtomicUsize,
     capacity: usize,
+    counting: Counting,
 }
 
 impl MemoryStore<SystemClock> {
@@ -76,7 +77,14 @@ impl<C: Clock> MemoryStore<C> {
             clock,
             cells: AtomicUsize::new(0),
             capacity,
+            counting: Counting::default(),
         }
+    }
+
+    /// The same store counting as `counting` says (default: all or nothing).
+    pub fn with_counting(mut self, counting: Counting) -> Self {
+        self.counting = counting;
+        self
     }
 
     /// Cells in use.
@@ -141,6 +149,18 @@ impl<C: Clock> MemoryStore<C> {
 
     /// The synchronous heart of [`Store::check`].
     pub fn check_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, false)
+    }
+
+    /// The synchronous heart of [`Store::charge`].
+    pub fn charge_now(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.decide_now(batch, true)
+    }
+
+    /// Decides `batch` all or nothing, or with `charging` counts every item whatever it
+    /// finds (see [`Store::charge`]).
+    fn decide_now(&self, batch: &[Check], charging: bool) -> Result<Vec<Decision>, StoreError> {
+        let count = if charging { charge } else { decide };
         let shard_of: Vec<usize> = batch.iter().map(|c| self.shard_of(c)).collect();
         let mut order = shard_of.clone();
         order.sort_unstable();
@@ -152,53 +172,88 @@ impl<C: Clock> MemoryStore<C> {
 
         // Phase 1: decide everything against current state, changing nothing.
         let mut decisions = Vec::with_capacity(batch.len());
-        // `None` for a blocked item, which has no counter.
+        // `None` for a blocked item, which has no counter (and a charge counts nothing on it).
         let mut updates: Vec<Option<Update>> = Vec::with_capacity(batch.len());
-        let mut growth = 0isize;
         for (i, c) in batch.iter().enumerate() {
             if c.blocked {
                 decisions.push(blocked_decision(&c.limit, now));
                 updates.push(None);
                 continue;
             }
-            let shard = &guards[guard_of(i)];
-            let stored = shard
-                .get(&c.key)
-                .filter(|s| s.limit == c.limit && s.idle_at > now)
-                .map(|s| &s.state);
+            let stored = stored(&guards[guard_of(i)], c, now);
             // The same counter twice in one request: the later item sees the earlier's hits.
-            let earlier: Vec<usize> = (0..i)
-                .filter(|&j| {
-                    batch[j].key == c.key && batch[j].limit == c.limit && !batch[j].blocked
-                })
-                .collect();
-            let (d, u) = match (stored, earlier.is_empty()) {
-                (Some(s), true) => decide(s, now, &c.limit, c.hits),
-                (None, true) => decide(&State::fresh(&c.limit), now, &c.limit, c.hits),
-                (s, false) => {
-                    let mut s = s.cloned().unwrap_or_else(|| State::fresh(&c.limit));
-                    for &j in &earlier {
-                        if let Some(u) = updates[j].clone() {
-                            s.apply(u);
-                        }
-                    }
-                    decide(&s, now, &c.limit, c.hits)
+            let earlier: Vec<usize> = (0..i).filter(|&j| same_counter(&batch[j], c)).collect();
+            let (d, u) = if earlier.is_empty() {
+                match stored {
+                    Some(s) => count(s, now, &c.limit, c.hits),
+                    None => count(&State::fresh(&c.limit), now, &c.limit, c.hits),
                 }
+            } else {
+                let mut s = stored.cloned().unwrap_or_else(|| State::fresh(&c.limit));
+                for &j in &earlier {
+                    if let Some(u) = updates[j].clone() {
+                        s.apply(u);
+                    }
+                }
+                count(&s, now, &c.limit, c.hits)
             };
-            if d.allowed && earlier.is_empty() {
-                // Whether this counter records anything in this request: a check-only
-                // item does not, a later item on the same counter may.
-                let records = batch[i..]
-                    .iter()
-                    .any(|b| b.key == c.key && b.limit == c.limit && b.hits > 0);
-                growth += cell_growth(shard.get(&c.key), stored.is_some(), &u, records);
-            }
             decisions.push(d);
             updates.push(Some(u));
         }
-        if !admits(batch, |i| decisions[i].allowed) {
-            // Rejected: the request consumes nothing.
+        // A charge is counted whatever it finds, so it never blocks (not even for quota mode).
+        let blocked = !charging && !admits(batch, |i| decisions[i].allowed);
+        if blocked && !self.counting.consumes_rejected() {
+            // Over the limit somewhere: the request is rejected and consumes nothing.
+            report_unconsumed(batch, &mut decisions);
             return Ok(decisions);
+        }
+
+        // Admitted (a request blocked under per-descriptor counting, or a charge, gets no grant): the
+        // grants, in the same step (under the same locks, at the same
+        // instant). An item that asked takes up to its quota of what its admission left,
+        // by deciding it again with its own hits plus the grant (which fits: `remaining`
+        // is what fits). Only on a counter used once in the batch, so no other item's
+        // decision depends on it.
+        let mut hits: Vec<u64> = batch.iter().map(|c| c.hits).collect();
+        for (i, c) in batch.iter().enumerate() {
+            let Some(quota) = c.quota.filter(|_| {
+                !blocked && !charging && !c.shadow && !c.quota_mode && decisions[i].allowed
+            }) else {
+                continue;
+            };
+            if batch.iter().filter(|b| same_counter(b, c)).count() > 1 {
+                continue;
+            }
+            let Some(grant) = lease::grant(&c.limit, &quota, decisions[i].remaining, now) else {
+                continue;
+            };
+            let fresh = State::fresh(&c.limit);
+            let base = stored(&guards[guard_of(i)], c, now).unwrap_or(&fresh);
+            let with_grant = c.hits.saturating_add(u64::from(grant.hits));
+            let (d, u) = decide(base, now, &c.limit, with_grant);
+            if d.allowed {
+                decisions[i] = Decision {
+                    grant: Some(grant),
+                    ..d
+                };
+                updates[i] = Some(u);
+                hits[i] = with_grant;
+            }
+        }
+
+        // Cells the admitted items will add, counted once per counter (its first item).
+        let mut growth = 0isize;
+        for (i, c) in batch.iter().enumerate() {
+            if !(decisions[i].allowed || charging) || (0..i).any(|j| same_counter(&batch[j], c)) {
+                continue;
+            }
+            let Some(update) = &updates[i] else { continue };
+            let shard = &guards[guard_of(i)];
+            // Whether this counter records anything in this request: a check-only item
+            // without a grant does not, a later item on the same counter may.
+            let records = (i..batch.len()).any(|j| same_counter(&batch[j], c) && hits[j] > 0);
+            let live = stored(shard, c, now).is_some();
+            growth += cell_growth(shard.get(&c.key), live, update, records);
         }
 
         // Phase 2: reserve room, then apply every update in order.
@@ -212,9 +267,10 @@ impl<C: Clock> MemoryStore<C> {
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
             let Some(u) = u else { continue };
             let shard = &mut guards[guard_of(i)];
-            if (!decisions[i].allowed || c.hits == 0) && !shard.contains_key(&c.key) {
+            if ((!decisions[i].allowed && !charging) || hits[i] == 0) && !shard.contains_key(&c.key)
+            {
                 // A denied shadow item or a check-only one on a fresh counter changes
-                // nothing: no cell for it.
+                // nothing: no cell for it (a charge is always recorded).
                 continue;
             }
             let slot = shard.entry(c.key).or_insert_with(|| Slot {
@@ -245,6 +301,21 @@ impl<C: Clock> MemoryStore<C> {
     }
 }
 
+/// The live state of `c`'s counter in `shard`: none when absent, idle, or kept under
+/// another limit (after a reload), all of which decide as fresh.
+fn stored<'s>(shard: &'s Shard, c: &Check, now: u64) -> Option<&'s State> {
+    shard
+        .get(&c.key)
+        .filter(|s| s.limit == c.limit && s.idle_at > now)
+        .map(|s| &s.state)
+}
+
+/// Whether two items of a batch count on the same counter.
+/// A blocked item has no counter, so it shares none.
+fn same_counter(a: &Check, b: &Check) -> bool {
+    a.key == b.key && a.limit == b.limit && !a.blocked && !b.blocked
+}
+
 /// Cells an admitted item will add (negative: free): a new or reset counter costs one cell
 /// plus its state; a live log gains at most one entry and loses those it trims. A counter
 /// that `records` nothing (check-only items alone) gains no entry and no new counter.
@@ -265,6 +336,10 @@ fn cell_growth(slot: Option<&Slot>, live: bool, update: &Update, records: bool) 
 impl<C: Clock> Store for MemoryStore<C> {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
         self.check_now(batch)
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.charge_now(batch)
     }
 
     fn name(&self) -> &'static str {

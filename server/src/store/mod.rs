@@ -16,12 +16,17 @@
 //! (envoyproxy/ratelimit increments every counter.) A `blocked` item (`requests_per_unit:
 //! 0`) is always over and has no counter.
 //! The memory store implements this under its shard locks; a Redis store does it in one
-//! script when a request's keys share a hash slot.
+//! script when a request's keys share a hash slot. A rejected request's admitted items then
+//! report the remaining that actually holds (nothing was taken), see [`report_unconsumed`].
+//!
+//! [`Counting::PerDescriptor`] (`--counting per-descriptor`) is the reference's default
+//! instead: every item within its own limit consumes, whatever the others decided.
 
 pub mod health;
 pub mod memory;
 pub mod redis;
 
+use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
@@ -40,9 +45,14 @@ pub struct Check {
     pub hits: u64,
     /// Shadow mode: never blocks the request, so never blocks the other items' consumption.
     pub shadow: bool,
+    /// A lease to take for the caller if the request is admitted (quota leases, see
+    /// [`crate::algorithm::lease`]): set only when the caller asked for this descriptor, its
+    /// rule has a `quota` and is enforced (not shadow). A store grants only to an item whose
+    /// counter appears once in the batch.
+    pub quota: Option<Quota>,
     /// Quota mode: blocks the request only together with every other quota item (see
     /// [`admits`]). Shadow mode wins when both are set.
-    pub quota: bool,
+    pub quota_mode: bool,
     /// `requests_per_unit: 0`: always over, without reading or writing a counter; only
     /// `limit.unit` is read (its window's end is the reported reset, as the reference).
     pub blocked: bool,
@@ -55,7 +65,7 @@ pub fn admits(batch: &[Check], allowed: impl Fn(usize) -> bool) -> bool {
     let mut quota_items = 0usize;
     let mut quota_within = 0usize;
     for (i, c) in batch.iter().enumerate() {
-        match (c.shadow, c.quota, allowed(i)) {
+        match (c.shadow, c.quota_mode, allowed(i)) {
             (true, _, _) => {}
             (false, true, ok) => {
                 quota_items += 1;
@@ -79,6 +89,57 @@ pub fn blocked_decision(limit: &Limit, now_ns: u64) -> Decision {
         allowed: false,
         remaining: 0,
         reset_in_ns: period - now_ns % period,
+        grant: None,
+    }
+}
+
+/// Which items of a request consume their hits. The RLS layer's answers are the same
+/// either way; only what later requests find in the counters differs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Counting {
+    /// Nothing is consumed unless every enforced item is within its limit (floodgate's
+    /// default, the reference's `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true`): a client
+    /// hammering one exhausted limit does not drain its others.
+    #[default]
+    AllOrNothing,
+    /// Every item within its own limit consumes, even when another item rejects the
+    /// request: envoyproxy/ratelimit's default counting, for a migration that must count
+    /// exactly as before. An item over its own limit consumes nothing.
+    PerDescriptor,
+}
+
+impl Counting {
+    /// Whether a request with an enforced item over its limit still consumes the others.
+    pub fn consumes_rejected(self) -> bool {
+        self == Counting::PerDescriptor
+    }
+}
+
+/// Whether a decided batch is rejected: the request is not admitted ([`admits`]).
+pub fn rejected(batch: &[Check], decisions: &[Decision]) -> bool {
+    !admits(batch, |i| decisions.get(i).is_some_and(|d| d.allowed))
+}
+
+/// Turns the decisions of a batch rejected under [`Counting::AllOrNothing`] into what
+/// holds: its admitted items consumed nothing, so each reports its remaining as it stands,
+/// i.e. what it was told plus the hits it (and earlier admitted items on the same counter,
+/// which it saw) would have taken. Every algorithm's remaining falls by exactly the hits an
+/// admission takes, so this is exact. Denied items are left as they are.
+pub fn report_unconsumed(batch: &[Check], decisions: &mut [Decision]) {
+    for i in 0..decisions.len().min(batch.len()) {
+        if !decisions[i].allowed {
+            continue;
+        }
+        let taken: u64 = (0..=i)
+            .filter(|&j| {
+                decisions[j].allowed
+                    && batch[j].key == batch[i].key
+                    && batch[j].limit == batch[i].limit
+            })
+            .map(|j| batch[j].hits.max(1))
+            .fold(0, u64::saturating_add);
+        let remaining = u64::from(decisions[i].remaining).saturating_add(taken);
+        decisions[i].remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
     }
 }
 
@@ -107,6 +168,18 @@ pub trait Store: Send + Sync + 'static {
         batch: &[Check],
     ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send;
 
+    /// Counts every item of one request unconditionally, and answers one decision per
+    /// item in order: as [`Store::check`] for an item its hits fit, else over the limit
+    /// with the exact time until one hit fits again (see [`crate::algorithm::charge`]).
+    ///
+    /// This is the stream-end charge of a cost known only after the response (an LLM
+    /// answer's tokens): the request was admitted already, so what it cost must count
+    /// even past the limit, or the budget leaks. Shadow items are counted too.
+    fn charge(
+        &self,
+        batch: &[Check],
+    ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send;
+
     /// A short name for logs and metrics (`memory`, `redis`).
     fn name(&self) -> &'static str;
 }
@@ -117,6 +190,13 @@ impl<S: Store> Store for Arc<S> {
         batch: &[Check],
     ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send {
         (**self).check(batch)
+    }
+
+    fn charge(
+        &self,
+        batch: &[Check],
+    ) -> impl Future<Output = Result<Vec<Decision>, StoreError>> + Send {
+        (**self).charge(batch)
     }
 
     fn name(&self) -> &'static str {
@@ -148,6 +228,31 @@ impl CounterKey {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
+        CounterKey::digest(domain, entries, None)
+    }
+
+    /// The key of `entries` in `domain` under a request's own limit override
+    /// (`RateLimitDescriptor.limit`): the override's rate and unit are part of the
+    /// identity, so overridden and configured counters never share or reset each other,
+    /// and each distinct override rate of a descriptor is its own counter (as in Redis,
+    /// whose keys carry the limit). An extra part makes the encoding's part count even,
+    /// where a plain key's is odd, so the two can never encode alike.
+    pub fn overridden<'a, I>(domain: &str, entries: I, limit: &Limit) -> CounterKey
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let tag = format!(
+            "override:{}/{}",
+            limit.requests_per_unit,
+            limit.unit.seconds()
+        );
+        CounterKey::digest(domain, entries, Some(&tag))
+    }
+
+    fn digest<'a, I>(domain: &str, entries: I, tail: Option<&str>) -> CounterKey
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
         let mut h = Sha256::new();
         let mut part = |bytes: &str| {
             h.update((bytes.len() as u64).to_le_bytes());
@@ -157,6 +262,9 @@ impl CounterKey {
         for (k, v) in entries {
             part(k);
             part(v);
+        }
+        if let Some(tail) = tail {
+            part(tail);
         }
         let digest = h.finalize();
         let mut key = [0u8; 16];
@@ -176,7 +284,71 @@ impl CounterKey {
 
 #[cfg(test)]
 mod tests {
-    use super::CounterKey;
+    use super::*;
+    use crate::algorithm::{Algorithm, Unit};
+    use std::num::NonZeroU32;
+
+    fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
+        Check {
+            key: CounterKey::new("d", [("k", name)]),
+            limit: Limit {
+                requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
+                unit: Unit::Second,
+                algorithm: Algorithm::FixedWindow,
+            },
+            hits,
+            shadow,
+            quota: None,
+            quota_mode: false,
+            blocked: false,
+        }
+    }
+
+    fn decision(allowed: bool, remaining: u32) -> Decision {
+        Decision {
+            allowed,
+            remaining,
+            reset_in_ns: 0,
+            grant: None,
+        }
+    }
+
+    #[test]
+    fn a_rejected_batch_reports_what_its_admitted_items_still_have() {
+        let batch = [
+            check("a", 10, 3, false),
+            check("b", 1, 1, false),
+            check("a", 10, 2, false),
+            check("s", 5, 1, true),
+        ];
+        // "a" told 7 then 5 (the second saw the first's 3), "b" over, shadow "s" told 4.
+        let mut ds = [
+            decision(true, 7),
+            decision(false, 0),
+            decision(true, 5),
+            decision(true, 4),
+        ];
+        assert!(rejected(&batch, &ds));
+        report_unconsumed(&batch, &mut ds);
+        assert_eq!(
+            ds.map(|d| d.remaining),
+            [10, 0, 10, 5],
+            "nothing was taken, so every admitted item has all it had"
+        );
+    }
+
+    #[test]
+    fn a_shadow_denial_does_not_reject_and_remaining_saturates() {
+        let batch = [
+            check("s", 1, 1, true),
+            check("a", u32::MAX, u64::MAX, false),
+        ];
+        let ds = [decision(false, 0), decision(true, u32::MAX - 1)];
+        assert!(!rejected(&batch, &ds));
+        let mut ds = [decision(true, u32::MAX - 1)];
+        report_unconsumed(&batch[1..], &mut ds);
+        assert_eq!(ds[0].remaining, u32::MAX);
+    }
 
     #[test]
     fn fingerprint_is_pinned() {
@@ -195,6 +367,22 @@ mod tests {
         assert_eq!(std::mem::size_of_val(&a), 16);
         assert_ne!(a, b);
         assert_eq!(a, CounterKey::new("web", [("tenant", big.as_str())]));
+    }
+
+    #[test]
+    fn an_override_has_its_own_counter_per_rate() {
+        let limit = |rpu| Limit {
+            requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
+            unit: Unit::Minute,
+            algorithm: Algorithm::FixedWindow,
+        };
+        let entries = [("user", "a")];
+        let plain = CounterKey::new("web", entries);
+        let three = CounterKey::overridden("web", entries, &limit(3));
+        assert_ne!(plain, three);
+        assert_ne!(three, CounterKey::overridden("web", entries, &limit(4)));
+        assert_eq!(three, CounterKey::overridden("web", entries, &limit(3)));
+        assert_eq!(three.hex(), "aa0959f531d5dd14f122bef34205d12e");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use floodgate_server::store::{Check, Store};
 
 /// At `at`, `c` (any cost) is denied with a duration of `expected_ns`; a one-hit request on
 /// the same counter is over 1 µs before that and admitted at it (0: admitted at once).
-async fn one_hit_is_over_exactly_until<St: Store>(
+pub async fn one_hit_is_over_exactly_until<St: Store>(
     h: &Harness<St>,
     c: &Check,
     at: u64,

@@ -6,6 +6,8 @@ fn values_are_the_abis() {
     assert_eq!(Action::Pause as u32, 1);
     assert_eq!(MapType::RequestHeaders as u32, 0);
     assert_eq!(MapType::ResponseHeaders as u32, 2);
+    assert_eq!(MapType::ResponseTrailers as u32, 3);
+    assert_eq!(BufferType::HttpResponseBody as u32, 1);
     assert_eq!(MapType::HttpCallResponseHeaders as u32, 6);
     assert_eq!(MapType::HttpCallResponseTrailers as u32, 7);
     assert_eq!(BufferType::HttpCallResponseBody as u32, 4);

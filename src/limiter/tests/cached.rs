@@ -337,7 +337,7 @@ fn a_broken_shared_data_lets_the_service_decide() {
     ask(l.check(&mut tenant("a"), || Some(NOW), &Broken(7), &mut tally));
     let counted = counts(&l, &mut tally);
     assert!(
-        counted.contains(&("floodgate.error.shared_data".into(), 1)),
-        "{counted:?}"
+        counted.contains(&("floodgate.error.shared_data".into(), 2)),
+        "the over-limit cache's read and the lease table's: {counted:?}"
     );
 }

@@ -52,7 +52,7 @@ fn rejected_by_fallback() -> Verdict {
             ("x-ratelimit-reset", "5"),
         ]),
         body: b"rate limited\n".to_vec(),
-        details: DETAILS,
+        details: format!("{DETAILS}{{tenant-global}}").into(),
     })
 }
 
@@ -267,7 +267,7 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
                 status: 503,
                 headers: vec![],
                 body: b"rate limiter unavailable\n".to_vec(),
-                details: FAILURE_DETAILS,
+                details: FAILURE_DETAILS.into(),
             })
         );
     }

@@ -26,17 +26,20 @@ fn only_local_rules_need_the_bucket_table() {
         "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#;
     let (l, store, mut tally) = limiter(global_only);
     assert!(!l.needs_table());
-    // It needs the over-limit cache's keys (256 sets and their count), no bucket table:
-    // the call is asked for, and looking the cache up writes nothing.
-    assert_eq!(store.keys(), 257);
+    // It needs the over-limit cache's and the lease table's keys (256 sets and their
+    // count each), no bucket table: the call is asked for, and looking the cache and the
+    // leases up writes nothing.
+    assert_eq!(store.keys(), 2 * 257);
     let writes = store.writes();
     ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
-    assert_eq!((store.keys(), store.writes()), (257, writes));
-    // With the cache off, nothing at all touches shared data.
-    let off = global_only.replace(
-        r#""domain": "d""#,
-        r#""domain": "d", "cache_over_limit": false"#,
-    );
+    assert_eq!((store.keys(), store.writes()), (2 * 257, writes));
+    // With the cache off and no lease, nothing at all touches shared data.
+    let off = global_only
+        .replace(
+            r#""domain": "d""#,
+            r#""domain": "d", "cache_over_limit": false"#,
+        )
+        .replace(r#""global": {}"#, r#""global": {"quota": false}"#);
     let (l, store, mut tally) = limiter(&off);
     assert!(l.over_limit_cache().is_none());
     ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
@@ -69,6 +72,7 @@ fn global_rules_are_asked_in_one_call_after_local_rules() {
         Verdict::Continue(Pass {
             request_headers: vec![("x-upstream-note".into(), "checked".into())],
             response_headers: h(&[("x-from-rls", "yes")]),
+            ..Pass::default()
         })
     );
     let counted = counts(&l, &mut tally);

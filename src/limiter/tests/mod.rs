@@ -26,6 +26,9 @@ pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();
     }
+    if let Some(leases) = limiter.lease_table() {
+        leases.prepare(&store).unwrap();
+    }
     if let Some(cache) = limiter.over_limit_cache() {
         cache.prepare(&store).unwrap();
     }
@@ -80,7 +83,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
                 ("x-ratelimit-reset", "2"),
             ]),
             body: b"rate limited\n".to_vec(),
-            details: DETAILS,
+            details: format!("{DETAILS}{{per-tenant}}").into(),
         })
     );
     assert_eq!(
@@ -153,7 +156,8 @@ fn allowed_responses_carry_headers_when_asked() {
                 ("x-ratelimit-limit", "5"),
                 ("x-ratelimit-remaining", "4"),
                 ("x-ratelimit-reset", "1"),
-            ])
+            ]),
+            ..Pass::default()
         })
     );
 }
@@ -183,7 +187,7 @@ fn local_failures_take_the_configured_mode_and_are_counted() {
             status: 503,
             headers: vec![],
             body: b"rate limiter unavailable\n".to_vec(),
-            details: FAILURE_DETAILS,
+            details: FAILURE_DETAILS.into(),
         })
     );
     assert_eq!(
@@ -271,6 +275,10 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 }
 
 mod cached;
+mod charge;
 mod fallback;
+mod fields;
 mod global;
+mod leased;
 mod refusal;
+mod usage;

@@ -24,7 +24,8 @@ fn check(key: &str, limit: Limit) -> Check {
         limit,
         hits: 1,
         shadow: false,
-        quota: false,
+        quota: None,
+        quota_mode: false,
         blocked: false,
     }
 }
@@ -230,6 +231,61 @@ fn a_counters_entry_is_fixed_size() {
     let entry = std::mem::size_of::<(CounterKey, Slot)>();
     assert_eq!(std::mem::size_of::<CounterKey>(), 16);
     assert!(entry <= 96, "{entry} bytes");
+}
+
+mod rejected_batches {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn algorithm() -> impl Strategy<Value = Algorithm> {
+        prop_oneof![
+            Just(Algorithm::FixedWindow),
+            (1u32..=6).prop_map(|b| Algorithm::TokenBucket {
+                burst: NonZeroU32::new(b).unwrap()
+            }),
+            Just(Algorithm::SlidingWindowLog),
+            Just(Algorithm::SlidingWindowCounter),
+        ]
+    }
+
+    proptest! {
+        /// After any traffic, a rejected batch's admitted items report exactly what the
+        /// counter has: asked alone next, each is admitted with that minus its hits.
+        #[test]
+        fn an_admitted_item_of_a_rejected_batch_reports_what_holds(
+            algs in prop::collection::vec((algorithm(), 1u32..=6), 3),
+            warmup in prop::collection::vec((0usize..3, 1u64..=3, 0u64..400_000_000), 0..12),
+            hits in prop::collection::vec(1u64..=3, 3),
+        ) {
+            let (clock, store) = store(10_000);
+            let checks: Vec<Check> = algs
+                .iter()
+                .enumerate()
+                .map(|(i, &(a, rpu))| check(&format!("c{i}"), limit(rpu, a)))
+                .collect();
+            let mut now = T0;
+            for (i, h, gap) in warmup {
+                now += gap;
+                clock.set(now);
+                let c = Check { hits: h, ..checks[i].clone() };
+                store.check_now(&[c]).unwrap();
+            }
+            // Item 0 can never fit (more hits than any limit or burst), so the batch is
+            // rejected whatever the others say.
+            let mut batch = vec![Check { hits: 7, ..checks[0].clone() }];
+            batch.extend((1..3).map(|i| Check { hits: hits[i], ..checks[i].clone() }));
+            let decided = store.check_now(&batch).unwrap();
+            prop_assert!(!decided[0].allowed);
+            for (c, d) in batch.iter().zip(&decided).skip(1) {
+                if !d.allowed {
+                    continue;
+                }
+                let alone = store.check_now(std::slice::from_ref(c)).unwrap()[0];
+                prop_assert!(alone.allowed, "{:?}", c.limit);
+                prop_assert_eq!(u64::from(alone.remaining) + c.hits, u64::from(d.remaining));
+            }
+        }
+    }
 }
 
 #[test]

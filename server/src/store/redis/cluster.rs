@@ -1,9 +1,11 @@
 //! The Redis Cluster path: a request is grouped by slot; one slot is one exact call, more
 //! are decided in two phases (`peek` on every slot, then `commit` only if nothing enforced
-//! is over). The module documentation of [`super`] states the guarantee this gives.
+//! is over). The module documentation of [`super`] states the guarantee this gives. A
+//! charge counts every item whatever it finds, so it needs no first phase: one `charge`
+//! call per slot.
 
 use super::outage::Failure;
-use super::script::CallTimes;
+use super::script::{CallTimes, Mode};
 use super::{key, Inner};
 use crate::algorithm::Decision;
 use crate::store::{admits, Check};
@@ -17,6 +19,7 @@ impl Inner {
         &self,
         conn: ClusterConnection,
         batch: &[Check],
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
@@ -26,13 +29,20 @@ impl Inner {
         }
         if groups.len() == 1 {
             let items: Vec<&Check> = batch.iter().collect();
-            return self.call(&mut conn.clone(), &items, "commit", now).await;
+            return self.call(&mut conn.clone(), &items, mode, now).await;
         }
-        let peek = self.call_groups(&conn, batch, &groups, "peek", now).await?;
-        if !admits(batch, |i| peek[i].allowed) {
+        if matches!(mode, Mode::Charge | Mode::Count) {
+            // Per-descriptor counting and charges: no slot waits for the others' verdict.
+            return self.call_groups(&conn, batch, &groups, mode, now).await;
+        }
+        let peek = self
+            .call_groups(&conn, batch, &groups, Mode::Peek, now)
+            .await?;
+        if !admits(batch, |i| peek.get(i).is_some_and(|d| d.allowed)) {
             return Ok(peek);
         }
-        self.call_groups(&conn, batch, &groups, "commit", now).await
+        self.call_groups(&conn, batch, &groups, Mode::Commit, now)
+            .await
     }
 
     /// One call per slot group, sent concurrently; the answers back in batch order.
@@ -41,7 +51,7 @@ impl Inner {
         conn: &ClusterConnection,
         batch: &[Check],
         groups: &BTreeMap<u16, Vec<usize>>,
-        mode: &str,
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let calls = groups.values().map(|idx| {

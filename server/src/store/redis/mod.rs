@@ -47,10 +47,10 @@ mod outage;
 mod script;
 
 pub use outage::{LOG_EVERY, PROBE_EVERY};
-pub use script::{script_cmd, CallTimes, SCRIPT};
+pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
 
 use super::health::Health;
-use super::{Check, Store, StoreError};
+use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Clock;
 use conn::Conn;
@@ -79,6 +79,8 @@ pub struct RedisOptions {
     pub timeout: Duration,
     /// Calls in flight beyond which new calls fail at once.
     pub max_in_flight: usize,
+    /// Which items of a request consume (`--counting`).
+    pub counting: Counting,
 }
 
 /// The Redis store. See the module documentation.
@@ -153,7 +155,11 @@ impl RedisStore {
 
 impl Store for RedisStore {
     async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
-        self.inner.check(batch).await
+        self.inner.check(batch, Mode::Commit).await
+    }
+
+    async fn charge(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+        self.inner.check(batch, Mode::Charge).await
     }
 
     fn name(&self) -> &'static str {
@@ -164,7 +170,7 @@ impl Store for RedisStore {
 impl Inner {
     /// One request: refused at once while down or over the in-flight cap, else decided
     /// within the timeout, the outcome fed to the breaker.
-    async fn check(&self, batch: &[Check]) -> Result<Vec<Decision>, StoreError> {
+    async fn check(&self, batch: &[Check], mode: Mode) -> Result<Vec<Decision>, StoreError> {
         if batch.is_empty() {
             return Ok(Vec::new());
         }
@@ -181,17 +187,24 @@ impl Inner {
             return Err(StoreError::Overloaded(self.options.max_in_flight));
         };
         let times = self.call_times();
-        let outcome =
-            match tokio::time::timeout(self.options.timeout, self.decide(batch, &times)).await {
-                Ok(r) => r,
-                Err(_) => Err(Failure::Connectivity(format!(
-                    "no answer within {:?}",
-                    self.options.timeout
-                ))),
-            };
+        let outcome = match tokio::time::timeout(
+            self.options.timeout,
+            self.decide(batch, mode, &times),
+        )
+        .await
+        {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Connectivity(format!(
+                "no answer within {:?}",
+                self.options.timeout
+            ))),
+        };
         match outcome {
-            Ok(d) => {
+            Ok(mut d) => {
                 self.outage.succeeded();
+                if !self.options.counting.consumes_rejected() && rejected(batch, &d) {
+                    report_unconsumed(batch, &mut d);
+                }
                 Ok(d)
             }
             Err(f) => {
@@ -223,17 +236,33 @@ impl Inner {
         }
     }
 
+    /// The script's writing mode for a decision asked in `mode` (`check.lua`'s ARGV[1]):
+    /// under `--counting per-descriptor`, a commit writes every admitted item regardless
+    /// (`count`); the other modes are the same under either counting.
+    fn writing(&self, mode: Mode) -> Mode {
+        match (mode, self.options.counting) {
+            (Mode::Commit, Counting::PerDescriptor) => Mode::Count,
+            (m, _) => m,
+        }
+    }
+
     /// One script call on a single Redis; the cluster path on a cluster.
-    async fn decide(&self, batch: &[Check], now: &CallTimes) -> Result<Vec<Decision>, Failure> {
+    async fn decide(
+        &self,
+        batch: &[Check],
+        mode: Mode,
+        now: &CallTimes,
+    ) -> Result<Vec<Decision>, Failure> {
+        let mode = self.writing(mode);
         match &self.conn {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
-                self.call(&mut conn, &items, "commit", now).await
+                self.call(&mut conn, &items, mode, now).await
             }
             Conn::Cluster { conn, .. } => {
                 let conn = Conn::cluster(conn)?;
-                self.decide_cluster(conn, batch, now).await
+                self.decide_cluster(conn, batch, mode, now).await
             }
         }
     }

@@ -3,12 +3,20 @@
 
 use super::outage::Failure;
 use super::{key, Inner};
+use crate::algorithm::lease::{self, Grant};
 use crate::algorithm::{Algorithm, Decision};
 use crate::store::Check;
 use redis::{ErrorKind, ServerErrorKind, Value};
 
-/// The decision script (see its header for the KEYS/ARGV contract).
-pub const SCRIPT: &str = include_str!("check.lua");
+/// The decision script (see `check.lua`'s header for the KEYS/ARGV contract): one script,
+/// written in four files so that each stays readable (contract, exact integers, the
+/// algorithms, the driver), concatenated here in that order.
+pub const SCRIPT: &str = concat!(
+    include_str!("check.lua"),
+    include_str!("check_numbers.lua"),
+    include_str!("check_algorithms.lua"),
+    include_str!("check_driver.lua"),
+);
 
 /// Hits above this never fit any limit (limits and bursts are `u32`), so the script gets
 /// at most this many; it keeps the script's arithmetic within exact doubles.
@@ -19,6 +27,33 @@ const BLOCKED: &str = "blk";
 
 /// What the script answers, past its deadline, instead of decisions: it changed nothing.
 const LATE: &[u8] = b"late";
+
+/// What one script call does with the items it decides (`ARGV[1]`, see `check.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Decide, then write if the request is admitted (all or nothing).
+    Commit,
+    /// Decide, then write every admitted item even if another item is over
+    /// (`--counting per-descriptor`, the reference's default counting).
+    Count,
+    /// Decide only, write nothing (the first phase across Redis Cluster slots).
+    Peek,
+    /// Count every item whether it fits or not (a stream-end charge, see
+    /// [`crate::store::Store::charge`]).
+    Charge,
+}
+
+impl Mode {
+    /// The word the script reads.
+    pub fn word(self) -> &'static str {
+        match self {
+            Mode::Commit => "commit",
+            Mode::Count => "count",
+            Mode::Peek => "peek",
+            Mode::Charge => "charge",
+        }
+    }
+}
 
 /// When a call runs: the instant the script decides at, and the instant past which it must
 /// do nothing. Each is a decimal count of microseconds in Redis's clock, or empty: Redis's
@@ -31,15 +66,17 @@ pub struct CallTimes {
     pub not_after_us: String,
 }
 
-/// The `EVALSHA` of `batch` (`mode` "commit" or "peek"), with KEYS and ARGV as
-/// `check.lua` documents them. The bench runs this same command in `redis-benchmark`.
-pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) -> redis::Cmd {
+/// The `EVALSHA` of `batch` in `mode`, with KEYS and ARGV as `check.lua` documents
+/// them. The bench runs this same command in `redis-benchmark`.
+pub fn script_cmd(sha: &str, batch: &[&Check], mode: Mode, times: &CallTimes) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(sha).arg(batch.len());
     for c in batch {
         cmd.arg(key::redis_key(&c.key, &c.limit));
     }
-    cmd.arg(mode).arg(&times.now_us).arg(&times.not_after_us);
+    cmd.arg(mode.word())
+        .arg(&times.now_us)
+        .arg(&times.not_after_us);
     for c in batch {
         let burst = match c.limit.algorithm {
             Algorithm::TokenBucket { burst } => burst.get(),
@@ -50,7 +87,7 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) ->
         } else {
             key::algorithm_code(c.limit.algorithm)
         };
-        let role = match (c.shadow, c.quota) {
+        let role = match (c.shadow, c.quota_mode) {
             (true, _) => "1",
             (false, true) => "q",
             (false, false) => "0",
@@ -62,14 +99,21 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: &str, times: &CallTimes) ->
             // Hits of 0 are check-only (the script counts nothing); above 2^32 nothing
             // fits either way.
             .arg(c.hits.min(MAX_SCRIPT_HITS))
-            .arg(role);
+            .arg(role)
+            // The most hits to grant if admitted; 0: none asked (never for a quota-mode or
+            // blocked item: they get no lease).
+            .arg(if c.quota_mode || c.blocked {
+                0
+            } else {
+                c.quota.map_or(0, |q| q.requests.get())
+            });
     }
     cmd
 }
 
-/// The script's reply: three values per item then Redis's time in µs (the decisions and
-/// that time), or [`LATE`].
-fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Failure> {
+/// The script's reply: four values per item then Redis's time in µs (the decisions, each
+/// with the hits it granted, and that time), or [`LATE`].
+fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<(Decision, u32)>, i64), Failure> {
     if let [Value::BulkString(b)] = reply {
         if b == LATE {
             // Redis got to the call after its caller gave up: as a timeout.
@@ -81,14 +125,14 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Fa
     let Some((Value::Int(redis_now), reply)) = reply.split_last() else {
         return Err(Failure::Reply("script answered no time".into()));
     };
-    if reply.len() != 3 * items {
+    if reply.len() != 4 * items {
         return Err(Failure::Reply(format!(
             "script answered {} values for {items} items",
             reply.len() + 1
         )));
     }
     let decisions = reply
-        .chunks_exact(3)
+        .chunks_exact(4)
         .map(|v| {
             let allowed = match &v[0] {
                 Value::Int(1) => true,
@@ -105,11 +149,17 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<Decision>, i64), Fa
                 }
                 other => return Err(bad_value("reset", other)),
             };
-            Ok(Decision {
+            let granted = match &v[3] {
+                Value::Int(n) => u32::try_from(*n).map_err(|_| bad_value("granted", &v[3]))?,
+                other => return Err(bad_value("granted", other)),
+            };
+            let decision = Decision {
                 allowed,
                 remaining,
                 reset_in_ns,
-            })
+                grant: None,
+            };
+            Ok((decision, granted))
         })
         .collect::<Result<_, _>>()?;
     Ok((decisions, *redis_now))
@@ -138,7 +188,7 @@ impl Inner {
         &self,
         conn: &mut C,
         items: &[&Check],
-        mode: &str,
+        mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
         let cmd = script_cmd(self.script.get_hash(), items, mode, now);
@@ -149,7 +199,21 @@ impl Inner {
             }
             other => other?,
         };
-        let (decisions, redis_now) = parse_reply(&reply, items.len())?;
+        let (decided, redis_now) = parse_reply(&reply, items.len())?;
+        // A grant may be spent until its validity counted from the instant the script
+        // decided at (Redis's clock, whole µs), by the same rule as the memory store's.
+        let decided_ns = u64::try_from(redis_now).unwrap_or(0).saturating_mul(1_000);
+        let decisions = decided
+            .into_iter()
+            .zip(items)
+            .map(|((d, granted), c)| Decision {
+                grant: c.quota.filter(|_| granted > 0).map(|q| Grant {
+                    hits: granted,
+                    valid_until_ns: lease::lease_ends_at(&c.limit, &q, decided_ns),
+                }),
+                ..d
+            })
+            .collect();
         if self.clock.get().is_none() {
             // Every answer is also a reading of Redis's clock (see `deadline`).
             self.redis_clock

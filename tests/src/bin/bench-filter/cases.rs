@@ -91,6 +91,10 @@ pub const FLOODGATE_GLOBAL_NO_CACHE: &str = "floodgate global, cache off -> floo
 /// floodgate global mode over its limit: every request but the first rejected from the
 /// over-limit cache, with no call. Paired with [`NATIVE_REJECTED`].
 pub const FLOODGATE_CACHED: &str = "floodgate global, over limit (cached)";
+/// floodgate global mode on a descriptor the server leases 100 hits at a time, with a
+/// limit never reached: most requests are decided from a grant, with no call. Paired with
+/// [`NATIVE_GLOBAL`].
+pub const FLOODGATE_LEASED: &str = "floodgate global, leased";
 /// The least a wasm filter can do for the same call (`bench/call-floor`).
 pub const CALL_FLOOR: &str = "wasm call floor -> floodgate-server";
 
@@ -158,6 +162,11 @@ descriptors:
     rate_limit:
       unit: hour
       requests_per_unit: 1
+  - key: leased
+    rate_limit:
+      unit: hour
+      requests_per_unit: 4000000000
+    quota: { requests: 100, valid_ms: 1000 }
 ";
 
 /// floodgate's configuration for the global cases: one descriptor, fail closed.
@@ -188,8 +197,15 @@ fn over_limit_plugin() -> Value {
     plugin
 }
 
-/// The global cases: native, floodgate (with and without a fallback, and over its limit
-/// from the over-limit cache), the call floor.
+/// The global configuration on the leased descriptor (see [`SERVER_CONFIG`]).
+fn leased_plugin() -> Value {
+    let mut plugin = global_plugin();
+    plugin["rules"][0]["descriptors"] = json!([{"key": "leased", "header": "x-tenant-id"}]);
+    plugin
+}
+
+/// The global cases: native, floodgate (with and without a fallback, leased, and over its
+/// limit from the over-limit cache), the call floor.
 pub fn global_cases() -> Vec<Case> {
     let floodgate = floodgate_filter(&global_plugin());
     let cached = floodgate_filter(&over_limit_plugin());
@@ -222,6 +238,11 @@ pub fn global_cases() -> Vec<Case> {
         case(FLOODGATE_FALLBACK, vec![fallback], false),
         case(FLOODGATE_GLOBAL_NO_CACHE, vec![no_cache], false),
         case(FLOODGATE_CACHED, vec![cached], true),
+        case(
+            FLOODGATE_LEASED,
+            vec![floodgate_filter(&leased_plugin())],
+            false,
+        ),
         // The least any wasm filter can do for the same call (bench/call-floor).
         case(
             CALL_FLOOR,

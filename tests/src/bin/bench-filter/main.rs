@@ -17,7 +17,8 @@
 //! (pinned to CPU 1 with wrk and the upstream) about every request, with a limit never
 //! reached. Each wasm global case is also reported as the median of its per-round
 //! differences from the native filter, which machine noise disturbs less than medians
-//! taken apart.
+//! taken apart. The leased case (most requests decided from a quota lease) also prints
+//! the calls it made per request, from the server's own decision counter.
 //!
 //! Environment: `BENCH_ROUNDS` (default 5), `BENCH_SECONDS` (default 5),
 //! `BENCH_CONNECTIONS` (default 16), `BENCH_ONLY` (comma-separated name fragments: run
@@ -29,7 +30,8 @@ mod wrk;
 use cases::{
     cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
     FLOODGATE_CACHED, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
-    FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
+    FLOODGATE_LEASED, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP,
+    SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -113,6 +115,8 @@ async fn main() {
     }
 
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
+    // Per case: calls the server decided and requests sent, over every round.
+    let mut calls: Vec<(f64, f64)> = vec![(0.0, 0.0); cases.len()];
     for round in 1..=rounds {
         eprintln!("round {round}/{rounds}");
         // Each round starts one configuration later and every other round runs backwards,
@@ -126,6 +130,7 @@ async fn main() {
         }
         for i in order {
             let url = &urls[i];
+            let decided_before = decisions(&server).await;
             let before = envoy
                 .thread_cpu_ticks("wrk:worker_0")
                 .expect("worker thread");
@@ -133,6 +138,8 @@ async fn main() {
             let after = envoy
                 .thread_cpu_ticks("wrk:worker_0")
                 .expect("worker thread");
+            calls[i].0 += decisions(&server).await - decided_before;
+            calls[i].1 += sample.requests;
             sample.cpu_us = (after - before) as f64 * tick_us / sample.requests.max(1.0);
             if cases[i].stack == 1 {
                 let alone = parse_wrk(&wrk(url, seconds.div_ceil(2), 1));
@@ -266,6 +273,32 @@ async fn main() {
             (native.p50_ms - none.p50_ms) * 1000.0,
         );
     }
+    if let (Some(leased), Some(native)) = (index(FLOODGATE_LEASED), index(NATIVE_GLOBAL)) {
+        let cpu = per_round(&|r| {
+            let none = samples[0][r].cpu_us;
+            (samples[leased][r].cpu_us - none) / (samples[native][r].cpu_us - none)
+        });
+        let alone = per_round(&|r| {
+            let none = samples[0][r].alone_p50_ms;
+            (samples[leased][r].alone_p50_ms - none) / (samples[native][r].alone_p50_ms - none)
+        });
+        let (decided, requests) = calls[leased];
+        println!(
+            "floodgate global, leased: {cpu:.2} x the native ratelimit filter's added worker CPU, \
+             {alone:.2} x its added p50 alone (medians of per-round ratios; targets <= 0.5); \
+             {:.4} calls per request (target <= 0.05)",
+            decided / requests.max(1.0)
+        );
+    }
+    if let (Some(ours), Some(floor)) = (index(FLOODGATE_GLOBAL), index(CALL_FLOOR)) {
+        let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
+        let (decided, requests) = calls[ours];
+        println!(
+            "floodgate global per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
+             (median of per-round differences; target <= +2.5 µs), {:.2} calls per request",
+            decided / requests.max(1.0)
+        );
+    }
     // Paired per round: each wasm filter against the native filter it ran beside.
     if let Some(native) = index(NATIVE_GLOBAL) {
         let wasm_global = cases.iter().enumerate().filter(|(_, c)| {
@@ -273,6 +306,7 @@ async fn main() {
                 FLOODGATE_GLOBAL,
                 FLOODGATE_GLOBAL_NO_CACHE,
                 FLOODGATE_FALLBACK,
+                FLOODGATE_LEASED,
                 CALL_FLOOR,
             ]
             .contains(&c.name.as_str())
@@ -292,4 +326,15 @@ async fn main() {
             );
         }
     }
+}
+
+/// Calls floodgate-server has decided so far (OK and over limit).
+async fn decisions(server: &Server) -> f64 {
+    let ok = server
+        .metric(r#"floodgate_requests_total{result="ok"}"#)
+        .await;
+    let over = server
+        .metric(r#"floodgate_requests_total{result="over_limit"}"#)
+        .await;
+    ok + over
 }

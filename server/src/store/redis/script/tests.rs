@@ -16,17 +16,24 @@ fn the_command_follows_the_script_contract() {
         },
         hits,
         shadow,
-        quota: false,
+        quota: None,
+        quota_mode: false,
         blocked: false,
     };
     let burst = NonZeroU32::new(4).unwrap();
-    let tb = c(0, false, Algorithm::TokenBucket { burst });
+    let tb = Check {
+        quota: Some(crate::algorithm::lease::Quota {
+            requests: NonZeroU32::new(5).unwrap(),
+            valid_ms: 1_000,
+        }),
+        ..c(0, false, Algorithm::TokenBucket { burst })
+    };
     let log = c(u64::MAX, true, Algorithm::SlidingWindowLog);
     let times = CallTimes {
         now_us: String::new(),
         not_after_us: "1700000000100000".into(),
     };
-    let cmd = script_cmd("sha", &[&tb, &log], "peek", &times);
+    let cmd = script_cmd("sha", &[&tb, &log], Mode::Peek, &times);
     let args: Vec<String> = cmd
         .args_iter()
         .map(|a| match a {
@@ -51,12 +58,14 @@ fn the_command_follows_the_script_contract() {
             "4",
             "0", // a descriptor's hits_addend of 0: check-only, passed as is
             "0",
+            "5", // grant up to 5 if admitted
             "swl",
             "10",
             "60",
             "0",
             "4294967296",
-            "1"
+            "1",
+            "0" // no grant asked
         ]
     );
 }
@@ -67,9 +76,11 @@ fn replies_are_parsed_and_big_resets_saturate() {
         Value::Int(1),
         Value::Int(7),
         Value::BulkString(b"1500".to_vec()),
+        Value::Int(3),
         Value::Int(0),
         Value::Int(5_000_000_000),
         Value::BulkString(b"340282366920938463463374607431768211456".to_vec()),
+        Value::Int(0),
         Value::Int(1_700_000_000_000_000),
     ];
     let (d, now) = parse_reply(&reply, 2).ok().unwrap();
@@ -77,16 +88,24 @@ fn replies_are_parsed_and_big_resets_saturate() {
     assert_eq!(
         d,
         [
-            Decision {
-                allowed: true,
-                remaining: 7,
-                reset_in_ns: 1500
-            },
-            Decision {
-                allowed: false,
-                remaining: u32::MAX,
-                reset_in_ns: u64::MAX
-            }
+            (
+                Decision {
+                    allowed: true,
+                    remaining: 7,
+                    reset_in_ns: 1500,
+                    grant: None,
+                },
+                3
+            ),
+            (
+                Decision {
+                    allowed: false,
+                    remaining: u32::MAX,
+                    reset_in_ns: u64::MAX,
+                    grant: None,
+                },
+                0
+            )
         ]
     );
 }
@@ -100,17 +119,35 @@ fn malformed_replies_are_errors_not_panics() {
             Value::Int(2),
             Value::Int(0),
             Value::BulkString(b"1".to_vec()),
+            Value::Int(0),
         ],
-        vec![Value::Int(1), Value::Nil, Value::BulkString(b"1".to_vec())],
+        vec![
+            Value::Int(1),
+            Value::Nil,
+            Value::BulkString(b"1".to_vec()),
+            Value::Int(0),
+        ],
         vec![
             Value::Int(1),
             Value::Int(0),
             Value::BulkString(b"-1".to_vec()),
+            Value::Int(0),
         ],
-        vec![Value::Int(1), Value::Int(0), Value::BulkString(Vec::new())],
+        vec![
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(Vec::new()),
+            Value::Int(0),
+        ],
+        vec![
+            Value::Int(1),
+            Value::Int(0),
+            Value::BulkString(b"1".to_vec()),
+            Value::Int(-1),
+        ],
     ] {
         let mut reply = reply;
-        if reply.len() == 3 {
+        if reply.len() == 4 {
             reply.push(Value::Int(1)); // a time, so that only the items are wrong
         }
         assert!(parse_reply(&reply, 1).is_err(), "{reply:?}");

@@ -1,0 +1,102 @@
+//! The response side of a request whose cost the response reports: feeding the pure
+//! [`ResponseMeter`] from the host, and settling it when the response is done.
+//!
+//! Nothing here holds the response back: each callback reads what it is handed (a
+//! header, the current body chunk), lets the meter look at it, and the dispatcher
+//! returns `Continue`. Only requests that carry a meter get here; the callbacks for the
+//! body and trailers are exported only by the build with the `response-cost` feature
+//! (see the dispatcher).
+
+use super::charge;
+use super::failure::HostFailure;
+use super::hostcalls;
+use super::log;
+use super::root::Plugin;
+use super::shared::HostShared;
+use crate::descriptor::Lookup;
+use crate::log_throttle::Cause;
+use crate::usage::{Ended, ResponseMeter, ResponseView};
+use ::log::Level;
+use std::rc::Rc;
+
+/// Where a header source is read from: the response's headers or its trailers.
+#[derive(Clone, Copy)]
+enum Part {
+    Headers,
+    Trailers,
+}
+
+/// [`ResponseView`] on the current response: one host call per header asked for (the
+/// first value; the upstream, not the client, sends these).
+struct HostResponse(Part);
+
+impl ResponseView for HostResponse {
+    fn header(&mut self, name: &str) -> Lookup {
+        let value = match self.0 {
+            Part::Headers => hostcalls::response_header(name),
+            Part::Trailers => hostcalls::response_trailer(name),
+        };
+        match value.ok().flatten() {
+            Some(v) => Lookup::One(v),
+            None => Lookup::Absent,
+        }
+    }
+}
+
+/// The response headers came: the meter learns how the body is framed and reads any
+/// header source.
+pub fn on_headers(plugin: &Plugin, meter: &mut ResponseMeter) {
+    let content_type = hostcalls::response_header("content-type").ok().flatten();
+    meter.on_headers(
+        &plugin.limiter.config().rules,
+        content_type.as_deref(),
+        &mut HostResponse(Part::Headers),
+    );
+}
+
+/// A body chunk of `size` bytes passes: the meter looks at it if it reads bodies.
+pub fn on_body(plugin: &Plugin, meter: &mut ResponseMeter, size: usize) {
+    if size == 0 || !meter.reads_body() {
+        return;
+    }
+    match hostcalls::response_body(size) {
+        Ok(chunk) => meter.on_body(&plugin.limiter.config().rules, &chunk),
+        Err(status) => {
+            // Not counted here: the meter misses the chunk, and a response whose usage
+            // was in it is charged the fallback, which is counted.
+            log::throttled(Level::Warn, Cause::ResponseBody, || {
+                format!("cannot read a response body chunk (status {status})")
+            });
+        }
+    }
+}
+
+/// The trailers came.
+pub fn on_trailers(plugin: &Plugin, meter: &mut ResponseMeter) {
+    meter.on_trailers(
+        &plugin.limiter.config().rules,
+        &mut HostResponse(Part::Trailers),
+    );
+}
+
+/// The response is over (`Complete`), or the request went away first (`CutOff`):
+/// charge what it cost.
+/// Global rules' costs go to the rate limit service as one stream-end charge, sent
+/// without waiting ([`charge`]).
+pub fn settle(plugin: &Rc<Plugin>, meter: ResponseMeter, ended: Ended) {
+    let charges = meter.finish(&plugin.limiter.config().rules, ended);
+    let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
+        plugin.count_host_failure(HostFailure::TallyBusy);
+        return;
+    };
+    let global = plugin.limiter.settle(
+        &charges,
+        || hostcalls::current_time_ns().ok(),
+        &HostShared,
+        &mut tally,
+    );
+    drop(tally);
+    if let Some(message) = global {
+        charge::send(plugin, &message);
+    }
+}

@@ -1,0 +1,186 @@
+//! The lease step (see [`crate::lease`]): a request whose every global rule leases is
+//! decided from the grants in shared data when each of its global descriptors has a live
+//! grant holding its cost; otherwise it calls, asking for quota for all of them. After a
+//! call, and after a background refill, the grants that came back are stored.
+//!
+//! All or nothing: the descriptors are spent one after the other, and if one has no grant
+//! big enough, what the others gave is given back and the request calls for all of them
+//! (the service counts each descriptor's hits once, in its own atomic step). A request
+//! with a global rule that does not lease (`"global": {"quota": false}`, or a shadow rule)
+//! is not decided from grants and asks for none: grants taken for it would never be
+//! spent.
+//!
+//! When a spend leaves a grant below its low-water mark (half the last grant) and no
+//! refill is in flight, the request goes on at once and carries a [`Refill`]: a
+//! check-only call (`hits_addend` 0 for each descriptor to refill, with the quota header)
+//! that the host makes in the background.
+
+use super::record::{record, Outcome};
+use super::{Clock, Limiter, Refill};
+use crate::config::Limit;
+use crate::descriptor::{self, Applied};
+use crate::lease::{Stored, SubGrant, Taken};
+use crate::metrics::Tally;
+use crate::rls::{self, Answer, Grant};
+use crate::shared::SharedData;
+
+/// What the lease step found for a request.
+pub(super) enum LeaseStep {
+    /// No lease applies (no lease table, or a global rule that does not lease).
+    None,
+    /// Every global descriptor paid from its grant: allowed, no call; maybe a refill.
+    Decided(Option<Refill>),
+    /// Call, asking for quota for every global descriptor (their lease keys, in
+    /// descriptor order).
+    Ask(Vec<u128>),
+}
+
+impl Limiter {
+    /// The global rules among `applied` with their costs, if every one of them leases.
+    fn leasing<'a>(
+        &self,
+        applied: &'a [Applied],
+        costs: &[u32],
+    ) -> Option<Vec<(&'a Applied, u32)>> {
+        self.leases.as_ref()?;
+        let global: Vec<(&Applied, u32)> = applied
+            .iter()
+            .zip(costs.iter().copied())
+            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
+            .collect();
+        let all = global
+            .iter()
+            .all(|(a, _)| self.config.rules[a.rule].asks_for_lease());
+        (!global.is_empty() && all).then_some(global)
+    }
+
+    /// Spends the request's grants, or says to call: see the module documentation.
+    pub(super) fn spend_leases(
+        &self,
+        applied: &[Applied],
+        costs: &[u32],
+        clock: &mut Clock<impl FnOnce() -> Option<u64>>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> LeaseStep {
+        let (Some(leases), Some(rls), Some(global)) =
+            (&self.leases, self.rls(), self.leasing(applied, costs))
+        else {
+            return LeaseStep::None;
+        };
+        let keys: Vec<u128> = global
+            .iter()
+            .map(|(a, _)| {
+                let rule = &self.config.rules[a.rule];
+                descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values)
+            })
+            .collect();
+        let Some(now) = clock.now() else {
+            return LeaseStep::Ask(keys);
+        };
+        let flight_ns = u64::from(rls.timeout_ms) * 2_000_000;
+        let mut taken: Vec<(u128, Taken)> = Vec::with_capacity(keys.len());
+        let mut refill: Vec<usize> = Vec::new();
+        let mut conflicts = 0;
+        let mut failed = 0;
+        for (i, (&key, &(_, cost))) in keys.iter().zip(&global).enumerate() {
+            match leases.spend(store, key, cost, now, flight_ns) {
+                Ok(spent) => {
+                    conflicts += spent.conflicts;
+                    let Some(t) = spent.taken else { break };
+                    taken.push((key, t));
+                    if spent.refill {
+                        refill.push(i);
+                    }
+                }
+                Err(_) => {
+                    failed += 1;
+                    break;
+                }
+            }
+        }
+        let decided = taken.len() == keys.len();
+        if !decided {
+            for (key, t) in &taken {
+                match leases.give_back(store, *key, t, now) {
+                    Ok(n) => conflicts += n,
+                    Err(_) => failed += 1,
+                }
+            }
+        }
+        let rules: Vec<usize> = global.iter().map(|(a, _)| a.rule).collect();
+        record(
+            Outcome::LeasesSpent {
+                decided_rules: if decided { &rules } else { &[] },
+                conflicts,
+                failed,
+                refill: decided && !refill.is_empty(),
+            },
+            tally,
+        );
+        if !decided {
+            return LeaseStep::Ask(keys);
+        }
+        let refill = (!refill.is_empty()).then(|| {
+            let descriptors: Vec<rls::Descriptor<'_>> = refill
+                .iter()
+                .map(|&i| self.rls_descriptor(global[i].0, 0))
+                .collect();
+            Refill {
+                message: rls::encode_request(&rls.domain, &descriptors),
+                quota: rls::quota_header_value(&(0..refill.len()).collect::<Vec<_>>()),
+                keys: refill.iter().map(|&i| keys[i]).collect(),
+            }
+        });
+        LeaseStep::Decided(refill)
+    }
+
+    /// Stores the grants of an answer (`grants`, one per descriptor asked, or empty) for
+    /// the descriptors whose lease keys are `keys` (one per descriptor), at `now`.
+    pub(super) fn store_grants(
+        &self,
+        keys: &[u128],
+        grants: &[Option<Grant>],
+        now: Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) {
+        let (Some(leases), Some(now)) = (&self.leases, now) else {
+            return;
+        };
+        if grants.len() != keys.len() {
+            return;
+        }
+        for (&key, grant) in keys.iter().zip(grants) {
+            let Some(grant) = grant else { continue };
+            let sub = SubGrant {
+                remaining: grant.requests,
+                valid_until_ns: grant.valid_until_ns,
+            };
+            let stored: Option<Stored> = leases.store(store, key, sub, now).ok();
+            record(Outcome::LeaseStored(stored), tally);
+        }
+    }
+
+    /// What a background refill brought back (`keys`: the lease keys of its
+    /// descriptors, in order): its grants are stored; a failure is counted as a call's
+    /// failure, and leaves the flight marker until its deadline.
+    pub fn refilled(
+        &self,
+        keys: &[u128],
+        answer: Answer,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) {
+        let shadows = vec![false; keys.len()];
+        match rls::interpret(&answer, &shadows) {
+            Ok(decided) => {
+                if decided.grants.iter().any(Option::is_some) {
+                    self.store_grants(keys, &decided.grants, now_ns(), store, tally);
+                }
+            }
+            Err(failure) => record(Outcome::RlsFailed(failure), tally),
+        }
+    }
+}

@@ -1,0 +1,244 @@
+//! A fake LLM API upstream that reports token usage the way public APIs do, and counts
+//! what reaches it.
+//!
+//! The path picks the style; the request says how many tokens to report
+//! (`x-input-tokens`, `x-output-tokens`, default 10 and 20):
+//! - `/openai/json`: a chat completion with `usage.total_tokens` (and its parts);
+//! - `/openai/sse`: `text/event-stream` chunks with `"usage": null`, a final chunk with
+//!   `choices: []` and the usage, then `data: [DONE]`;
+//! - `/anthropic/json`: a message with `usage.input_tokens` and `usage.output_tokens`;
+//! - `/anthropic/sse`: `message_start` (input tokens, 1 output token), content deltas,
+//!   `message_delta` events with the cumulative output tokens (half, then all), and
+//!   `message_stop`;
+//! - `/v1/chat/completions` and `/v1/messages` (the public APIs' paths): the OpenAI and
+//!   Anthropic answers above, streamed with `x-stream: 1`;
+//! - anything else: `ok\n`, `text/plain`, no usage.
+//!
+//! Each event is its own body chunk. With `x-hold: 1` a stream sends its first events
+//! (for Anthropic: `message_start` and the first `message_delta`) and then waits until
+//! [`LlmUpstream::release`] is called, so a test can read them downstream while the
+//! upstream has not finished (nothing buffered them), or abandon the stream there.
+
+use bytes::Bytes;
+use futures::stream;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+
+#[derive(Default)]
+struct Seen {
+    total: AtomicU64,
+    by_tenant: Mutex<HashMap<String, u64>>,
+    release: Notify,
+}
+
+/// The fake LLM API; stops when dropped.
+pub struct LlmUpstream {
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+    task: JoinHandle<()>,
+}
+
+impl LlmUpstream {
+    /// Starts serving HTTP/1.1 and h2c on a free loopback port.
+    pub async fn start() -> LlmUpstream {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let seen = Arc::new(Seen::default());
+        let task = tokio::spawn(serve(listener, seen.clone()));
+        LlmUpstream { addr, seen, task }
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Requests received so far.
+    pub fn count(&self) -> u64 {
+        self.seen.total.load(Ordering::SeqCst)
+    }
+
+    /// Requests received with `x-tenant-id: tenant`.
+    pub fn count_for(&self, tenant: &str) -> u64 {
+        let by_tenant = self.seen.by_tenant.lock().expect("lock");
+        by_tenant.get(tenant).copied().unwrap_or(0)
+    }
+
+    /// Lets every held stream go on to its end (and the next one not wait).
+    pub fn release(&self) {
+        self.seen.release.notify_waiters();
+    }
+}
+
+impl Drop for LlmUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(listener: TcpListener, seen: Arc<Seen>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let seen = seen.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let seen = seen.clone();
+                async move { Ok::<_, Infallible>(answer(&seen, request)) }
+            });
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
+    seen.total.fetch_add(1, Ordering::SeqCst);
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    if let Some(tenant) = header("x-tenant-id") {
+        let mut by_tenant = seen.by_tenant.lock().expect("lock");
+        *by_tenant.entry(tenant).or_default() += 1;
+    }
+    let tokens =
+        |name: &str, default: u64| header(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (input, output) = (tokens("x-input-tokens", 10), tokens("x-output-tokens", 20));
+    let hold = header("x-hold").is_some();
+    let path = request.uri().path().to_string();
+    // The public APIs' own paths (as in `envoy/llm.yaml`) stream when asked to.
+    let path = match (path.as_str(), header("x-stream").is_some()) {
+        ("/v1/chat/completions", false) => "/openai/json".to_string(),
+        ("/v1/chat/completions", true) => "/openai/sse".to_string(),
+        ("/v1/messages", false) => "/anthropic/json".to_string(),
+        ("/v1/messages", true) => "/anthropic/sse".to_string(),
+        _ => path,
+    };
+    let (content_type, events, held_after): (&str, Vec<String>, usize) = match path.as_str() {
+        "/openai/json" => ("application/json", vec![openai_json(input, output)], 0),
+        "/anthropic/json" => ("application/json", vec![anthropic_json(input, output)], 0),
+        "/openai/sse" => ("text/event-stream", openai_sse(input, output), 2),
+        "/anthropic/sse" => ("text/event-stream", anthropic_sse(input, output), 2),
+        _ => ("text/plain", vec!["ok\n".to_string()], 0),
+    };
+    let body = if hold && held_after > 0 {
+        held(seen.clone(), events, held_after)
+    } else if events.len() == 1 {
+        Full::new(Bytes::from(events.concat())).boxed()
+    } else {
+        chunked(events)
+    };
+    Response::builder()
+        .header("content-type", content_type)
+        .body(body)
+        .expect("response")
+}
+
+/// One body chunk per event.
+fn chunked(events: Vec<String>) -> Body {
+    let frames = events
+        .into_iter()
+        .map(|e| Ok::<_, Infallible>(Frame::data(Bytes::from(e))));
+    StreamBody::new(stream::iter(frames)).boxed()
+}
+
+/// The first `first` events at once, the rest after [`LlmUpstream::release`].
+fn held(seen: Arc<Seen>, events: Vec<String>, first: usize) -> Body {
+    let (tx, rx) = mpsc::channel::<Bytes>(events.len().max(1));
+    tokio::spawn(async move {
+        let released = seen.release.notified();
+        tokio::pin!(released);
+        // Registered before the first events go out, so a release cannot be missed.
+        released.as_mut().enable();
+        let mut events = events.into_iter();
+        for e in events.by_ref().take(first) {
+            if tx.send(Bytes::from(e)).await.is_err() {
+                return;
+            }
+        }
+        released.await;
+        for e in events {
+            if tx.send(Bytes::from(e)).await.is_err() {
+                return;
+            }
+        }
+    });
+    let frames = stream::unfold(rx, |mut rx| async move {
+        let chunk = rx.recv().await?;
+        Some((Ok::<_, Infallible>(Frame::data(chunk)), rx))
+    });
+    StreamBody::new(frames).boxed()
+}
+
+fn openai_json(input: u64, output: u64) -> String {
+    format!(
+        r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"Hello."}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{input},"completion_tokens":{output},"total_tokens":{}}}}}"#,
+        input + output
+    )
+}
+
+fn openai_sse(input: u64, output: u64) -> Vec<String> {
+    let chunk = |content: &str| {
+        format!(
+            "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{content}\"}}}}],\"usage\":null}}\n\n"
+        )
+    };
+    vec![
+        chunk("Hel"),
+        chunk("lo."),
+        format!(
+            "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{input},\"completion_tokens\":{output},\"total_tokens\":{}}}}}\n\n",
+            input + output
+        ),
+        "data: [DONE]\n\n".to_string(),
+    ]
+}
+
+fn anthropic_json(input: u64, output: u64) -> String {
+    format!(
+        r#"{{"id":"msg_1","type":"message","role":"assistant","content":[{{"type":"text","text":"Hello."}}],"stop_reason":"end_turn","usage":{{"input_tokens":{input},"output_tokens":{output}}}}}"#
+    )
+}
+
+fn anthropic_sse(input: u64, output: u64) -> Vec<String> {
+    let event = |name: &str, data: String| format!("event: {name}\ndata: {data}\n\n");
+    vec![
+        event(
+            "message_start",
+            format!(r#"{{"type":"message_start","message":{{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{{"input_tokens":{input},"output_tokens":1}}}}}}"#),
+        ),
+        event(
+            "message_delta",
+            format!(r#"{{"type":"message_delta","delta":{{}},"usage":{{"output_tokens":{}}}}}"#, output / 2),
+        ),
+        event(
+            "content_block_delta",
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello."}}"#.to_string(),
+        ),
+        event(
+            "message_delta",
+            format!(r#"{{"type":"message_delta","delta":{{"stop_reason":"end_turn"}},"usage":{{"output_tokens":{output}}}}}"#),
+        ),
+        event("message_stop", r#"{"type":"message_stop"}"#.to_string()),
+    ]
+}
