@@ -202,7 +202,11 @@ impl Inner {
         match outcome {
             Ok(mut d) => {
                 self.outage.succeeded();
-                if !self.options.counting.consumes_rejected() && rejected(batch, &d) {
+                // A charge consumed everything, so it has nothing to report back.
+                if !matches!(mode, Mode::Charge)
+                    && !self.options.counting.consumes_rejected()
+                    && rejected(batch, &d)
+                {
                     report_unconsumed(batch, &mut d);
                 }
                 Ok(d)
