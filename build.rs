@@ -7,6 +7,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let file = "proto/envoy/service/ratelimit/v3/rls.proto";
     println!("cargo:rerun-if-changed=proto");
     let descriptors = protox::compile([file], ["proto"])?;
-    prost_build::Config::new().compile_fds(descriptors)?;
+    // The response's dynamic metadata (a google.protobuf.Struct) means nothing to the
+    // filter: decode it as an empty message, which skips its bytes, so prost's Struct and
+    // Value decoders stay out of the module.
+    prost_build::Config::new()
+        .extern_path(".google.protobuf.Struct", "crate::proto::Skipped")
+        .compile_fds(descriptors)?;
     Ok(())
 }

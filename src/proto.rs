@@ -42,3 +42,8 @@ pub mod envoy {
         }
     }
 }
+
+/// A message the filter does not read (the response's `dynamic_metadata`): decoding it
+/// skips its fields.
+#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
+pub struct Skipped {}

@@ -63,5 +63,89 @@ fn counter_key(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, algorithms, counter_key);
+/// A configuration both the old (trailing `*` only) and the new matcher load: 20 wildcard
+/// paths under a tenant, exact values, a key-only fallback.
+fn lookup_config(extra: &str) -> Option<floodgate_server::config::Config> {
+    let mut yaml = String::from(
+        "domain: web\ndescriptors:\n  - key: tenant\n    rate_limit: { unit: minute, requests_per_unit: 9 }\n    descriptors:\n",
+    );
+    for i in 0..20 {
+        yaml.push_str(&format!(
+            "      - key: path\n        value: /api/v{i}/*\n        rate_limit: {{ unit: second, requests_per_unit: 5 }}\n"
+        ));
+    }
+    yaml.push_str(
+        "      - key: path\n        value: /healthz\n        rate_limit: { unlimited: true }\n",
+    );
+    yaml.push_str(
+        "      - key: path\n        rate_limit: { unit: second, requests_per_unit: 7 }\n",
+    );
+    yaml.push_str(extra);
+    let files = floodgate_server::config::source::Files {
+        root: "web.yaml".into(),
+        files: vec![("web.yaml".into(), yaml)],
+    };
+    floodgate_server::config::parse(&files)
+        .map_err(|e| eprintln!("bench configuration refused: {e}"))
+        .ok()
+}
+
+/// Matching one request descriptor against the tree (what every descriptor costs before
+/// any counter): an exact value, the last of 20 wildcards, the key-only fallback.
+fn lookup(c: &mut Criterion) {
+    let Some(config) = lookup_config("") else {
+        return;
+    };
+    let Some(domain) = config.domain("web") else {
+        return;
+    };
+    let mut group = c.benchmark_group("lookup");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
+    for (name, path) in [
+        ("exact", "/healthz"),
+        ("wildcard_20th", "/api/v19/orders/42"),
+        ("key_only", "/other/path"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                domain
+                    .find(black_box([("tenant", "acme"), ("path", path)]))
+                    .is_some()
+            })
+        });
+    }
+    group.finish();
+}
+
+/// Wildcards with `*` in the middle (issue 12; the old matcher refused them): one after the
+/// 20 prefix wildcards, and a pattern of many stars against a long value that misses it.
+fn lookup_wildcards(c: &mut Criterion) {
+    let extra = "      - key: path\n        value: /files/*/v*/raw\n        rate_limit: { unit: second, requests_per_unit: 3 }\n      - key: path\n        value: '*a*a*a*a*a*a*a*a*b'\n        rate_limit: { unit: second, requests_per_unit: 3 }\n";
+    let Some(config) = lookup_config(extra) else {
+        return;
+    };
+    let Some(domain) = config.domain("web") else {
+        return;
+    };
+    let long = "a".repeat(4096);
+    let mut group = c.benchmark_group("lookup");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(2));
+    for (name, path) in [
+        ("middle_wildcard", "/files/abc/v2/raw"),
+        ("many_stars_4k_value", long.as_str()),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                domain
+                    .find(black_box([("tenant", "acme"), ("path", path)]))
+                    .is_some()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, algorithms, counter_key, lookup, lookup_wildcards);
 criterion_main!(benches);

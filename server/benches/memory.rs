@@ -49,6 +49,8 @@ fn row(name: &str, algorithm: Algorithm, counters: usize, value_len: usize) {
             hits: 1,
             shadow: false,
             quota: None,
+            quota_mode: false,
+            blocked: false,
         };
         if store.check_now(&[check]).is_err() {
             println!("{name}: full after {i} counters");

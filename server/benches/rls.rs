@@ -295,6 +295,8 @@ async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxErro
         hits: 1,
         shadow: false,
         quota: None,
+        quota_mode: false,
+        blocked: false,
     };
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")

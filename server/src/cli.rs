@@ -37,6 +37,11 @@ pub struct Args {
     #[arg(long, conflicts_with = "limit_response_headers")]
     pub response_headers: bool,
 
+    /// Put the reference's dynamic_metadata in every answer (its RESPONSE_DYNAMIC_METADATA):
+    /// the domain, the descriptors, and the `metadata` of the limits that applied.
+    #[arg(long)]
+    pub response_dynamic_metadata: bool,
+
     /// Add the reference service's RateLimit-Limit/-Remaining/-Reset headers (its
     /// LIMIT_RESPONSE_HEADERS_ENABLED) to response_headers_to_add.
     #[arg(long)]
@@ -173,6 +178,7 @@ impl Args {
             headers,
             shadow_mode: self.shadow_mode,
             near_limit_ratio: self.near_limit_ratio,
+            dynamic_metadata: self.response_dynamic_metadata,
         }
     }
 

@@ -13,6 +13,7 @@
 //! | metric | type | labels |
 //! | --- | --- | --- |
 //! | `floodgate_decisions_total` | counter | `domain`, `result` (`ok`, `over_limit`, `shadow_over_limit`, `no_limit`) |
+//! | `floodgate_limit_decisions_total` | counter | `domain`, `limit` (configured path), `result` (as above; only limits with `detailed_metric` or `value_to_metric`, see [`limits`]) |
 //! | `floodgate_near_limit_total` | counter | `domain` (OK decisions above `--near-limit-ratio` of their limit) |
 //! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `shadow_over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
@@ -26,6 +27,7 @@
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
 
+pub mod limits;
 mod lock_free;
 
 use crate::listener::ConnectionMetrics;
@@ -101,18 +103,24 @@ struct DomainFamilies {
     granted: Family<DomainLabels, Counter>,
 }
 
-/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions and hits
-/// granted. Handles on the series of one domain, so counting is an atomic increment.
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions, hits
+/// granted, and the domain's per-limit series. Handles on the series of one domain, so
+/// counting is an atomic increment.
 #[derive(Debug)]
 pub struct DomainCounters {
     decisions: [Counter; 4],
     near_limit: Counter,
     granted: Counter,
+    limits: limits::DomainLimits,
 }
 
 impl DomainCounters {
-    /// The series of `domain` in `families`, created now.
-    fn new(families: &DomainFamilies, domain: &str) -> Self {
+    /// The series of `domain` in `families` and `limit_family`, created now.
+    fn new(
+        families: &DomainFamilies,
+        limit_family: &Arc<limits::LimitFamily>,
+        domain: &str,
+    ) -> Self {
         DomainCounters {
             decisions: OUTCOMES.map(|(_, result)| {
                 families.decisions.get_or_create_owned(&[
@@ -126,6 +134,7 @@ impl DomainCounters {
             granted: families
                 .granted
                 .get_or_create_owned(&[("domain", domain.to_owned())]),
+            limits: limits::DomainLimits::new(limit_family.clone(), domain),
         }
     }
 
@@ -142,6 +151,17 @@ impl DomainCounters {
     /// Counts hits granted as a quota lease (in an answer actually sent).
     pub fn granted(&self, hits: u32) {
         self.granted.inc_by(u64::from(hits));
+    }
+
+    /// Counts one decision of the limit whose configured path is `path`, in its own series
+    /// (bounded, see [`limits`]).
+    pub fn record_limit(&self, path: &Arc<str>, outcome: Outcome) {
+        self.limits.record(path, outcome);
+    }
+
+    /// Creates the series of the limit at `path` now (within the bound).
+    fn register_limit(&self, path: &Arc<str>) {
+        self.limits.register(path);
     }
 }
 
@@ -194,6 +214,7 @@ pub struct Metrics {
     registry: Registry,
     families: DomainFamilies,
     quota_header_malformed: Counter,
+    limit_family: Arc<limits::LimitFamily>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 4],
@@ -229,7 +250,8 @@ impl Metrics {
     pub fn with_health(store: &'static str, health: Arc<Health>) -> Metrics {
         let mut registry = Registry::default();
         let families = DomainFamilies::default();
-        let unknown_domain = Arc::new(DomainCounters::new(&families, ""));
+        let limit_family = Arc::new(limits::LimitFamily::default());
+        let unknown_domain = Arc::new(DomainCounters::new(&families, &limit_family, ""));
         registry.register(
             "floodgate_decisions",
             "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
@@ -250,6 +272,11 @@ impl Metrics {
             "floodgate_quota_header_malformed",
             "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
             quota_header_malformed.clone(),
+        );
+        registry.register(
+            "floodgate_limit_decisions",
+            "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
+            limit_family.family.clone(),
         );
         let requests = counters(
             &mut registry,
@@ -296,6 +323,7 @@ impl Metrics {
             registry,
             families,
             quota_header_malformed,
+            limit_family,
             domains: RwLock::default(),
             unknown_domain,
             requests,
@@ -325,7 +353,13 @@ impl Metrics {
         }
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         map.entry(name.clone())
-            .or_insert_with(|| Arc::new(DomainCounters::new(&self.families, name)))
+            .or_insert_with(|| {
+                Arc::new(DomainCounters::new(
+                    &self.families,
+                    &self.limit_family,
+                    name,
+                ))
+            })
             .clone()
     }
 
@@ -334,9 +368,22 @@ impl Metrics {
         let mut map = self.domains.write().unwrap_or_else(PoisonError::into_inner);
         for name in names {
             if !map.contains_key(name) {
-                let counters = Arc::new(DomainCounters::new(&self.families, name));
+                let counters = Arc::new(DomainCounters::new(
+                    &self.families,
+                    &self.limit_family,
+                    name,
+                ));
                 map.insert(Arc::from(name), counters);
             }
+        }
+    }
+
+    /// Creates the series of every per-limit metric of `config` (see [`limits`]), and its
+    /// domains', so they export zeros before traffic.
+    pub fn register_config(&self, config: &crate::config::Config) {
+        self.register_domains(config.domain_names());
+        for (domain, path) in config.limit_series() {
+            self.domain(domain).register_limit(path);
         }
     }
 

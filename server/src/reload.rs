@@ -50,7 +50,7 @@ pub async fn watch_config(
             Ok(files) => match config::parse_with(files, &options) {
                 Ok(c) => {
                     let domains = c.domain_names().count();
-                    metrics.register_domains(c.domain_names());
+                    metrics.register_config(&c);
                     shared.set(c);
                     metrics.reload(true);
                     tracing::info!(path = %path.display(), domains, "configuration reloaded");

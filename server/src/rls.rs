@@ -5,12 +5,13 @@
 //! the store decides, this file answers; [`headers`] writes the optional response headers.
 
 mod headers;
+mod metadata;
 mod plan;
 
 pub use headers::{HeaderNames, ResponseHeaders};
 
 use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
-use crate::config;
+use crate::config::{self, Rule};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{
     quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
@@ -18,7 +19,7 @@ use crate::proto::rls::rate_limit_response::{
 };
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::store::{Check, Store, StoreError};
+use crate::store::{admits, Check, Store, StoreError};
 use plan::{plan, Applied};
 use std::sync::Arc;
 use std::time::Instant;
@@ -73,6 +74,8 @@ pub struct Options {
     /// `--near-limit-ratio`: an OK decision leaving more than this share of its limit
     /// used is counted in `floodgate_near_limit_total`.
     pub near_limit_ratio: f64,
+    /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
+    pub dynamic_metadata: bool,
 }
 
 impl Default for Options {
@@ -81,6 +84,7 @@ impl Default for Options {
             headers: ResponseHeaders::None,
             shadow_mode: false,
             near_limit_ratio: 0.8,
+            dynamic_metadata: false,
         }
     }
 }
@@ -154,7 +158,14 @@ impl<S: Store> RlsService<S> {
             None => self.metrics.unknown_domain(),
         };
         let decisions = self.call_store(&plan.checks, &req.domain, kind).await?;
-        let (response, result) = respond(&plan.applied, decisions, &counters, &self.options)?;
+        let (response, result) = respond(
+            &req,
+            &plan.applied,
+            &plan.checks,
+            decisions,
+            &counters,
+            &self.options,
+        )?;
         self.metrics.request(result);
         Ok(response)
     }
@@ -218,13 +229,23 @@ fn validate(req: &RateLimitRequest) -> Result<(), Status> {
 }
 
 /// The answer to a request whose descriptors got `applied`, given the store's `decisions`
-/// (one per decided descriptor, in order); counts each descriptor in `counters`.
+/// (one per check of `checks`, in order); counts each descriptor in `counters`.
 fn respond(
+    req: &RateLimitRequest,
     applied: &[Applied<'_>],
+    checks: &[Check],
     decisions: Vec<Decision>,
     counters: &DomainCounters,
     options: &Options,
 ) -> Result<(RateLimitResponse, RequestResult), Status> {
+    if decisions.len() != checks.len() {
+        return Err(Status::internal("store answered too few decisions"));
+    }
+    // The reference's rule, quota mode included: over when an enforced limit is over, or
+    // when every quota-mode limit is (the store admitted, or not, by the same rule), or
+    // when an override of 0 blocks.
+    let over = !admits(checks, |i| decisions[i].allowed)
+        || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
     // Quirk: one status per request descriptor, in request order, limited or not.
     let mut decided = decisions.into_iter();
     let mut statuses = Vec::with_capacity(applied.len());
@@ -248,7 +269,13 @@ fn respond(
                     counters.near_limit();
                 }
                 let shadow = a.shadow();
-                let status = limited_status(name, limit, shadow, &d);
+                let mut status = limited_status(name, limit, shadow, &d);
+                if a.configured_block() {
+                    // Quirk: a block reports its limit as the reference does: 0 per unit.
+                    if let Some(l) = status.current_limit.as_mut() {
+                        l.requests_per_unit = 0;
+                    }
+                }
                 let outcome = match (d.allowed, shadow) {
                     (true, _) => Outcome::Ok,
                     (false, true) => Outcome::ShadowOverLimit,
@@ -261,9 +288,11 @@ fn respond(
             limited.push(status.clone());
         }
         counters.record(outcome);
+        if let Some(series) = configured_rule(a).and_then(|r| r.metric.as_ref()) {
+            counters.record_limit(series, outcome);
+        }
         statuses.push(status);
     }
-    let over = statuses.iter().any(|s| s.code == Code::OverLimit as i32);
     for s in &mut statuses {
         match (&s.quota, over) {
             // An over-limit request grants nothing. The stores take no grant then; on
@@ -286,10 +315,22 @@ fn respond(
     let response = RateLimitResponse {
         overall_code: overall as i32,
         response_headers_to_add: options.headers.render(&limited),
+        dynamic_metadata: options.dynamic_metadata.then(|| {
+            let rules: Vec<Option<&Rule>> = applied.iter().map(configured_rule).collect();
+            metadata::dynamic_metadata(req, &rules, &statuses)
+        }),
         statuses,
         ..Default::default()
     };
     Ok((response, result))
+}
+
+/// The configured rule a descriptor's answer came from (none for an override, or no match).
+fn configured_rule<'c>(a: &Applied<'c>) -> Option<&'c Rule> {
+    match a {
+        Applied::Configured(r, _) => Some(*r),
+        _ => None,
+    }
 }
 
 /// Whether an admitted decision leaves more than `ratio` of its limit used, as the
@@ -404,6 +445,8 @@ fn pb_unit(unit: Unit) -> PbUnit {
         Unit::Hour => PbUnit::Hour,
         Unit::Day => PbUnit::Day,
         Unit::Week => PbUnit::Unknown,
+        Unit::Month => PbUnit::Month,
+        Unit::Year => PbUnit::Year,
     }
 }
 

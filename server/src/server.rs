@@ -89,7 +89,7 @@ async fn serve<S: Store>(
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
-    metrics.register_domains(shared.get().domain_names());
+    metrics.register_config(&shared.get());
 
     let grpc = bind(args.grpc_addr).await?;
     let http = bind(args.http_addr).await?;

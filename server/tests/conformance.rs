@@ -10,18 +10,25 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "conformance/blocked.rs"]
+mod blocked;
 #[path = "conformance/charge.rs"]
 mod charge;
 #[path = "conformance/check_only.rs"]
 mod check_only;
+#[path = "conformance/month_year.rs"]
+mod month_year;
 #[path = "conformance/one_hit.rs"]
 mod one_hit;
 #[path = "conformance/quota.rs"]
 mod quota;
+#[path = "conformance/quota_mode.rs"]
+mod quota_mode;
 #[path = "conformance/rejected.rs"]
 mod rejected;
 mod support;
 
+use blocked::*;
 use charge::*;
 use check_only::*;
 use floodgate_server::algorithm::lease::Quota;
@@ -31,9 +38,11 @@ use floodgate_server::store::health::Health;
 use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Counting, Store};
+use month_year::*;
 use one_hit::*;
 use proptest::prelude::*;
 use quota::*;
+use quota_mode::*;
 use rejected::*;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -66,6 +75,8 @@ impl<St: Store> Harness<St> {
             hits: 1,
             shadow: false,
             quota: None,
+            quota_mode: false,
+            blocked: false,
         }
     }
 
@@ -413,6 +424,11 @@ macro_rules! for_each_scenario {
             a_rejected_request_consumes_nothing,
             a_rejected_request_reports_the_remaining_that_holds,
             a_shadow_limit_never_blocks_the_others,
+            quota_items_block_only_together,
+            a_quota_mode_item_gets_no_lease_and_never_refuses_a_charge,
+            a_blocked_item_is_always_over_and_consumes_nothing,
+            a_charge_counts_nothing_on_a_blocked_item,
+            month_and_year_work_with_every_algorithm,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
             idle_counters_are_as_good_as_fresh,
@@ -610,16 +626,32 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
     })
 }
 
+/// How an item takes part in its request.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Enforced,
+    Shadow,
+    Quota,
+    /// `requests_per_unit: 0`, enforced.
+    Blocked,
+}
+
 /// A step: microseconds to wait, whether it is a stream-end charge, then a request of 1–3
-/// items (limit index, key, hits, shadow, lease asked: 0 none, else the quota's requests).
-type Step = (u64, bool, Vec<(usize, u8, u64, bool, u32)>);
+/// items (limit index, key, hits, role, lease asked: 0 none, else the quota's requests).
+type Step = (u64, bool, Vec<(usize, u8, u64, Role, u32)>);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
     // 0: a check-only item.
     let hits = prop_oneof![8 => 1u64..=3, 1 => Just(0u64), 1 => Just(7u64), 1 => Just(u64::MAX)];
+    let role = prop_oneof![
+        12 => Just(Role::Enforced),
+        2 => Just(Role::Shadow),
+        4 => Just(Role::Quota),
+        1 => Just(Role::Blocked),
+    ];
     let asks = prop_oneof![2 => Just(0u32), 1 => 1u32..=4];
-    let item = (0usize..3, 0u8..2, hits, prop::bool::weighted(0.15), asks);
+    let item = (0usize..3, 0u8..2, hits, role, asks);
     let charge = prop::bool::weighted(0.2);
     prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)
 }
@@ -651,19 +683,24 @@ fn redis_and_memory_agree_on_random_traffic() {
             clock.set(now);
             let batch: Vec<Check> = items
                 .iter()
-                .map(|&(l, key, hits, shadow, asks)| Check {
+                .map(|&(l, key, hits, role, asks)| Check {
                     // One limit per counter, as a configuration gives (a limit changed by a
                     // reload starts afresh in both stores, but Redis keeps the old one's
                     // key until it expires, so A → B → A differs by design).
                     key: CounterKey::new(&domain, [("k", format!("{l}-{key}").as_str())]),
                     limit: limits[l],
                     hits,
-                    shadow,
-                    // As the RLS layer sets it: asked, and enforced.
-                    quota: NonZeroU32::new(asks).filter(|_| !shadow).map(|requests| Quota {
-                        requests,
-                        valid_ms: 700,
-                    }),
+                    shadow: matches!(role, Role::Shadow),
+                    // As the RLS layer sets it: asked, and enforced (the stores also refuse
+                    // a lease to quota-mode and blocked items themselves).
+                    quota: NonZeroU32::new(asks)
+                        .filter(|_| !matches!(role, Role::Shadow))
+                        .map(|requests| Quota {
+                            requests,
+                            valid_ms: 700,
+                        }),
+                    quota_mode: matches!(role, Role::Quota),
+                    blocked: matches!(role, Role::Blocked),
                 })
                 .collect();
             let (want, got) = if *charge {

@@ -287,7 +287,7 @@ fn check_exits_zero_on_a_valid_config_and_one_with_the_error() {
 #[test]
 fn an_invalid_config_stops_startup() {
     let out = Command::new(support::BIN)
-        .args(["--config", "tests/fixtures/config/invalid/zero_limit.yaml"])
+        .args(["--config", "tests/fixtures/config/invalid/zero_burst.yaml"])
         .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
         .output()
         .unwrap();

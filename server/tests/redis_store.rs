@@ -35,6 +35,8 @@ fn check(name: &str, limit: Limit) -> Check {
         hits: 1,
         shadow: false,
         quota: None,
+        quota_mode: false,
+        blocked: false,
     }
 }
 

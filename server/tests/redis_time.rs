@@ -44,6 +44,8 @@ fn check(name: &str, rpu: u32, algorithm: Algorithm) -> Check {
         hits: 1,
         shadow: false,
         quota: None,
+        quota_mode: false,
+        blocked: false,
     }
 }
 

@@ -53,6 +53,11 @@ pub enum Unit {
     Day,
     /// Seven days. The RLS response enum has no week; see [`crate::rls`].
     Week,
+    /// 30 days, as the reference service counts a month (not calendar months: windows
+    /// align to the Unix epoch like every other unit).
+    Month,
+    /// 365 days, as the reference service counts a year.
+    Year,
 }
 
 impl Unit {
@@ -64,6 +69,8 @@ impl Unit {
             Unit::Hour => 3_600,
             Unit::Day => 86_400,
             Unit::Week => 604_800,
+            Unit::Month => 2_592_000,
+            Unit::Year => 31_536_000,
         }
     }
 
@@ -80,6 +87,8 @@ impl Unit {
             Unit::Hour => "hour",
             Unit::Day => "day",
             Unit::Week => "week",
+            Unit::Month => "month",
+            Unit::Year => "year",
         }
     }
 }

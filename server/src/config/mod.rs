@@ -6,13 +6,17 @@
 //! zero limits, no half-specified units, no ambiguous siblings). Every error names the file
 //! and the field path: `rules/api.yaml: descriptors[0].rate_limit.unit: unknown unit ...`.
 //! [`source`] reads a file or a directory (one domain per file); [`matching`] walks a request
-//! descriptor down the tree. [`nesting`] refuses, in linear time, YAML the parser would
-//! take quadratic time over.
+//! descriptor down the tree, [`wildcard`] matches `*` patterns in linear time. [`nesting`]
+//! refuses, in linear time, YAML the parser would take quadratic time over. [`rule`] checks
+//! one `rate_limit`, [`metadata`] turns a descriptor's `metadata` into protobuf.
 
 pub mod matching;
+mod metadata;
 pub mod nesting;
+mod rule;
 pub mod source;
 mod validate;
+pub mod wildcard;
 pub mod wire;
 
 #[cfg(test)]
@@ -20,7 +24,7 @@ mod tests;
 
 /// A validated `quota` (only on a limited rule): the lease terms the stores grant by.
 pub use crate::algorithm::lease::Quota;
-use crate::algorithm::Limit;
+use crate::algorithm::{Limit, Unit};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -98,6 +102,36 @@ impl Config {
     pub fn domain_names(&self) -> impl Iterator<Item = &str> {
         self.domains.keys().map(String::as_str)
     }
+
+    /// Every `(domain, configured path)` with its own decision series (`detailed_metric`,
+    /// `value_to_metric`), so the series can exist before traffic.
+    pub fn limit_series(&self) -> Vec<(&Arc<str>, &Arc<str>)> {
+        fn walk<'c>(
+            domain: &'c Arc<str>,
+            level: &'c Level,
+            out: &mut Vec<(&'c Arc<str>, &'c Arc<str>)>,
+        ) {
+            for nodes in level.by_key.values() {
+                let wildcards = nodes.wildcards.iter().map(|(_, n)| n);
+                for node in nodes
+                    .exact
+                    .values()
+                    .chain(wildcards)
+                    .chain(nodes.any.as_deref())
+                {
+                    if let Some(path) = node.rule.as_ref().and_then(|r| r.metric.as_ref()) {
+                        out.push((domain, path));
+                    }
+                    walk(domain, &node.children, out);
+                }
+            }
+        }
+        let mut out = Vec::new();
+        for d in self.domains.values() {
+            walk(&d.name, &d.root, &mut out);
+        }
+        out
+    }
 }
 
 /// One domain's descriptor tree.
@@ -108,19 +142,66 @@ pub struct Domain {
     /// The file it came from, for logs.
     pub file: PathBuf,
     root: Level,
+    /// Whether any limit here has `replaces` (else a request needs no replacing pass).
+    uses_replaces: bool,
+}
+
+impl Domain {
+    /// Whether any limit of this domain replaces others.
+    pub fn uses_replaces(&self) -> bool {
+        self.uses_replaces
+    }
 }
 
 /// What applies when a request descriptor ends at a node.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
-    /// The limit's name, reported in `current_limit.name`.
+    /// The limit's name, reported in `current_limit.name` and matched by `replaces`.
     pub name: Option<Arc<str>>,
-    /// The limit; `None` for `unlimited: true`.
+    /// The limit; `None` for `unlimited: true`, and for a block (see `blocked`).
     pub limit: Option<Limit>,
     /// Shadow mode: decide and count, but always answer OK.
     pub shadow: bool,
+    /// `requests_per_unit: 0` or absent (the reference's "block"): every request is over
+    /// the limit, reported with this unit; no counter is kept. `None` otherwise.
+    pub blocked: Option<Unit>,
+    /// Quota mode: a soft limit; the request is over only when every quota-mode limit it
+    /// matched is (see the server README).
+    pub quota_mode: bool,
+    /// Names of the limits this one replaces when both apply to one request.
+    pub replaces: Arc<[Arc<str>]>,
+    /// `metadata`, returned in the response's dynamic metadata when this limit applied
+    /// and was not over (with `--response-dynamic-metadata`).
+    pub metadata: Option<Arc<prost_types::Struct>>,
+    /// The configured path naming this limit's own decision series
+    /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
+    /// limit is only counted per domain.
+    pub metric: Option<Arc<str>>,
     /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
+    /// Never granted for a quota-mode or blocked limit.
     pub quota: Option<Quota>,
+}
+
+impl Rule {
+    /// What the rule does with a request, as one value.
+    pub fn kind(&self) -> RuleKind {
+        match (self.limit, self.blocked) {
+            (Some(limit), _) => RuleKind::Limited(limit),
+            (None, Some(unit)) => RuleKind::Blocked(unit),
+            (None, None) => RuleKind::Unlimited,
+        }
+    }
+}
+
+/// The three things a matched rule can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleKind {
+    /// `unlimited: true`: matches, never limits.
+    Unlimited,
+    /// Counts against a limit.
+    Limited(Limit),
+    /// `requests_per_unit: 0`: always over, no counter.
+    Blocked(Unit),
 }
 
 /// The children of one node, indexed for lookup without allocating.
@@ -134,8 +215,8 @@ struct Level {
 struct KeyNodes {
     /// `value: x`: exact matches.
     exact: HashMap<String, Node>,
-    /// `value: x*`: prefix matches, longest prefix first.
-    prefix: Vec<(String, Node)>,
+    /// Values with a `*` anywhere, in configuration order: the first match wins.
+    wildcards: Vec<(wildcard::Pattern, Node)>,
     /// No value: any value.
     any: Option<Box<Node>>,
 }
@@ -144,6 +225,9 @@ struct KeyNodes {
 #[derive(Debug, Default)]
 struct Node {
     rule: Option<Rule>,
+    /// `share_threshold`: the wildcard value as written, counted in place of the
+    /// request's value so that every matching value shares one counter.
+    shared_as: Option<Arc<str>>,
     children: Level,
 }
 

@@ -62,15 +62,17 @@ fn exact_value_beats_key_only() {
 }
 
 #[test]
-fn nested_entries_walk_down_and_the_longest_wildcard_wins() {
+fn nested_entries_walk_down_and_the_first_wildcard_in_configuration_order_wins() {
     let c = config(TREE);
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/api/users")])),
         Some(20)
     );
+    // As the reference: `/api/*` is written before `/api/admin*`, so it wins, although
+    // the other is longer.
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/api/admin/1")])),
-        Some(2)
+        Some(20)
     );
     assert_eq!(
         rpu(find(&c, &[("tenant", "x"), ("path", "/other")])),
@@ -128,6 +130,108 @@ fn numeric_values_match_as_text() {
         "domain: d\ndescriptors:\n  - key: status\n    value: 429\n    rate_limit: { unit: SECOND, requests_per_unit: 1 }\n",
     );
     assert_eq!(rpu(find(&c, &[("status", "429")])), Some(1));
+}
+
+const REFERENCE_KEYS: &str = r#"
+domain: d
+descriptors:
+  - key: file
+    value: docs/*
+    share_threshold: true
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: file
+    value: img/*
+    rate_limit: { unit: minute, requests_per_unit: 2 }
+  - key: route
+    value: api/*
+    value_to_metric: true
+    share_threshold: true
+    descriptors:
+      - key: method
+        rate_limit: { unit: minute, requests_per_unit: 1 }
+  - key: client
+    detailed_metric: true
+    rate_limit:
+      name: per-client
+      unit: month
+      requests_per_unit: 0
+      replaces: [{ name: other }, { name: third }]
+  - key: plan
+    value: pro
+    quota_mode: true
+    rate_limit: { unit: YEAR }
+    metadata: { tier: pro }
+  - key: internal
+    rate_limit: { unlimited: true, requests_per_unit: 5 }
+"#;
+
+fn key_of(c: &Config, entries: &[(&str, &str)]) -> crate::store::CounterKey {
+    let found = c
+        .domain("d")
+        .unwrap()
+        .lookup(entries.iter().copied())
+        .unwrap();
+    found.counter_key("d", entries.iter().copied())
+}
+
+#[test]
+fn share_threshold_counts_every_matching_value_as_the_wildcard() {
+    let c = config(REFERENCE_KEYS);
+    let shared = key_of(&c, &[("file", "docs/a")]);
+    assert_eq!(shared, key_of(&c, &[("file", "docs/b")]));
+    assert_eq!(
+        shared,
+        crate::store::CounterKey::new("d", [("file", "docs/*")])
+    );
+    // Without share_threshold, each value has its own counter.
+    assert_ne!(
+        key_of(&c, &[("file", "img/a")]),
+        key_of(&c, &[("file", "img/b")])
+    );
+    // A shared wildcard above the limit shares the level it is on, not the ones below.
+    assert_eq!(
+        key_of(&c, &[("route", "api/x"), ("method", "GET")]),
+        key_of(&c, &[("route", "api/y"), ("method", "GET")])
+    );
+    assert_ne!(
+        key_of(&c, &[("route", "api/x"), ("method", "GET")]),
+        key_of(&c, &[("route", "api/x"), ("method", "PUT")])
+    );
+}
+
+#[test]
+fn per_limit_series_are_named_by_configured_paths() {
+    let c = config(REFERENCE_KEYS);
+    let metric = |entries: &[(&str, &str)]| find(&c, entries).unwrap().metric.clone();
+    assert_eq!(metric(&[("client", "10.0.0.1")]).as_deref(), Some("client"));
+    assert_eq!(
+        metric(&[("route", "api/x"), ("method", "GET")]).as_deref(),
+        Some("route_api/*.method"),
+        "value_to_metric above the limit"
+    );
+    assert_eq!(metric(&[("file", "docs/a")]), None);
+}
+
+#[test]
+fn blocks_units_quota_replaces_and_metadata_are_carried_on_the_rule() {
+    use super::RuleKind;
+    let c = config(REFERENCE_KEYS);
+    let client = find(&c, &[("client", "x")]).unwrap();
+    assert_eq!(client.kind(), RuleKind::Blocked(Unit::Month));
+    let replaces: Vec<&str> = client.replaces.iter().map(|n| &**n).collect();
+    assert_eq!(replaces, ["other", "third"]);
+    let pro = find(&c, &[("plan", "pro")]).unwrap();
+    assert_eq!(
+        pro.kind(),
+        RuleKind::Blocked(Unit::Year),
+        "no requests_per_unit"
+    );
+    assert!(pro.quota_mode);
+    assert!(pro.metadata.as_ref().unwrap().fields.contains_key("tier"));
+    assert_eq!(
+        find(&c, &[("internal", "x")]).unwrap().kind(),
+        RuleKind::Unlimited
+    );
 }
 
 #[test]

@@ -1,13 +1,13 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
-use super::nesting;
+use super::rule::{self, FromDescriptor};
 use super::source::Files;
-use super::wire::{self, AlgorithmName};
+use super::wire;
+use super::{metadata, nesting, wildcard};
 use super::{
-    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, MAX_DEPTH,
-    MAX_LOG_LIMIT, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
+    Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, RuleKind,
+    MAX_DEPTH, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
 };
-use crate::algorithm::{Algorithm, Limit, Unit};
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::Path;
@@ -24,7 +24,8 @@ pub(super) fn config(files: &Files, options: &LoadOptions) -> Result<Config, Con
             // `--merge-domains` (the reference's MERGE_DOMAIN_CONFIG): this file's
             // descriptors join the domain's top level; a sibling defined twice is still a
             // duplicate, reported at this file's descriptor.
-            level_into(file, "", parsed.descriptors, 1, &mut first.root)?;
+            first.uses_replaces |= any_replaces(&parsed.descriptors);
+            level_into(top(file), parsed.descriptors, &mut first.root)?;
             continue;
         }
         let domain = domain(file, parsed)?;
@@ -80,38 +81,67 @@ fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
             "is required and must not be empty",
         ));
     }
-    let root = level(file, "", w.descriptors, 1)?;
+    let uses_replaces = any_replaces(&w.descriptors);
+    let root = level(top(file), w.descriptors)?;
     Ok(Domain {
         name: Arc::from(w.domain),
         file: file.to_path_buf(),
         root,
+        uses_replaces,
     })
 }
 
-fn level(
-    file: &Path,
-    parent: &str,
-    descriptors: Vec<wire::Descriptor>,
+/// Whether a limit anywhere in `descriptors` has `replaces`.
+fn any_replaces(descriptors: &[wire::Descriptor]) -> bool {
+    descriptors.iter().any(|d| {
+        d.rate_limit
+            .as_ref()
+            .is_some_and(|r| !r.replaces.is_empty())
+            || any_replaces(&d.descriptors)
+    })
+}
+
+/// Where a level sits in the tree: its field path, the configured path its nodes' metric
+/// names extend, and whether a node above asked for per-limit series (`value_to_metric`).
+struct Place<'a> {
+    file: &'a Path,
+    /// Field path prefix, e.g. `descriptors[0].`.
+    fields: String,
+    /// Configured path prefix, e.g. `tenant_acme.`.
+    metric: String,
+    value_to_metric: bool,
     depth: usize,
-) -> Result<Level, ConfigError> {
+}
+
+/// The place of a file's top level.
+fn top(file: &Path) -> Place<'_> {
+    Place {
+        file,
+        fields: String::new(),
+        metric: String::new(),
+        value_to_metric: false,
+        depth: 1,
+    }
+}
+
+fn level(place: Place<'_>, descriptors: Vec<wire::Descriptor>) -> Result<Level, ConfigError> {
     let mut out = Level::default();
-    level_into(file, parent, descriptors, depth, &mut out)?;
+    level_into(place, descriptors, &mut out)?;
     Ok(out)
 }
 
 /// Adds `descriptors` to the level `out` (empty, or a domain's top level being merged).
 fn level_into(
-    file: &Path,
-    parent: &str,
+    place: Place<'_>,
     descriptors: Vec<wire::Descriptor>,
-    depth: usize,
     out: &mut Level,
 ) -> Result<(), ConfigError> {
     if descriptors.is_empty() {
         return Ok(());
     }
-    let here = format!("{parent}descriptors");
-    if depth > MAX_DEPTH {
+    let file = place.file;
+    let here = format!("{}descriptors", place.fields);
+    if place.depth > MAX_DEPTH {
         return Err(ConfigError::new(
             file,
             here,
@@ -127,9 +157,39 @@ fn level_into(
                 "is required and must not be empty",
             ));
         }
+        let value = d.value.map(|v| v.0).filter(|v| !v.is_empty());
+        let pattern = value.as_deref().and_then(wildcard::Pattern::new);
+        if d.share_threshold && pattern.is_none() {
+            return Err(ConfigError::new(
+                file,
+                format!("{at}.share_threshold"),
+                "only applies to a wildcard value (one with a `*`)",
+            ));
+        }
+        // The reference's stat name for this node: `key` or `key_value`, dot-joined.
+        let metric = match &value {
+            Some(v) => format!("{}{}_{v}", place.metric, d.key),
+            None => format!("{}{}", place.metric, d.key),
+        };
+        let value_to_metric = place.value_to_metric || d.value_to_metric;
+        let metadata = match &d.metadata {
+            Some(m) if !m.is_empty() => Some(Arc::new(metadata::to_struct(m).map_err(
+                |(path, message)| ConfigError::new(file, format!("{at}.metadata{path}"), message),
+            )?)),
+            _ => None,
+        };
         let mut rule = match d.rate_limit {
             None => None,
-            Some(r) => Some(rule(file, &format!("{at}.rate_limit"), r, d.shadow_mode)?),
+            Some(r) => {
+                let from = FromDescriptor {
+                    shadow: d.shadow_mode,
+                    quota_mode: d.quota_mode,
+                    metadata,
+                    metric: (d.detailed_metric || value_to_metric)
+                        .then(|| Arc::from(metric.as_str())),
+                };
+                Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
+            }
         };
         if let Some(q) = d.quota {
             let quota = quota(file, &format!("{at}.quota"), q, rule.as_ref())?;
@@ -137,19 +197,26 @@ fn level_into(
                 r.quota = Some(quota);
             }
         }
+        let children = level(
+            Place {
+                file,
+                fields: format!("{at}."),
+                metric: format!("{metric}."),
+                value_to_metric,
+                depth: place.depth + 1,
+            },
+            d.descriptors,
+        )?;
         let node = Node {
             rule,
-            children: level(file, &format!("{at}."), d.descriptors, depth + 1)?,
+            shared_as: d
+                .share_threshold
+                .then(|| value.as_deref().map(Arc::from))
+                .flatten(),
+            children,
         };
         let nodes = out.by_key.entry(d.key.clone()).or_default();
-        let value = d.value.map(|v| v.0).filter(|v| !v.is_empty());
-        insert(file, &at, nodes, &d.key, value, node)?;
-    }
-    for nodes in out.by_key.values_mut() {
-        // Longest prefix first: the most specific wildcard wins.
-        nodes
-            .prefix
-            .sort_by_key(|(p, _)| std::cmp::Reverse(p.len()));
+        insert(file, &at, nodes, &d.key, value, pattern, node)?;
     }
     Ok(())
 }
@@ -160,6 +227,7 @@ fn insert(
     nodes: &mut KeyNodes,
     key: &str,
     value: Option<String>,
+    pattern: Option<wildcard::Pattern>,
     node: Node,
 ) -> Result<(), ConfigError> {
     let duplicate = |what: String| {
@@ -169,140 +237,35 @@ fn insert(
             format!("duplicate descriptor: {what} is already defined at this level"),
         )
     };
-    match value {
-        None => {
+    match (value, pattern) {
+        (None, _) => {
             if nodes.any.is_some() {
                 return Err(duplicate(format!("key {key:?} without a value")));
             }
             nodes.any = Some(Box::new(node));
         }
-        Some(v) => match v.find('*') {
-            None => {
-                if nodes.exact.contains_key(&v) {
-                    return Err(duplicate(format!("key {key:?} value {v:?}")));
-                }
-                nodes.exact.insert(v, node);
+        (Some(v), Some(p)) => {
+            if nodes.wildcards.iter().any(|(q, _)| *q == p) {
+                return Err(duplicate(format!("key {key:?} value {v:?}")));
             }
-            Some(star) if star == v.len() - 1 => {
-                let prefix = v[..star].to_owned();
-                if nodes.prefix.iter().any(|(p, _)| *p == prefix) {
-                    return Err(duplicate(format!("key {key:?} value {v:?}")));
-                }
-                nodes.prefix.push((prefix, node));
+            // Configuration order is kept: the first matching wildcard wins.
+            nodes.wildcards.push((p, node));
+        }
+        (Some(v), None) => {
+            if nodes.exact.contains_key(&v) {
+                return Err(duplicate(format!("key {key:?} value {v:?}")));
             }
-            Some(_) => {
-                return Err(ConfigError::new(
-                    file,
-                    format!("{at}.value"),
-                    format!("bad wildcard {v:?}: `*` is only allowed as the last character"),
-                ));
-            }
-        },
+            nodes.exact.insert(v, node);
+        }
     }
     Ok(())
-}
-
-fn rule(file: &Path, at: &str, r: wire::RateLimit, shadow: bool) -> Result<Rule, ConfigError> {
-    let name = r.name.filter(|n| !n.is_empty()).map(Arc::from);
-    if r.unlimited {
-        let extra = [
-            (r.requests_per_unit.is_some(), "requests_per_unit"),
-            (r.unit.is_some(), "unit"),
-            (r.algorithm.is_some(), "algorithm"),
-            (r.burst.is_some(), "burst"),
-        ];
-        if let Some((_, field)) = extra.iter().find(|(set, _)| *set) {
-            return Err(ConfigError::new(
-                file,
-                format!("{at}.{field}"),
-                "cannot be combined with unlimited: true",
-            ));
-        }
-        return Ok(Rule {
-            name,
-            limit: None,
-            shadow,
-            quota: None,
-        });
-    }
-    let unit = match r.unit.as_deref() {
-        None => return Err(ConfigError::new(file, format!("{at}.unit"), "is required")),
-        Some(u) => unit(u).ok_or_else(|| {
-            ConfigError::new(
-                file,
-                format!("{at}.unit"),
-                format!("unknown unit {u:?}, expected second, minute, hour, day or week"),
-            )
-        })?,
-    };
-    let rpu_at = format!("{at}.requests_per_unit");
-    let requests_per_unit = match r.requests_per_unit {
-        None => {
-            return Err(ConfigError::new(
-                file,
-                rpu_at,
-                "is required (or set unlimited: true)",
-            ))
-        }
-        Some(n) => NonZeroU32::new(n).ok_or_else(|| {
-            ConfigError::new(
-                file,
-                &rpu_at,
-                "must be greater than 0 (use unlimited: true for no limit)",
-            )
-        })?,
-    };
-    let algorithm_name = r.algorithm.unwrap_or(AlgorithmName::FixedWindow);
-    if r.burst.is_some() && algorithm_name != AlgorithmName::TokenBucket {
-        return Err(ConfigError::new(
-            file,
-            format!("{at}.burst"),
-            "only applies to algorithm: token_bucket",
-        ));
-    }
-    let algorithm = match algorithm_name {
-        AlgorithmName::FixedWindow => Algorithm::FixedWindow,
-        AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
-        AlgorithmName::SlidingWindowLog => {
-            if requests_per_unit.get() > MAX_LOG_LIMIT {
-                return Err(ConfigError::new(
-                    file,
-                    rpu_at,
-                    format!(
-                        "sliding_window_log stores every request: at most {MAX_LOG_LIMIT} per unit \
-                         (use sliding_window_counter for larger limits)"
-                    ),
-                ));
-            }
-            Algorithm::SlidingWindowLog
-        }
-        AlgorithmName::TokenBucket => {
-            let burst = match r.burst {
-                None => requests_per_unit,
-                Some(b) => NonZeroU32::new(b).ok_or_else(|| {
-                    ConfigError::new(file, format!("{at}.burst"), "must be greater than 0")
-                })?,
-            };
-            Algorithm::TokenBucket { burst }
-        }
-    };
-    Ok(Rule {
-        name,
-        limit: Some(Limit {
-            requests_per_unit,
-            unit,
-            algorithm,
-        }),
-        shadow,
-        quota: None,
-    })
 }
 
 /// Validates a descriptor's `quota` against the rule beside it (`None`: no `rate_limit`).
 fn quota(file: &Path, at: &str, q: wire::Quota, rule: Option<&Rule>) -> Result<Quota, ConfigError> {
     match rule {
         None => return Err(ConfigError::new(file, at, "needs a rate_limit beside it")),
-        Some(Rule { limit: None, .. }) => {
+        Some(r) if r.kind() == RuleKind::Unlimited => {
             return Err(ConfigError::new(
                 file,
                 at,
@@ -355,16 +318,4 @@ fn quota(file: &Path, at: &str, q: wire::Quota, rule: Option<&Rule>) -> Result<Q
         Some(ms) => ms,
     };
     Ok(Quota { requests, valid_ms })
-}
-
-/// Unit names, in any case as the reference service accepts them.
-fn unit(name: &str) -> Option<Unit> {
-    match name.to_ascii_lowercase().as_str() {
-        "second" => Some(Unit::Second),
-        "minute" => Some(Unit::Minute),
-        "hour" => Some(Unit::Hour),
-        "day" => Some(Unit::Day),
-        "week" => Some(Unit::Week),
-        _ => None,
-    }
 }

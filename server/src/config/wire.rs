@@ -26,7 +26,7 @@ pub struct Descriptor {
     /// The entry key to match.
     #[serde(default)]
     pub key: String,
-    /// The entry value to match; absent matches any value, a trailing `*` any with that prefix.
+    /// The entry value to match; absent matches any value, each `*` any run of characters.
     #[serde(default)]
     pub value: Option<Scalar>,
     /// The limit applied when a request descriptor ends at this node.
@@ -35,6 +35,23 @@ pub struct Descriptor {
     /// Decide and count, but never answer OVER_LIMIT.
     #[serde(default)]
     pub shadow_mode: bool,
+    /// A soft limit: the request is over only when every quota-mode limit it matched is.
+    #[serde(default)]
+    pub quota_mode: bool,
+    /// Every value matching this node's wildcard shares one counter (needs a `*` value).
+    #[serde(default)]
+    pub share_threshold: bool,
+    /// Per-limit decision metrics for this node's limit, named by its configured path.
+    #[serde(default)]
+    pub detailed_metric: bool,
+    /// Per-limit decision metrics for the limits at or under this node (the reference's
+    /// name; ours never put a client's value in a metric, see the README).
+    #[serde(default)]
+    pub value_to_metric: bool,
+    /// Returned in the response's dynamic metadata when this node's limit applied and
+    /// was not over; any YAML mapping.
+    #[serde(default)]
+    pub metadata: Option<serde_yaml_ng::Mapping>,
     /// Ours (issue 11): hits a caller that asks may take ahead as a lease.
     #[serde(default)]
     pub quota: Option<Quota>,
@@ -47,10 +64,10 @@ pub struct Descriptor {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RateLimit {
-    /// second, minute, hour, day or week (any case, as the reference service accepts).
+    /// second, minute, hour, day, week, month or year (any case, as the reference accepts).
     #[serde(default)]
     pub unit: Option<String>,
-    /// Requests per unit; must be above zero.
+    /// Requests per unit; 0 or absent blocks every request.
     #[serde(default)]
     pub requests_per_unit: Option<u32>,
     /// Matches, but never limits.
@@ -65,6 +82,18 @@ pub struct RateLimit {
     /// Our extension, token_bucket only: bucket size; `requests_per_unit` when absent.
     #[serde(default)]
     pub burst: Option<u32>,
+    /// The named limits this one replaces when both apply to one request.
+    #[serde(default)]
+    pub replaces: Vec<Replaces>,
+}
+
+/// One entry of `replaces`: the name of a limit to drop.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replaces {
+    /// The replaced limit's `name`.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// A quota lease as written: `quota: {requests: N, valid_ms: T}` beside `rate_limit`.

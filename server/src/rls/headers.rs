@@ -113,6 +113,8 @@ fn window_seconds(unit: PbUnit) -> u64 {
         PbUnit::Minute => 60,
         PbUnit::Hour => 3_600,
         PbUnit::Day => 86_400,
+        PbUnit::Month => Unit::Month.seconds(),
+        PbUnit::Year => Unit::Year.seconds(),
         _ => 0,
     }
 }

@@ -252,3 +252,36 @@ fn after_a_reload_that_lowers_the_limit_new_grants_follow_it() {
         (Code::OverLimit as i32, None)
     );
 }
+
+#[test]
+fn quota_mode_and_blocked_limits_grant_nothing() {
+    let (svc, _, _) = service(
+        r#"
+domain: web
+descriptors:
+  - key: soft
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 100 }
+    quota: { requests: 10, valid_ms: 1000 }
+  - key: banned
+    rate_limit: { unit: hour, requests_per_unit: 0 }
+    quota: { requests: 10, valid_ms: 1000 }
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 100 }
+    quota: { requests: 10, valid_ms: 1000 }
+"#,
+    );
+    // A quota-mode limit may be over while the request is admitted: no lease on it.
+    let r = ask(
+        &svc,
+        "0,1",
+        vec![desc("soft", "a", None), desc("user", "a", None)],
+    );
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    assert_eq!((grant(&r, 0), grant(&r, 1).map(|g| g.0)), (None, Some(10)));
+    assert_eq!(r.statuses[0].limit_remaining, 99, "only its own hit taken");
+    // A block has no counter to lease from (and rejects the request).
+    let r = ask(&svc, "0", vec![desc("banned", "a", None)]);
+    assert_eq!(r.overall_code, Code::OverLimit as i32);
+    assert_eq!(grant(&r, 0), None);
+}

@@ -3,7 +3,7 @@
 
 use super::quota_header::Asked;
 use crate::algorithm::{Algorithm, Limit, Unit};
-use crate::config::{Domain, Rule};
+use crate::config::{Domain, Rule, RuleKind};
 use crate::proto::rls::RateLimitRequest;
 use crate::proto::RateLimitDescriptor;
 use crate::store::{Check, CounterKey};
@@ -11,13 +11,15 @@ use std::num::NonZeroU32;
 use tonic::Status;
 
 /// What applies to one request descriptor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Applied<'c> {
     /// Nothing matched (or the domain is unknown): OK, no limit.
     Nothing,
     /// A configured `unlimited: true`.
     Unlimited,
-    /// A configured limit, decided by the store.
+    /// A configured limit, decided by the store. For a blocked rule (`requests_per_unit:
+    /// 0`) the limit carries only its unit (see [`block_limit`]) and the store's check is
+    /// `blocked`.
     Configured(&'c Rule, Limit),
     /// The descriptor's own `limit` override, decided by the store. It replaces whatever
     /// the configuration says for the descriptor: no name, no shadow mode, and no quota
@@ -39,6 +41,16 @@ impl Applied<'_> {
     /// Whether a store decision over this limit answers OK anyway.
     pub(super) fn shadow(&self) -> bool {
         matches!(self, Applied::Configured(r, _) if r.shadow)
+    }
+
+    /// Whether this is a configured quota-mode limit (over only with every other one).
+    pub(super) fn quota_mode(&self) -> bool {
+        matches!(self, Applied::Configured(r, _) if r.quota_mode)
+    }
+
+    /// Whether this is a configured `requests_per_unit: 0` (always over, no counter).
+    pub(super) fn configured_block(&self) -> bool {
+        matches!(self, Applied::Configured(r, _) if r.blocked.is_some() && r.limit.is_none())
     }
 }
 
@@ -64,6 +76,9 @@ pub(super) fn plan<'c>(
     let request_hits = u64::from(req.hits_addend.max(1));
     let mut applied = Vec::with_capacity(req.descriptors.len());
     let mut checks = Vec::new();
+    let replaced = domain
+        .map(|dom| replaced_names(dom, req))
+        .unwrap_or_default();
     for (i, d) in req.descriptors.iter().enumerate() {
         let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
         // Quirk: an unknown domain limits nothing, not even a descriptor's own override
@@ -72,20 +87,38 @@ pub(super) fn plan<'c>(
             applied.push(Applied::Nothing);
             continue;
         };
+        let mut key = None;
         let a = match overriding(i, d)? {
             Some(a) => a,
-            None => match dom.find(entries()) {
+            None => match dom.lookup(entries()) {
+                // The reference's `replaces`: a named limit that another matched limit
+                // replaces is dropped (answered as no match); `unlimited` stays unlimited.
+                Some(f)
+                    if f.rule.kind() != RuleKind::Unlimited
+                        && f.rule
+                            .name
+                            .as_deref()
+                            .is_some_and(|n| replaced.contains(&n)) =>
+                {
+                    Applied::Nothing
+                }
                 None => Applied::Nothing,
-                Some(r) => match r.limit {
-                    None => Applied::Unlimited,
-                    Some(l) => Applied::Configured(r, l),
-                },
+                Some(f) => {
+                    // `share_threshold`: the wildcard as written stands for the value.
+                    key = Some(f.counter_key(&dom.name, entries()));
+                    match f.rule.kind() {
+                        RuleKind::Unlimited => Applied::Unlimited,
+                        RuleKind::Limited(l) => Applied::Configured(f.rule, l),
+                        RuleKind::Blocked(unit) => Applied::Configured(f.rule, block_limit(unit)),
+                    }
+                }
             },
         };
         if let Some(limit) = a.limit() {
-            let key = match a {
-                Applied::Overridden(_) => CounterKey::overridden(&dom.name, entries(), &limit),
-                _ => CounterKey::new(&dom.name, entries()),
+            let key = match (&a, key) {
+                (Applied::Overridden(_), _) => CounterKey::overridden(&dom.name, entries(), &limit),
+                (_, Some(k)) => k,
+                (_, None) => CounterKey::new(&dom.name, entries()),
             };
             checks.push(Check {
                 key,
@@ -96,17 +129,54 @@ pub(super) fn plan<'c>(
                 // hit would fit), remaining reported as it stands, nothing counted.
                 hits: d.hits_addend.unwrap_or(request_hits),
                 shadow: a.shadow(),
-                // Only a configured, enforced limit grants: a shadow limit must not take
-                // hits from anyone, and an override has no `quota` of its own.
+                // Only a configured, enforced, counting limit grants: a shadow limit must
+                // not take hits from anyone, a quota-mode one may be over while the
+                // request is admitted, a blocked one has no counter, and an override has
+                // no `quota` of its own.
                 quota: match a {
-                    Applied::Configured(r, _) if !r.shadow && asked.contains(i) => r.quota,
+                    Applied::Configured(r, _)
+                        if !r.shadow
+                            && !r.quota_mode
+                            && !a.configured_block()
+                            && asked.contains(i) =>
+                    {
+                        r.quota
+                    }
                     _ => None,
                 },
+                quota_mode: a.quota_mode(),
+                blocked: a.configured_block(),
             });
         }
         applied.push(a);
     }
     Ok(Plan { applied, checks })
+}
+
+/// What a blocked check carries: `requests_per_unit: 0` is no [`Limit`], and the store
+/// reads only the unit of a blocked check (see [`Check::blocked`]).
+fn block_limit(unit: Unit) -> Limit {
+    Limit {
+        requests_per_unit: NonZeroU32::MIN,
+        unit,
+        algorithm: Algorithm::FixedWindow,
+    }
+}
+
+/// The names every configured limit a descriptor matched replaces (a descriptor with its
+/// own `limit` override matches nothing configured): a first matching pass, only in a
+/// domain where some limit has `replaces`.
+fn replaced_names<'c>(dom: &'c Domain, req: &RateLimitRequest) -> Vec<&'c str> {
+    if !dom.uses_replaces() {
+        // The usual case: no extra matching pass, no allocation.
+        return Vec::new();
+    }
+    req.descriptors
+        .iter()
+        .filter(|d| d.limit.is_none())
+        .filter_map(|d| dom.find(d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()))))
+        .flat_map(|r| r.replaces.iter().map(|n| &**n))
+        .collect()
 }
 
 /// Quirk: a descriptor's `limit` (Envoy's `limit.override` from dynamic metadata) is used
@@ -119,7 +189,7 @@ fn overriding(i: usize, d: &RateLimitDescriptor) -> Result<Option<Applied<'stati
     };
     let unit = override_unit(o.unit).ok_or_else(|| {
         Status::invalid_argument(format!(
-            "descriptors[{i}].limit.unit: {} is not a unit (1 second, 2 minute, 3 hour, 4 day, 7 week)",
+            "descriptors[{i}].limit.unit: {} is not a unit (1 second, 2 minute, 3 hour, 4 day, 5 month, 6 year, 7 week)",
             o.unit
         ))
     })?;
@@ -133,14 +203,16 @@ fn overriding(i: usize, d: &RateLimitDescriptor) -> Result<Option<Applied<'stati
     }))
 }
 
-/// `envoy.type.v3.RateLimitUnit` on the wire. 0 (unknown) names no period. Month (5) and
-/// year (6) are refused until the configuration has those units.
+/// `envoy.type.v3.RateLimitUnit` on the wire. 0 (unknown) names no period. A month is 30
+/// days and a year 365, as in the configuration.
 fn override_unit(unit: i32) -> Option<Unit> {
     match unit {
         1 => Some(Unit::Second),
         2 => Some(Unit::Minute),
         3 => Some(Unit::Hour),
         4 => Some(Unit::Day),
+        5 => Some(Unit::Month),
+        6 => Some(Unit::Year),
         7 => Some(Unit::Week),
         _ => None,
     }

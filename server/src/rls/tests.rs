@@ -293,6 +293,61 @@ fn a_store_error_is_unavailable() {
     assert!(r.is_ok());
 }
 
+fn service_of(yaml: &str) -> RlsService<MemoryStore<ManualClock>> {
+    let files = Files {
+        root: PathBuf::from("t.yaml"),
+        files: vec![(PathBuf::from("t.yaml"), yaml.to_owned())],
+    };
+    let config = config::Shared::new(config::parse(&files).unwrap());
+    let store = MemoryStore::with_clock(100, ManualClock::new(1_000 * S));
+    RlsService::new(
+        config,
+        store,
+        Arc::new(Metrics::new("memory")),
+        Options::default(),
+    )
+}
+
+const REPLACING: &str = r#"
+domain: web
+descriptors:
+  - key: a
+    rate_limit: { name: a, unit: minute, requests_per_unit: 1, replaces: [{ name: b }] }
+  - key: b
+    rate_limit: { name: b, unit: minute, requests_per_unit: 1, replaces: [{ name: a }] }
+  - key: c
+    rate_limit: { name: c, unit: minute, requests_per_unit: 1, replaces: [{ name: open }] }
+  - key: open
+    rate_limit: { name: open, unlimited: true }
+"#;
+
+#[test]
+fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
+    let svc = service_of(REPLACING);
+    let ask = |descs: &[&str]| {
+        let descriptors = descs.iter().map(|k| desc(&[(k, "x")], None)).collect();
+        block_on(svc.decide(request("web", descriptors, 0))).unwrap()
+    };
+    for _ in 0..3 {
+        let r = ask(&["a", "b"]);
+        assert_eq!(r.overall_code, Code::Ok as i32);
+        assert!(r
+            .statuses
+            .iter()
+            .all(|s| s.current_limit.is_none() && s.limit_remaining == 0));
+    }
+    let r = ask(&["c", "open"]);
+    assert_eq!(
+        r.statuses[1].limit_remaining,
+        u32::MAX,
+        "unlimited stays unlimited"
+    );
+    assert_eq!(r.statuses[0].current_limit.as_ref().unwrap().name, "c");
+    // The replaced requests counted nothing: `a` alone still has its one request.
+    assert_eq!(ask(&["a"]).overall_code, Code::Ok as i32);
+    assert_eq!(ask(&["a"]).overall_code, Code::OverLimit as i32);
+}
+
 mod reference;
 #[test]
 fn a_charge_counts_past_the_limit_and_says_where_it_stands() {

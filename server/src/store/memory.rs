@@ -17,7 +17,7 @@
 //! distinct values would then buy a flood of fresh limits. The overflow is counted in the
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
-use super::{report_unconsumed, Check, Counting, Store, StoreError};
+use super::{admits, blocked_decision, report_unconsumed, Check, Counting, Store, StoreError};
 use crate::algorithm::{charge, decide, lease, Decision, Limit, State, Update};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
@@ -172,9 +172,14 @@ impl<C: Clock> MemoryStore<C> {
 
         // Phase 1: decide everything against current state, changing nothing.
         let mut decisions = Vec::with_capacity(batch.len());
-        let mut updates: Vec<Update> = Vec::with_capacity(batch.len());
-        let mut blocked = false;
+        // `None` for a blocked item, which has no counter (and a charge counts nothing on it).
+        let mut updates: Vec<Option<Update>> = Vec::with_capacity(batch.len());
         for (i, c) in batch.iter().enumerate() {
+            if c.blocked {
+                decisions.push(blocked_decision(&c.limit, now));
+                updates.push(None);
+                continue;
+            }
             let stored = stored(&guards[guard_of(i)], c, now);
             // The same counter twice in one request: the later item sees the earlier's hits.
             let earlier: Vec<usize> = (0..i).filter(|&j| same_counter(&batch[j], c)).collect();
@@ -186,18 +191,17 @@ impl<C: Clock> MemoryStore<C> {
             } else {
                 let mut s = stored.cloned().unwrap_or_else(|| State::fresh(&c.limit));
                 for &j in &earlier {
-                    s.apply(updates[j].clone());
+                    if let Some(u) = updates[j].clone() {
+                        s.apply(u);
+                    }
                 }
                 count(&s, now, &c.limit, c.hits)
             };
-            // A charge is counted whatever it finds, so it never blocks.
-            let counted = d.allowed || charging;
-            if !counted && !c.shadow {
-                blocked = true;
-            }
             decisions.push(d);
-            updates.push(u);
+            updates.push(Some(u));
         }
+        // A charge is counted whatever it finds, so it never blocks (not even for quota mode).
+        let blocked = !charging && !admits(batch, |i| decisions[i].allowed);
         if blocked && !self.counting.consumes_rejected() {
             // Over the limit somewhere: the request is rejected and consumes nothing.
             report_unconsumed(batch, &mut decisions);
@@ -212,10 +216,9 @@ impl<C: Clock> MemoryStore<C> {
         // decision depends on it.
         let mut hits: Vec<u64> = batch.iter().map(|c| c.hits).collect();
         for (i, c) in batch.iter().enumerate() {
-            let Some(quota) = c
-                .quota
-                .filter(|_| !blocked && !charging && !c.shadow && decisions[i].allowed)
-            else {
+            let Some(quota) = c.quota.filter(|_| {
+                !blocked && !charging && !c.shadow && !c.quota_mode && decisions[i].allowed
+            }) else {
                 continue;
             };
             if batch.iter().filter(|b| same_counter(b, c)).count() > 1 {
@@ -233,7 +236,7 @@ impl<C: Clock> MemoryStore<C> {
                     grant: Some(grant),
                     ..d
                 };
-                updates[i] = u;
+                updates[i] = Some(u);
                 hits[i] = with_grant;
             }
         }
@@ -244,12 +247,13 @@ impl<C: Clock> MemoryStore<C> {
             if !(decisions[i].allowed || charging) || (0..i).any(|j| same_counter(&batch[j], c)) {
                 continue;
             }
+            let Some(update) = &updates[i] else { continue };
             let shard = &guards[guard_of(i)];
             // Whether this counter records anything in this request: a check-only item
             // without a grant does not, a later item on the same counter may.
             let records = (i..batch.len()).any(|j| same_counter(&batch[j], c) && hits[j] > 0);
             let live = stored(shard, c, now).is_some();
-            growth += cell_growth(shard.get(&c.key), live, &updates[i], records);
+            growth += cell_growth(shard.get(&c.key), live, update, records);
         }
 
         // Phase 2: reserve room, then apply every update in order.
@@ -261,6 +265,7 @@ impl<C: Clock> MemoryStore<C> {
         }
         let mut delta: isize = 0;
         for (i, (c, u)) in batch.iter().zip(updates).enumerate() {
+            let Some(u) = u else { continue };
             let shard = &mut guards[guard_of(i)];
             if ((!decisions[i].allowed && !charging) || hits[i] == 0) && !shard.contains_key(&c.key)
             {
@@ -306,8 +311,9 @@ fn stored<'s>(shard: &'s Shard, c: &Check, now: u64) -> Option<&'s State> {
 }
 
 /// Whether two items of a batch count on the same counter.
+/// A blocked item has no counter, so it shares none.
 fn same_counter(a: &Check, b: &Check) -> bool {
-    a.key == b.key && a.limit == b.limit
+    a.key == b.key && a.limit == b.limit && !a.blocked && !b.blocked
 }
 
 /// Cells an admitted item will add (negative: free): a new or reset counter costs one cell

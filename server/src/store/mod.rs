@@ -7,11 +7,14 @@
 //! descriptors in one round trip.
 //!
 //! # All or nothing (no counter pollution)
-//! Within a batch, nothing is consumed unless every *enforced* item (not in shadow mode) is
-//! within its limit. When the request is admitted, every item that had room consumes; a
-//! shadow item over its limit consumes nothing (it reports what it would have done). When
-//! any enforced item is over, no counter changes at all, so a client hammering one exhausted
-//! limit does not drain its other limits. (envoyproxy/ratelimit increments every counter.)
+//! Within a batch, nothing is consumed unless the request is admitted ([`admits`]): every
+//! *enforced* item (not in shadow or quota mode) is within its limit, and, when there are
+//! quota-mode items, at least one of them is. When the request is admitted, every item that
+//! had room consumes; a shadow or quota item over its limit consumes nothing (it reports
+//! what it would have done). When the request is rejected, no counter changes at all, so a
+//! client hammering one exhausted limit does not drain its other limits.
+//! (envoyproxy/ratelimit increments every counter.) A `blocked` item (`requests_per_unit:
+//! 0`) is always over and has no counter.
 //! The memory store implements this under its shard locks; a Redis store does it in one
 //! script when a request's keys share a hash slot. A rejected request's admitted items then
 //! report the remaining that actually holds (nothing was taken), see [`report_unconsumed`].
@@ -47,6 +50,47 @@ pub struct Check {
     /// rule has a `quota` and is enforced (not shadow). A store grants only to an item whose
     /// counter appears once in the batch.
     pub quota: Option<Quota>,
+    /// Quota mode: blocks the request only together with every other quota item (see
+    /// [`admits`]). Shadow mode wins when both are set.
+    pub quota_mode: bool,
+    /// `requests_per_unit: 0`: always over, without reading or writing a counter; only
+    /// `limit.unit` is read (its window's end is the reported reset, as the reference).
+    pub blocked: bool,
+}
+
+/// Whether a request whose items were decided `allowed` (one per item of `batch`) is
+/// admitted: no enforced item over, and at least one quota item within when there are any
+/// (the reference's quota mode). Every store applies this one rule; `check.lua` mirrors it.
+pub fn admits(batch: &[Check], allowed: impl Fn(usize) -> bool) -> bool {
+    let mut quota_items = 0usize;
+    let mut quota_within = 0usize;
+    for (i, c) in batch.iter().enumerate() {
+        match (c.shadow, c.quota_mode, allowed(i)) {
+            (true, _, _) => {}
+            (false, true, ok) => {
+                quota_items += 1;
+                quota_within += usize::from(ok);
+            }
+            (false, false, ok) => {
+                if !ok {
+                    return false;
+                }
+            }
+        }
+    }
+    quota_items == 0 || quota_within > 0
+}
+
+/// The decision for a `blocked` item at `now_ns`: over, nothing remaining, and the time
+/// until its unit's epoch-aligned window ends (what the reference reports for a limit of 0).
+pub fn blocked_decision(limit: &Limit, now_ns: u64) -> Decision {
+    let period = limit.period_ns();
+    Decision {
+        allowed: false,
+        remaining: 0,
+        reset_in_ns: period - now_ns % period,
+        grant: None,
+    }
 }
 
 /// Which items of a request consume their hits. The RLS layer's answers are the same
@@ -71,12 +115,9 @@ impl Counting {
     }
 }
 
-/// Whether a decided batch is rejected: some enforced (non-shadow) item is over its limit.
+/// Whether a decided batch is rejected: the request is not admitted ([`admits`]).
 pub fn rejected(batch: &[Check], decisions: &[Decision]) -> bool {
-    batch
-        .iter()
-        .zip(decisions)
-        .any(|(c, d)| !d.allowed && !c.shadow)
+    !admits(batch, |i| decisions.get(i).is_some_and(|d| d.allowed))
 }
 
 /// Turns the decisions of a batch rejected under [`Counting::AllOrNothing`] into what
@@ -258,6 +299,8 @@ mod tests {
             hits,
             shadow,
             quota: None,
+            quota_mode: false,
+            blocked: false,
         }
     }
 

@@ -148,7 +148,7 @@ fn an_override_of_zero_blocks_and_a_bad_unit_is_invalid_argument() {
     assert_eq!(e.code(), tonic::Code::InvalidArgument);
     assert_eq!(
         e.message(),
-        "descriptors[0].limit.unit: 0 is not a unit (1 second, 2 minute, 3 hour, 4 day, 7 week)"
+        "descriptors[0].limit.unit: 0 is not a unit (1 second, 2 minute, 3 hour, 4 day, 5 month, 6 year, 7 week)"
     );
 }
 

@@ -25,6 +25,8 @@ fn check(key: &str, limit: Limit) -> Check {
         hits: 1,
         shadow: false,
         quota: None,
+        quota_mode: false,
+        blocked: false,
     }
 }
 

@@ -24,11 +24,13 @@
 --           changes nothing and returns {"late"}, so a call queued behind a frozen or
 --           overloaded Redis never consumes hits that nobody was told were admitted.
 -- ARGV[4 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
---           "swl" sliding window log, "swc" sliding window counter), requests_per_unit,
+--           "swl" sliding window log, "swc" sliding window counter, "blk" a limit of 0:
+--           always over, key untouched, nothing charged), requests_per_unit,
 --           unit in seconds, burst ("0" unless tb), hits (0..2^32; larger is the same
 --           "never fits", and a charge of 2^32 puts any limit in debt; 0 is check-only:
 --           admitted when one hit fits, counts nothing, even in a charge),
---           shadow ("1": never blocks the others), lease: the most hits to grant the
+--           role ("0" enforced; "1" shadow: never blocks the others; "q" quota: blocks
+--           only when no quota item is within its limit, never granted), lease: the most hits to grant the
 --           caller if the request is admitted ("0": none asked; see src/algorithm/lease.rs).
 -- Returns   {"late"} past ARGV[3]. Otherwise 4 values per item, in order: allowed (1/0),
 --           remaining (integer, after any grant), the ns until reset as a decimal string
@@ -40,8 +42,8 @@
 --
 -- All or nothing: every item is decided first against state as it stands (an item on a
 -- counter already used earlier in the same call sees that earlier item's hits), nothing
--- is written unless every non-shadow item is within its limit, and then only admitted
--- items write. Each written key gets a PEXPIRE of exactly how long its state matters.
+-- is written unless every enforced item is within its limit and, if there are quota
+-- items, one of them is (store/mod.rs `admits`); then only admitted items write. Each written key gets a PEXPIRE of exactly how long its state matters.
 --
 -- Grants (quota leases, "commit" and "count", and only when the request is admitted): an
 -- enforced admitted item that asked, on a key used once in the call, takes

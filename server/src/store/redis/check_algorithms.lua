@@ -282,4 +282,19 @@ function swc.save(key, s, it)
   redis.call('SET', key, fmt(s.w) .. ' ' .. fmt(s.p) .. ' ' .. fmt(s.c), 'PX', ttl_ms(left))
 end
 
-local algorithms = { fw = fw, tb = tb, swl = swl, swc = swc }
+-- Block (requests_per_unit 0): always over, no state; the reset is the end of the unit's
+-- window, as the reference reports it. Its key is never read or written, and a charge
+-- counts nothing on it.
+local blk = {}
+function blk.load() return nil end
+function blk.decide(_, it)
+  local reset = (it.period_us - it.now % it.period_us) * 1000
+  return false, 0, fmt(reset), nil
+end
+function blk.charge(_, it)
+  local _, remaining, reset = blk.decide(nil, it)
+  return remaining, reset, nil
+end
+function blk.save() end
+
+local algorithms = { fw = fw, tb = tb, swl = swl, swc = swc, blk = blk }

@@ -14,18 +14,22 @@ local charging = ARGV[1] == 'charge'
 if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
 local states, order, out, blocked, items = {}, {}, {}, false, {}
+local quota_items, quota_within = 0, 0
 for i, key in ipairs(KEYS) do
   local a = 4 + (i - 1) * 7
   local unit_s = tonumber(ARGV[a + 2])
   local it = {
     alg = algorithms[ARGV[a]], rpu = tonumber(ARGV[a + 1]), unit_s = unit_s,
     period_us = unit_s * 1000000, burst = tonumber(ARGV[a + 3]),
-    hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', now = now,
-    lease = tonumber(ARGV[a + 6]) or 0,
+    hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', quota = ARGV[a + 5] == 'q',
+    now = now, lease = tonumber(ARGV[a + 6]) or 0,
   }
   if not it.alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[a])) end
   local st = states[key]
-  if not st then
+  if it.alg == algorithms.blk then
+    -- No state: never shared with a counting item on the same key, never written.
+    st = { uses = 0, stateless = true }
+  elseif not st then
     st = { state = it.alg.load(key, it), item = it, uses = 0 }
     states[key] = st
   end
@@ -39,20 +43,29 @@ for i, key in ipairs(KEYS) do
   if allowed or charging then
     st.state = next_state
     -- A check-only item (hits 0) writes nothing of its own.
-    if it.hits > 0 and not st.dirty then st.dirty = true; order[#order + 1] = key end
-  elseif not it.shadow then
+    if it.hits > 0 and not st.dirty and not st.stateless then
+      st.dirty = true; order[#order + 1] = key
+    end
+  elseif not it.shadow and not it.quota then
     blocked = true
+  end
+  if it.quota and not it.shadow then
+    quota_items = quota_items + 1
+    if allowed then quota_within = quota_within + 1 end
   end
   out[#out + 1] = allowed and 1 or 0
   out[#out + 1] = remaining
   out[#out + 1] = reset
   out[#out + 1] = 0
 end
+-- Quota mode: the quota items block together, when none of them is within (store/mod.rs
+-- `admits`). A charge blocks nothing, so this never refuses one.
+if quota_items > 0 and quota_within == 0 then blocked = true end
 if (ARGV[1] == 'commit' or ARGV[1] == 'count') and not blocked then
   for i, key in ipairs(KEYS) do
     local x = items[i]
     local it = x.it
-    if x.allowed and not it.shadow and it.lease > 0 and x.st.uses == 1 then
+    if x.allowed and not it.shadow and not it.quota and it.lease > 0 and x.st.uses == 1 then
       local g = math.min(it.lease, x.remaining)
       if g > 0 then
         it.hits = it.hits + g

@@ -8,7 +8,7 @@ use super::outage::Failure;
 use super::script::{CallTimes, Mode};
 use super::{key, Inner};
 use crate::algorithm::Decision;
-use crate::store::Check;
+use crate::store::{admits, Check};
 use futures_util::future::join_all;
 use redis::cluster_async::ClusterConnection;
 use std::collections::BTreeMap;
@@ -38,8 +38,7 @@ impl Inner {
         let peek = self
             .call_groups(&conn, batch, &groups, Mode::Peek, now)
             .await?;
-        let blocked = peek.iter().zip(batch).any(|(d, c)| !d.allowed && !c.shadow);
-        if blocked {
+        if !admits(batch, |i| peek.get(i).is_some_and(|d| d.allowed)) {
             return Ok(peek);
         }
         self.call_groups(&conn, batch, &groups, Mode::Commit, now)

@@ -68,6 +68,8 @@ fn unit_code(u: Unit) -> &'static str {
         Unit::Hour => "h",
         Unit::Day => "d",
         Unit::Week => "w",
+        Unit::Month => "mo",
+        Unit::Year => "y",
     }
 }
 

@@ -22,6 +22,9 @@ pub const SCRIPT: &str = concat!(
 /// at most this many; it keeps the script's arithmetic within exact doubles.
 const MAX_SCRIPT_HITS: u64 = 1 << 32;
 
+/// The script's pseudo-algorithm for a `blocked` item: always over, its key never touched.
+const BLOCKED: &str = "blk";
+
 /// What the script answers, past its deadline, instead of decisions: it changed nothing.
 const LATE: &[u8] = b"late";
 
@@ -79,16 +82,31 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: Mode, times: &CallTimes) ->
             Algorithm::TokenBucket { burst } => burst.get(),
             _ => 0,
         };
-        cmd.arg(key::algorithm_code(c.limit.algorithm))
+        let algorithm = if c.blocked {
+            BLOCKED
+        } else {
+            key::algorithm_code(c.limit.algorithm)
+        };
+        let role = match (c.shadow, c.quota_mode) {
+            (true, _) => "1",
+            (false, true) => "q",
+            (false, false) => "0",
+        };
+        cmd.arg(algorithm)
             .arg(c.limit.requests_per_unit.get())
             .arg(c.limit.unit.seconds())
             .arg(burst)
             // Hits of 0 are check-only (the script counts nothing); above 2^32 nothing
             // fits either way.
             .arg(c.hits.min(MAX_SCRIPT_HITS))
-            .arg(if c.shadow { "1" } else { "0" })
-            // The most hits to grant if admitted; 0: none asked.
-            .arg(c.quota.map_or(0, |q| q.requests.get()));
+            .arg(role)
+            // The most hits to grant if admitted; 0: none asked (never for a quota-mode or
+            // blocked item: they get no lease).
+            .arg(if c.quota_mode || c.blocked {
+                0
+            } else {
+                c.quota.map_or(0, |q| q.requests.get())
+            });
     }
     cmd
 }

@@ -17,6 +17,8 @@ fn the_command_follows_the_script_contract() {
         hits,
         shadow,
         quota: None,
+        quota_mode: false,
+        blocked: false,
     };
     let burst = NonZeroU32::new(4).unwrap();
     let tb = Check {

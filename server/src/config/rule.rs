@@ -1,0 +1,144 @@
+//! One `rate_limit` as written, checked into a [`Rule`]: units, limits, our algorithms, and
+//! the reference's `replaces`. Every error names the field.
+
+use super::wire::{self, AlgorithmName};
+use super::{ConfigError, Rule, MAX_LOG_LIMIT};
+use crate::algorithm::{Algorithm, Limit, Unit};
+use std::num::NonZeroU32;
+use std::path::Path;
+use std::sync::Arc;
+
+/// What a rule takes from its descriptor rather than from its `rate_limit`.
+#[derive(Debug, Default)]
+pub(super) struct FromDescriptor {
+    /// `shadow_mode`.
+    pub shadow: bool,
+    /// `quota_mode`.
+    pub quota_mode: bool,
+    /// `metadata`, converted.
+    pub metadata: Option<Arc<prost_types::Struct>>,
+    /// The per-limit series name, when `detailed_metric` or `value_to_metric` asks for one.
+    pub metric: Option<Arc<str>>,
+}
+
+/// Checks the `rate_limit` at `at` (e.g. `descriptors[0].rate_limit`).
+pub(super) fn rule(
+    file: &Path,
+    at: &str,
+    r: wire::RateLimit,
+    from: FromDescriptor,
+) -> Result<Rule, ConfigError> {
+    let err =
+        |field: String, message: &str| ConfigError::new(file, format!("{at}.{field}"), message);
+    let name: Option<Arc<str>> = r.name.filter(|n| !n.is_empty()).map(Arc::from);
+    let mut replaces = Vec::with_capacity(r.replaces.len());
+    for (i, entry) in r.replaces.into_iter().enumerate() {
+        let field = format!("replaces[{i}].name");
+        match entry.name.filter(|n| !n.is_empty()) {
+            // The reference's two errors: an empty entry, and a limit replacing itself.
+            None => return Err(err(field, "is required and must not be empty")),
+            Some(n) if name.as_deref() == Some(n.as_str()) => {
+                return Err(err(field, "a limit cannot replace itself (its own name)"))
+            }
+            Some(n) => replaces.push(Arc::from(n)),
+        }
+    }
+    let rule = |limit: Option<Limit>, blocked: Option<Unit>| Rule {
+        name,
+        limit,
+        shadow: from.shadow,
+        blocked,
+        quota_mode: from.quota_mode,
+        replaces: replaces.into(),
+        metadata: from.metadata,
+        metric: from.metric,
+        quota: None,
+    };
+    if r.unlimited {
+        // As the reference: a unit next to unlimited is refused; a requests_per_unit
+        // alone is accepted and means nothing.
+        let extra = [
+            (r.unit.is_some(), "unit"),
+            (r.algorithm.is_some(), "algorithm"),
+            (r.burst.is_some(), "burst"),
+        ];
+        if let Some((_, field)) = extra.iter().find(|(set, _)| *set) {
+            return Err(err(
+                (*field).to_owned(),
+                "cannot be combined with unlimited: true",
+            ));
+        }
+        return Ok(rule(None, None));
+    }
+    let unit = match r.unit.as_deref() {
+        None => return Err(err("unit".into(), "is required")),
+        Some(u) => unit(u).ok_or_else(|| {
+            err(
+                "unit".into(),
+                &format!(
+                    "unknown unit {u:?}, expected second, minute, hour, day, week, month or year"
+                ),
+            )
+        })?,
+    };
+    let algorithm_name = r.algorithm.unwrap_or(AlgorithmName::FixedWindow);
+    if r.burst.is_some() && algorithm_name != AlgorithmName::TokenBucket {
+        return Err(err(
+            "burst".into(),
+            "only applies to algorithm: token_bucket",
+        ));
+    }
+    // As the reference: 0, or no requests_per_unit at all, blocks every request. The
+    // algorithm (and its burst) is kept in the file but has nothing to count.
+    let Some(requests_per_unit) = r.requests_per_unit.and_then(NonZeroU32::new) else {
+        if r.burst == Some(0) {
+            return Err(err("burst".into(), "must be greater than 0"));
+        }
+        return Ok(rule(None, Some(unit)));
+    };
+    let algorithm = match algorithm_name {
+        AlgorithmName::FixedWindow => Algorithm::FixedWindow,
+        AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
+        AlgorithmName::SlidingWindowLog => {
+            if requests_per_unit.get() > MAX_LOG_LIMIT {
+                return Err(err(
+                    "requests_per_unit".into(),
+                    &format!(
+                        "sliding_window_log stores every request: at most {MAX_LOG_LIMIT} per unit \
+                         (use sliding_window_counter for larger limits)"
+                    ),
+                ));
+            }
+            Algorithm::SlidingWindowLog
+        }
+        AlgorithmName::TokenBucket => {
+            let burst = match r.burst {
+                None => requests_per_unit,
+                Some(b) => NonZeroU32::new(b)
+                    .ok_or_else(|| err("burst".into(), "must be greater than 0"))?,
+            };
+            Algorithm::TokenBucket { burst }
+        }
+    };
+    let limit = Limit {
+        requests_per_unit,
+        unit,
+        algorithm,
+    };
+    Ok(rule(Some(limit), None))
+}
+
+/// Unit names, in any case as the reference service accepts them. A month is 30 days and
+/// a year 365, as the reference counts them.
+fn unit(name: &str) -> Option<Unit> {
+    match name.to_ascii_lowercase().as_str() {
+        "second" => Some(Unit::Second),
+        "minute" => Some(Unit::Minute),
+        "hour" => Some(Unit::Hour),
+        "day" => Some(Unit::Day),
+        "week" => Some(Unit::Week),
+        "month" => Some(Unit::Month),
+        "year" => Some(Unit::Year),
+        _ => None,
+    }
+}
