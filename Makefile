@@ -132,7 +132,8 @@ test: setup wasm wasm-trap oci server-debug
 	cargo test --workspace
 
 run: envoy wasm
-	cargo build -p floodgate-integration --bin demo-upstream -p floodgate-server
+	cargo build -p floodgate-integration --bin demo-upstream
+	cargo build -p floodgate-server --bin floodgate-server
 	scripts/run.sh
 
 bench-tools:
