@@ -23,10 +23,7 @@ use bytes::Bytes;
 use futures::stream;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -89,21 +86,7 @@ impl Drop for LlmUpstream {
 }
 
 async fn serve(listener: TcpListener, seen: Arc<Seen>) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
-        };
-        let seen = seen.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let seen = seen.clone();
-                async move { Ok::<_, Infallible>(answer(&seen, request)) }
-            });
-            let _ = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    crate::upstream::serve_http(listener, move |request| answer(&seen, request)).await;
 }
 
 type Body = BoxBody<Bytes, Infallible>;

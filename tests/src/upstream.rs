@@ -89,15 +89,27 @@ impl Drop for Upstream {
 }
 
 async fn serve(listener: TcpListener, seen: Arc<Seen>) {
+    serve_http(listener, move |request| answer(&seen, request)).await;
+}
+
+/// Accepts HTTP/1.1 and HTTP/2 connections on `listener` for ever, answering each request
+/// with `answer`: the loop every test upstream of this crate runs.
+pub(crate) async fn serve_http<B, F>(listener: TcpListener, answer: F)
+where
+    F: Fn(Request<Incoming>) -> Response<B> + Clone + Send + Sync + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        let seen = seen.clone();
+        let answer = answer.clone();
         tokio::spawn(async move {
             let service = service_fn(move |request| {
-                let seen = seen.clone();
-                async move { Ok::<_, Infallible>(answer(&seen, request)) }
+                let response = answer(request);
+                async move { Ok::<_, Infallible>(response) }
             });
             let _ = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), service)
