@@ -2,25 +2,25 @@
 //!
 //! Every protocol quirk is handled here and commented where it is handled. The rest of the
 //! crate never sees a protobuf type. [`plan`] works out what applies to each descriptor,
-//! the store decides, this file answers; [`headers`] writes the optional response headers.
+//! the store decides, this file answers, [`status`] writes each descriptor's status and
+//! [`headers`] the optional response headers.
 
 mod headers;
 mod metadata;
 mod plan;
+mod status;
 
 pub use headers::{HeaderNames, ResponseHeaders};
 
-use crate::algorithm::{Algorithm, Decision, Limit, Unit, NANOS_PER_SECOND};
+use crate::algorithm::{Algorithm, Decision, Limit};
 use crate::config::{self, Rule};
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
-use crate::proto::rls::rate_limit_response::{
-    quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
-    RateLimit,
-};
+use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
 use crate::store::{admits, Check, Store, StoreError};
 use plan::{plan, Applied};
+use status::{blocked_status, limited_status, no_limit_status};
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
@@ -367,93 +367,6 @@ impl<S: Store> RateLimitService for RlsService<S> {
         self.decide_call(req, &header, kind)
             .await
             .map(Response::new)
-    }
-}
-
-fn no_limit_status(remaining: u32) -> DescriptorStatus {
-    DescriptorStatus {
-        code: Code::Ok as i32,
-        current_limit: None,
-        limit_remaining: remaining,
-        duration_until_reset: None,
-        quota: None,
-    }
-}
-
-fn limited_status(name: &str, limit: &Limit, shadow: bool, d: &Decision) -> DescriptorStatus {
-    DescriptorStatus {
-        // Quirk: shadow mode decides and counts but always answers OK.
-        code: if d.allowed || shadow {
-            Code::Ok
-        } else {
-            Code::OverLimit
-        } as i32,
-        current_limit: Some(RateLimit {
-            name: name.to_owned(),
-            requests_per_unit: limit.requests_per_unit.get(),
-            unit: pb_unit(limit.unit) as i32,
-        }),
-        // Quirk: an over-limit descriptor reports nothing remaining, as the reference
-        // does, even when a cheaper request would fit (the duration says when one does).
-        limit_remaining: if d.allowed { d.remaining } else { 0 },
-        duration_until_reset: Some(duration(d.reset_in_ns)),
-        // Our lease (issue 11): the grant taken with the admission, spendable until
-        // valid_until. Unlike the RLS v3 comment on this field, a caller that has spent it
-        // before valid_until asks again; it does not treat the descriptor as over.
-        quota: d.grant.map(|g| Quota {
-            requests: g.hits,
-            expiration_specifier: Some(ExpirationSpecifier::ValidUntil(timestamp(
-                g.valid_until_ns,
-            ))),
-            id: String::new(),
-        }),
-    }
-}
-
-/// An instant in ns since the Unix epoch as a protobuf `Timestamp`.
-fn timestamp(ns: u64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
-        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
-    }
-}
-
-/// An override of zero requests: over, nothing remaining, and (never fitting) reported to
-/// reset after one whole unit, so a caller caching the denial asks again then.
-fn blocked_status(unit: Unit) -> DescriptorStatus {
-    DescriptorStatus {
-        code: Code::OverLimit as i32,
-        current_limit: Some(RateLimit {
-            name: String::new(),
-            requests_per_unit: 0,
-            unit: pb_unit(unit) as i32,
-        }),
-        limit_remaining: 0,
-        duration_until_reset: Some(duration(unit.period_ns())),
-        quota: None,
-    }
-}
-
-/// Quirk: the response's `RateLimit.Unit` has no WEEK. A week limit is reported as UNKNOWN
-/// with its true `requests_per_unit`: Envoy then leaves the window out of its
-/// `x-ratelimit-limit` quota policy instead of claiming a wrong one (DAY with a divided
-/// count would be wrong for bursts).
-fn pb_unit(unit: Unit) -> PbUnit {
-    match unit {
-        Unit::Second => PbUnit::Second,
-        Unit::Minute => PbUnit::Minute,
-        Unit::Hour => PbUnit::Hour,
-        Unit::Day => PbUnit::Day,
-        Unit::Week => PbUnit::Unknown,
-        Unit::Month => PbUnit::Month,
-        Unit::Year => PbUnit::Year,
-    }
-}
-
-fn duration(ns: u64) -> prost_types::Duration {
-    prost_types::Duration {
-        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
-        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::source::Files;
+use crate::proto::rls::rate_limit_response::rate_limit::Unit as PbUnit;
 use crate::proto::{Entry, RateLimitDescriptor};
 use crate::store::memory::MemoryStore;
 use std::path::PathBuf;
