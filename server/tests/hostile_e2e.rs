@@ -5,6 +5,7 @@
 mod support;
 
 use floodgate_server::proto::rls::rate_limit_response::Code;
+use floodgate_server::proto::rls::RateLimitRequest;
 use std::time::Duration;
 use support::{ask, descriptor, envoy_request, eventually, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -64,6 +65,51 @@ async fn a_counters_memory_does_not_depend_on_its_values_length() {
         "RSS grew by {} MB over {n} counters of 50 KB values",
         grown >> 20
     );
+}
+
+/// A token budget of 1,000 per minute (burst 1,000), charged the way floodgate's filter
+/// charges an LLM answer's tokens.
+const BUDGET: &str = r#"
+domain: llm
+descriptors:
+  - key: tenant
+    rate_limit: { unit: minute, requests_per_unit: 1000, algorithm: token_bucket }
+"#;
+
+/// A stream-end charge of `hits` for tenant `t`: `x-floodgate-charge: 1`.
+fn charge(t: &str, hits: u32) -> tonic::Request<RateLimitRequest> {
+    let mut req = tonic::Request::new(RateLimitRequest {
+        domain: "llm".into(),
+        descriptors: vec![descriptor(&[("tenant", t)])],
+        hits_addend: hits,
+    });
+    req.metadata_mut()
+        .insert("x-floodgate-charge", "1".parse().unwrap());
+    req
+}
+
+/// One answer reporting `u32::MAX` tokens used to put the bucket that many tokens into
+/// debt: a `duration_until_reset` of 8 years, and two charges 16. Debt is capped at one
+/// burst now: one hit fits again once 1,001 tokens are back, 60.06 s, however much is
+/// charged.
+#[tokio::test]
+async fn a_huge_charge_blocks_for_one_burst_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("llm.yaml");
+    std::fs::write(&path, BUDGET).unwrap();
+    let server = Server::start(&path, &[]);
+    let mut client = server.client().await;
+    for _ in 0..2 {
+        let answer = client
+            .should_rate_limit(charge("victim", u32::MAX))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(answer.overall_code, Code::OverLimit as i32);
+        let reset = answer.statuses[0].duration_until_reset.clone().unwrap();
+        // 1,001 tokens at 1,000 per minute, to the ns (Redis or not, never later).
+        assert_eq!((reset.seconds, reset.nanos), (60, 60_000_000), "{answer:?}");
+    }
 }
 
 /// Opens `n` connections to `addr` that never send a byte.
