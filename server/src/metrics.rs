@@ -20,7 +20,8 @@
 //! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
 //! | `floodgate_store_cells` | gauge | `store` |
-//! | `floodgate_store_up` | gauge | `store` (1 reachable, 0 down: see [`crate::store::health`]) |
+//! | `floodgate_store_up` | gauge | `store` (1 can decide, 0 down: see [`crate::store::health`]) |
+//! | `floodgate_store_failures_total` | counter | `cause` (`unreachable`, `timeout`, `auth`, `refused`, `script`: failed store calls and probes) |
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
@@ -314,9 +315,10 @@ impl Metrics {
         );
         registry.register(
             "floodgate_store_up",
-            "1 while the store answers, 0 while it is unreachable (calls then answer UNAVAILABLE)",
+            "1 while the store can decide, 0 while it cannot (unreachable, or refusing our credentials or script; calls then answer UNAVAILABLE)",
             StoreUp::new(store, health.clone()),
         );
+        health.register(&mut registry);
         let connections = Arc::new(ConnectionMetrics::default());
         connections.register(&mut registry);
         Metrics {
