@@ -7,6 +7,7 @@ mod support;
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::RateLimitRequest;
 use std::time::Duration;
+use support::sockets::{closed_by_server, silent_connections};
 use support::{ask, descriptor, envoy_request, eventually, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -106,42 +107,10 @@ async fn a_huge_charge_blocks_for_one_burst_at_most() {
             .unwrap()
             .into_inner();
         assert_eq!(answer.overall_code, Code::OverLimit as i32);
-        let reset = answer.statuses[0].duration_until_reset.clone().unwrap();
+        let reset = answer.statuses[0].duration_until_reset.unwrap();
         // 1,001 tokens at 1,000 per minute, to the ns (Redis or not, never later).
         assert_eq!((reset.seconds, reset.nanos), (60, 60_000_000), "{answer:?}");
     }
-}
-
-/// Opens `n` connections to `addr` that never send a byte.
-async fn silent_connections(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(TcpStream::connect(addr).await.unwrap());
-    }
-    out
-}
-
-/// Waits (bounded) until the server closes `conn`: reads (the server's own SETTINGS, say)
-/// until end of file or an error.
-async fn closed_by_server(conn: &mut TcpStream, within: Duration) -> bool {
-    let mut buf = [0u8; 256];
-    let until_closed = async {
-        loop {
-            match conn.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    };
-    tokio::time::timeout(within, until_closed).await.is_ok()
-}
-
-async fn metric_reaches(server: &Server, series: &str, at_least: f64) {
-    let what = format!("{series} >= {at_least}");
-    eventually(Duration::from_secs(20), &what, || async {
-        server.metric(series).await.unwrap_or(0.0) >= at_least
-    })
-    .await;
 }
 
 /// Issue 13 item 6: connections that never send the HTTP/2 preface used to stay open
@@ -164,12 +133,12 @@ async fn silent_connections_are_closed_and_clients_keep_their_answers() {
 
     // 39 fit beside the client's connection; 21 are over the limit.
     let mut silent = silent_connections(server.grpc, 60).await;
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"over_limit\"}",
-        21.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"over_limit\"}",
+            21.0,
+        )
+        .await;
     assert_eq!(server.metric("floodgate_connections").await, Some(40.0));
     assert_eq!(
         ask(&mut client, request()).await.unwrap().overall_code,
@@ -180,12 +149,12 @@ async fn silent_connections_are_closed_and_clients_keep_their_answers() {
     for conn in &mut silent {
         assert!(closed_by_server(conn, Duration::from_secs(20)).await);
     }
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"handshake_timeout\"}",
-        39.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"handshake_timeout\"}",
+            39.0,
+        )
+        .await;
     assert_eq!(
         server
             .metric("floodgate_connections_closed_total{reason=\"over_limit\"}")
@@ -217,12 +186,12 @@ async fn idle_connections_are_closed() {
     let mut buf = [0u8; 256];
     assert!(conn.read(&mut buf).await.unwrap() > 0);
     assert!(closed_by_server(&mut conn, Duration::from_secs(20)).await);
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"idle_timeout\"}",
-        1.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"idle_timeout\"}",
+            1.0,
+        )
+        .await;
 }
 
 /// Out of file descriptors, `accept` fails at once every time: the loop used to spin a
