@@ -2,7 +2,7 @@
 
 use crate::config::LoadOptions;
 use crate::listener::{automatic_max_connections, Caps, HttpLimits, Limits, Timeouts};
-use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders};
+use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders, Trust};
 use crate::store::memory::DEFAULT_CAPACITY;
 use crate::store::redis::{RedisOptions, Target};
 use crate::store::Counting;
@@ -79,6 +79,17 @@ pub struct Args {
     /// merged into one tree (the reference's MERGE_DOMAIN_CONFIG).
     #[arg(long)]
     pub merge_domains: bool,
+
+    /// Refuse stream-end charges (calls with x-floodgate-charge: 1) with PERMISSION_DENIED:
+    /// for a service whose callers need none (no cost known after the response), so that
+    /// no caller can put a limit into debt.
+    #[arg(long)]
+    pub refuse_charges: bool,
+
+    /// Ignore quota lease requests (x-floodgate-quota): such calls are decided with no
+    /// lease, so no caller can take hits ahead.
+    #[arg(long)]
+    pub refuse_quota: bool,
 
     /// Memory store capacity in cells (one per counter, plus one per sliding_window_log
     /// entry). When full, requests needing a new counter get UNAVAILABLE.
@@ -230,6 +241,10 @@ impl Args {
             shadow_mode: self.shadow_mode,
             near_limit_ratio: self.near_limit_ratio,
             dynamic_metadata: self.response_dynamic_metadata,
+            trust: Trust {
+                allow_charges: !self.refuse_charges,
+                allow_quota: !self.refuse_quota,
+            },
         }
     }
 

@@ -17,7 +17,7 @@
 //! | `floodgate_near_limit_total` | counter | `domain` (OK decisions above `--near-limit-ratio` of their limit) |
 //! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `shadow_over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
-//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
+//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`, `permission_denied`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
 //! | `floodgate_store_cells` | gauge | `store` |
 //! | `floodgate_store_up` | gauge | `store` (1 can decide, 0 down: see [`crate::store::health`]) |
@@ -29,7 +29,8 @@
 //! | `floodgate_http_connections_closed_total` | counter | `reason` (`header_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_http_accept_errors_total` | counter | none |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
-//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
+//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
+//! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
 
 mod domains;
 pub mod limits;
@@ -61,13 +62,16 @@ pub enum ErrorKind {
     StoreFull,
     /// Too many Redis calls were in flight already.
     StoreOverloaded,
+    /// A charge that `--refuse-charges` refuses.
+    PermissionDenied,
 }
 
-const ERROR_KINDS: [(ErrorKind, &str); 4] = [
+const ERROR_KINDS: [(ErrorKind, &str); 5] = [
     (ErrorKind::InvalidArgument, "invalid_argument"),
     (ErrorKind::StoreUnavailable, "store_unavailable"),
     (ErrorKind::StoreFull, "store_full"),
     (ErrorKind::StoreOverloaded, "store_overloaded"),
+    (ErrorKind::PermissionDenied, "permission_denied"),
 ];
 
 const REQUEST_RESULTS: [&str; 4] = ["ok", "over_limit", "shadow_over_limit", "error"];
@@ -125,11 +129,12 @@ pub struct Metrics {
     registry: Registry,
     families: DomainFamilies,
     quota_header_malformed: Counter,
+    quota_header_refused: Counter,
     limit_family: Arc<limits::LimitFamily>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 4],
-    errors: [Counter; 4],
+    errors: [Counter; 5],
     reloads: [Counter; 2],
     latency: LatencyHistogram,
     store_cells: Gauge,
@@ -186,6 +191,12 @@ impl Metrics {
             "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
             quota_header_malformed.clone(),
         );
+        let quota_header_refused = Counter::default();
+        registry.register(
+            "floodgate_quota_header_refused",
+            "Requests whose x-floodgate-quota header --refuse-quota ignored (answered, with no grant)",
+            quota_header_refused.clone(),
+        );
         registry.register(
             "floodgate_limit_decisions",
             "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
@@ -239,6 +250,7 @@ impl Metrics {
             registry,
             families,
             quota_header_malformed,
+            quota_header_refused,
             limit_family,
             domains: RwLock::default(),
             unknown_domain,
@@ -317,6 +329,11 @@ impl Metrics {
     /// Counts one request whose quota header was malformed (answered, no grant).
     pub fn quota_header_malformed(&self) {
         self.quota_header_malformed.inc();
+    }
+
+    /// Counts one request whose quota header `--refuse-quota` ignored (answered, no grant).
+    pub fn quota_header_refused(&self) {
+        self.quota_header_refused.inc();
     }
 
     /// Counts one failed request.

@@ -113,6 +113,39 @@ async fn a_huge_charge_blocks_for_one_burst_at_most() {
     }
 }
 
+/// `--refuse-charges`: a charge is answered PERMISSION_DENIED and counts nothing, so no
+/// caller can put a limit into debt; admissions are decided as usual.
+#[tokio::test]
+async fn refused_charges_count_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("llm.yaml");
+    std::fs::write(&path, BUDGET).unwrap();
+    let server = Server::start(&path, &["--refuse-charges"]);
+    let mut client = server.client().await;
+    let e = client
+        .should_rate_limit(charge("victim", u32::MAX))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert_eq!(
+        e.message(),
+        "charges (x-floodgate-charge) are refused by this server (--refuse-charges)"
+    );
+    let check = envoy_request("llm", vec![descriptor(&[("tenant", "victim")])]);
+    let r = ask(&mut client, check).await.unwrap();
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    assert_eq!(
+        r.statuses[0].limit_remaining, 999,
+        "the charge took nothing"
+    );
+    assert_eq!(
+        server
+            .metric("floodgate_errors_total{kind=\"permission_denied\"}")
+            .await,
+        Some(1.0)
+    );
+}
+
 /// Issue 13 item 6: connections that never send the HTTP/2 preface used to stay open
 /// forever. Now they are closed after the handshake timeout, the excess over
 /// `--max-connections` is closed at once, and a connected gRPC client keeps its answers
