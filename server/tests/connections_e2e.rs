@@ -136,6 +136,11 @@ async fn one_peer_cannot_take_every_slot() {
             "5",
             "--http-max-connections-per-peer",
             "3",
+            // The held connections are silent: no timeout may free a slot meanwhile.
+            "--handshake-timeout-ms",
+            "60000",
+            "--http-header-timeout-ms",
+            "60000",
         ],
     );
     let hog = loopback(2);
@@ -201,11 +206,12 @@ async fn the_metrics_port_cannot_starve_the_grpc_port_of_descriptors() {
         |reason: &str| format!("floodgate_http_connections_closed_total{{reason=\"{reason}\"}}");
     let over = server.metric(&closed("over_limit")).await.unwrap();
     let timed_out = server.metric(&closed("header_timeout")).await.unwrap();
-    assert!(over >= 236.0, "{over} closed over the cap of 64");
+    // Each was closed for a counted reason: over the cap of 64 on arrival, or out of time.
     assert!(
-        timed_out >= 1.0 && over + timed_out >= 300.0,
-        "{over} + {timed_out}"
+        over >= 1.0 && timed_out >= 1.0,
+        "{over} over, {timed_out} timed out"
     );
+    assert!(over + timed_out >= 300.0, "{over} + {timed_out}");
     assert_eq!(
         server.metric("floodgate_accept_errors_total").await,
         Some(0.0),
