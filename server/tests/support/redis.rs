@@ -120,7 +120,8 @@ fn spawn(port: u16, dir: &Path, extra: &[String]) -> Child {
         .unwrap_or_else(|e| panic!("cannot run redis-server ({e}); `make redis` installs it"))
 }
 
-/// Whether something on `port` answers `PING` with `+PONG`.
+/// Whether a Redis on `port` answers `PING`: `+PONG`, or `-NOAUTH` from one started with
+/// `--requirepass` (it is up; it wants a password).
 pub fn ping(port: u16) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
@@ -128,7 +129,9 @@ pub fn ping(port: u16) -> bool {
     };
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
     let mut buf = [0u8; 7];
-    s.write_all(b"PING\r\n").is_ok() && s.read_exact(&mut buf).is_ok() && &buf == b"+PONG\r\n"
+    s.write_all(b"PING\r\n").is_ok()
+        && s.read_exact(&mut buf).is_ok()
+        && (&buf == b"+PONG\r\n" || &buf == b"-NOAUTH")
 }
 
 /// A port free now; with `bus`, port + 10000 (Redis Cluster's bus) is free too.
