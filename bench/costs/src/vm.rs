@@ -1,0 +1,116 @@
+//! One VM: the instrumented module instantiated under the test host, its callbacks entered
+//! (and counted) by name.
+
+use crate::cost::Cost;
+use crate::host::{self, Host};
+use crate::instrument::{self, BULK_BYTES, INSTRUCTIONS};
+use std::collections::BTreeSet;
+use wasmi::{Engine, Error, Global, Instance, Linker, Module, Store, Val};
+
+/// A module loaded and started, as Envoy starts a VM.
+pub struct Vm {
+    store: Store<Host>,
+    instance: Instance,
+    exports: BTreeSet<String>,
+    instructions: Global,
+    bulk: Global,
+}
+
+impl Vm {
+    /// Instruments `wasm`, links it to the test host (refusing unknown imports) and runs
+    /// its WASI reactor initialisation if it exports one.
+    pub fn load(wasm: &[u8]) -> Result<Vm, Error> {
+        let counted = instrument::instrument(wasm).map_err(|e| Error::new(e.to_string()))?;
+        let engine = Engine::default();
+        let module = Module::new(&engine, &counted[..])?;
+        let mut linker = Linker::new(&engine);
+        host::link(&mut linker, &module)?;
+        let mut store = Store::new(&engine, Host::default());
+        let instance = linker.instantiate(&mut store, &module)?.start(&mut store)?;
+        let exports = module.exports().map(|e| e.name().to_string()).collect();
+        let global = |name| {
+            instance
+                .get_global(&store, name)
+                .ok_or_else(|| Error::new(format!("the instrumented module lost {name}")))
+        };
+        let (instructions, bulk) = (global(INSTRUCTIONS)?, global(BULK_BYTES)?);
+        store.data_mut().memory = instance.get_memory(&store, "memory");
+        store.data_mut().alloc = instance
+            .get_typed_func::<i32, i32>(&store, crate::cost::ALLOCATE)
+            .ok();
+        let mut vm = Vm {
+            store,
+            instance,
+            exports,
+            instructions,
+            bulk,
+        };
+        if vm.exports("_initialize") {
+            vm.call("_initialize", 0, &[])?;
+        }
+        Ok(vm)
+    }
+
+    /// Whether the module exports `name` (Envoy enters only callbacks that exist).
+    pub fn exports(&self, name: &str) -> bool {
+        self.exports.contains(name)
+    }
+
+    /// Enters export `name` for context `context` with `args` (counted as a VM entry);
+    /// its result, if any. The acting context is reset to `context`, as Envoy does for
+    /// each callback.
+    pub fn call(&mut self, name: &str, context: u32, args: &[Val]) -> Result<Option<Val>, Error> {
+        let func = self
+            .instance
+            .get_func(&self.store, name)
+            .ok_or_else(|| Error::new(format!("the module does not export {name}")))?;
+        let results = func.ty(&self.store).results().len();
+        let mut out = vec![Val::I32(0); results];
+        let host = self.store.data_mut();
+        host.cost.enter(name);
+        host.current = context;
+        host.effective = 0;
+        func.call(&mut self.store, args, &mut out)
+            .map_err(|e| self.with_output(name, e))?;
+        Ok(out.first().cloned())
+    }
+
+    /// A trap's message with what the module logged and printed before it.
+    fn with_output(&self, name: &str, error: Error) -> Error {
+        let host = self.store.data();
+        let logs: Vec<String> = host
+            .logs
+            .iter()
+            .rev()
+            .take(5)
+            .map(|(_, m)| m.clone())
+            .collect();
+        Error::new(format!(
+            "{name} failed: {error}; last logs: {logs:?}; output: {}",
+            String::from_utf8_lossy(&host.output)
+        ))
+    }
+
+    /// Everything counted since the VM was loaded.
+    pub fn cost(&self) -> Cost {
+        let read = |g: &Global| match g.get(&self.store) {
+            Val::I64(n) => n as u64,
+            _ => 0,
+        };
+        Cost {
+            instructions: read(&self.instructions),
+            bulk_bytes: read(&self.bulk),
+            ..self.store.data().cost.clone()
+        }
+    }
+
+    /// The host's state.
+    pub fn host(&mut self) -> &mut Host {
+        self.store.data_mut()
+    }
+
+    /// The host's state, read only.
+    pub fn host_ref(&self) -> &Host {
+        self.store.data()
+    }
+}
