@@ -73,7 +73,18 @@ impl Proxy {
         rls: Rls,
         upstream: Response,
     ) -> Result<Proxy, String> {
-        let vm = Vm::load(wasm).map_err(err)?;
+        Proxy::start_with(wasm, plugins, rls, upstream, false)
+    }
+
+    /// The same, with a counter per function when `per_function` (see [`Vm::functions`]).
+    pub fn start_with(
+        wasm: &[u8],
+        plugins: &[String],
+        rls: Rls,
+        upstream: Response,
+        per_function: bool,
+    ) -> Result<Proxy, String> {
+        let vm = Vm::load_with(wasm, per_function).map_err(err)?;
         let mut proxy = Proxy {
             vm,
             roots: Vec::new(),

@@ -93,8 +93,18 @@ impl Layout {
     }
 }
 
+/// The prefix of the per-function counters [`instrument_with`] exports (then the
+/// function's index).
+pub const FUNCTION_PREFIX: &str = "floodgate_costs_fn_";
+
 /// The module with the two counters added (see the module docs).
 pub fn instrument(wasm: &[u8]) -> Result<Vec<u8>, Error> {
+    instrument_with(wasm, false)
+}
+
+/// The same, and with `per_function` one more counter per defined function, exported as
+/// [`FUNCTION_PREFIX`] and its index: where the instructions are executed.
+pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error> {
     let layout = Layout::read(wasm)?;
     if layout.defined_globals == 0 {
         return Err(Error(
@@ -105,7 +115,22 @@ pub fn instrument(wasm: &[u8]) -> Result<Vec<u8>, Error> {
     let counters = Counters {
         instructions: counter,
         bulk: counter + 1,
+        per_function: per_function.then_some(counter + 2),
     };
+    let functions = if per_function {
+        layout.function_types.len() as u32
+    } else {
+        0
+    };
+    let globals: Vec<Vec<u8>> = (0..2 + functions).map(|_| i64_global()).collect();
+    let mut exports = vec![
+        export_global(INSTRUCTIONS, counters.instructions),
+        export_global(BULK_BYTES, counters.bulk),
+    ];
+    for i in 0..functions {
+        let name = format!("{FUNCTION_PREFIX}{}", layout.imported_functions + i);
+        exports.push(export_global(&name, counter + 2 + i));
+    }
     let mut out = wasm
         .get(..8)
         .ok_or_else(|| Error("shorter than its header".into()))?
@@ -120,14 +145,8 @@ pub fn instrument(wasm: &[u8]) -> Result<Vec<u8>, Error> {
             .get(start..end)
             .ok_or_else(|| Error(format!("section {id} at {at} runs past the end")))?;
         let rewritten = match id {
-            6 => Some(append_entries(payload, &[i64_global(), i64_global()])?),
-            7 => Some(append_entries(
-                payload,
-                &[
-                    export_global(INSTRUCTIONS, counters.instructions),
-                    export_global(BULK_BYTES, counters.bulk),
-                ],
-            )?),
+            6 => Some(append_entries(payload, &globals)?),
+            7 => Some(append_entries(payload, &exports)?),
             10 => Some(code_section(wasm, start, end, &layout, counters)?),
             _ => None,
         };
@@ -144,11 +163,35 @@ pub fn instrument(wasm: &[u8]) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
+/// Function names by index, from the module's `name` section (empty without one: the
+/// shipped modules are stripped of it).
+pub fn function_names(wasm: &[u8]) -> std::collections::BTreeMap<u32, String> {
+    let mut names = std::collections::BTreeMap::new();
+    for payload in Parser::new(0).parse_all(wasm).flatten() {
+        let Payload::CustomSection(section) = payload else {
+            continue;
+        };
+        let wasmparser::KnownCustom::Name(reader) = section.as_known() else {
+            continue;
+        };
+        for name in reader.flatten() {
+            if let wasmparser::Name::Function(map) = name {
+                for naming in map.into_iter().flatten() {
+                    names.insert(naming.index, naming.name.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
 /// The counters' global indices.
 #[derive(Clone, Copy)]
 struct Counters {
     instructions: u32,
     bulk: u32,
+    /// The first per-function counter, if any (defined function `i` has `first + i`).
+    per_function: Option<u32>,
 }
 
 /// A mutable `i64` global starting at 0.
@@ -209,7 +252,8 @@ fn code_section(
                     layout.imported_functions as usize + index
                 ))
             })?;
-        let rewritten = counted_body(wasm, body, params, counters)?;
+        let own = counters.per_function.map(|first| first + index as u32);
+        let rewritten = counted_body(wasm, body, params, counters, own)?;
         write_leb(&mut out, rewritten.len() as u64);
         out.extend_from_slice(&rewritten);
     }
@@ -242,7 +286,12 @@ fn counted_body(
     body: &FunctionBody,
     params: u32,
     counters: Counters,
+    own: Option<u32>,
 ) -> Result<Vec<u8>, Error> {
+    let targets: Vec<u32> = [Some(counters.instructions), own]
+        .into_iter()
+        .flatten()
+        .collect();
     let range = body.range();
     let mut operators = body.get_operators_reader()?;
     let code_start = operators.original_position();
@@ -292,16 +341,16 @@ fn counted_body(
         segment.extend_from_slice(&wasm[*offset..*end]);
         count += instructions;
         if *ends_segment {
-            flush(&mut out, &mut segment, &mut count, counters.instructions);
+            flush(&mut out, &mut segment, &mut count, &targets);
         }
     }
-    flush(&mut out, &mut segment, &mut count, counters.instructions);
+    flush(&mut out, &mut segment, &mut count, &targets);
     Ok(out)
 }
 
-/// Emits a segment: its count added to the counter, then its code.
-fn flush(out: &mut Vec<u8>, segment: &mut Vec<u8>, count: &mut u64, counter: u32) {
-    if *count > 0 {
+/// Emits a segment: its count added to each counter, then its code.
+fn flush(out: &mut Vec<u8>, segment: &mut Vec<u8>, count: &mut u64, counters: &[u32]) {
+    for &counter in counters.iter().filter(|_| *count > 0) {
         out.push(0x23);
         write_leb(out, u64::from(counter));
         out.push(0x42);
@@ -314,45 +363,9 @@ fn flush(out: &mut Vec<u8>, segment: &mut Vec<u8>, count: &mut u64, counter: u32
     *count = 0;
 }
 
-/// An unsigned LEB128 at `at`: its value and its width.
-fn read_leb(bytes: &[u8], at: usize) -> Result<(u64, usize), Error> {
-    let mut value = 0u64;
-    for i in 0..10 {
-        let byte = *bytes
-            .get(at + i)
-            .ok_or_else(|| Error(format!("truncated number at {at}")))?;
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok((value, i + 1));
-        }
-    }
-    Err(Error(format!("number too long at {at}")))
-}
+mod leb;
 
-fn write_leb(out: &mut Vec<u8>, mut value: u64) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
-
-fn write_sleb(out: &mut Vec<u8>, mut value: i64) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        let done = (value == 0 && byte & 0x40 == 0) || (value == -1 && byte & 0x40 != 0);
-        if done {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
-    }
-}
+use leb::{read_leb, write_leb, write_sleb};
 
 #[cfg(test)]
 mod tests;

@@ -4,14 +4,20 @@
 //!   any path is over);
 //! - `--write-budget`: write the counts as the new budget (`make costs-budget`);
 //! - `--fit FILE`: fit the µs model to a `make bench` output saved in FILE and print it
-//!   with each configuration's residual.
+//!   with each configuration's residual;
+//! - `--profile PATH [MODULE]`: where PATH's measured request executes its instructions,
+//!   by function, on MODULE (a build of the path's module that keeps function names) or
+//!   on the path's own module (stripped: functions by index).
 
-use floodgate_costs::{budget, calibration, measure, paths, report};
+use floodgate_costs::{budget, calibration, instrument, measure, paths, report};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let paths = paths::all();
+    if args.first().map(String::as_str) == Some("--profile") {
+        return profile(&paths, &args[1..]);
+    }
     let measured = match paths
         .iter()
         .map(measure::measure)
@@ -107,4 +113,52 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--profile PATH [MODULE]`: the measured request's instructions by function, most first.
+fn profile(paths: &[paths::Path], args: &[String]) -> ExitCode {
+    let Some(path) = args
+        .first()
+        .and_then(|name| paths.iter().find(|p| p.name == name))
+    else {
+        eprintln!(
+            "usage: floodgate-costs --profile PATH [MODULE]; paths: {:?}",
+            paths.iter().map(|p| p.name).collect::<Vec<_>>()
+        );
+        return ExitCode::FAILURE;
+    };
+    let wasm = match args.get(1) {
+        Some(file) => std::fs::read(file).map_err(|e| format!("{file}: {e}")),
+        None => measure::module(path),
+    };
+    let run = wasm.and_then(|wasm| {
+        Ok((
+            measure::profile(path, &wasm)?,
+            instrument::function_names(&wasm),
+        ))
+    });
+    let ((measured, functions), names) = match run {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let total = measured.cost.instructions.max(1);
+    let mut ranked: Vec<(u32, u64)> = functions.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    println!(
+        "{}: {} instructions\n\n| function | instructions | share |\n|---|---:|---:|",
+        path.name, measured.cost.instructions
+    );
+    for (index, n) in ranked.iter().take(40) {
+        let name = names
+            .get(index)
+            .map_or_else(|| format!("#{index}"), Clone::clone);
+        println!(
+            "| {name} | {n} | {:.1} % |",
+            *n as f64 * 100.0 / total as f64
+        );
+    }
+    ExitCode::SUCCESS
 }

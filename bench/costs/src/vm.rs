@@ -4,8 +4,8 @@
 use crate::cost::Cost;
 use crate::host::{self, Host};
 use crate::instrument::{self, BULK_BYTES, INSTRUCTIONS};
-use std::collections::BTreeSet;
-use wasmi::{Engine, Error, Global, Instance, Linker, Module, Store, Val};
+use std::collections::{BTreeMap, BTreeSet};
+use wasmi::{CompilationMode, Config, Engine, Error, Global, Instance, Linker, Module, Store, Val};
 
 /// A module loaded and started, as Envoy starts a VM.
 pub struct Vm {
@@ -14,14 +14,26 @@ pub struct Vm {
     exports: BTreeSet<String>,
     instructions: Global,
     bulk: Global,
+    /// Per-function counters, by function index (only with [`Vm::load_with`]'s profile).
+    functions: Vec<(u32, Global)>,
 }
 
 impl Vm {
     /// Instruments `wasm`, links it to the test host (refusing unknown imports) and runs
     /// its WASI reactor initialisation if it exports one.
     pub fn load(wasm: &[u8]) -> Result<Vm, Error> {
-        let counted = instrument::instrument(wasm).map_err(|e| Error::new(e.to_string()))?;
-        let engine = Engine::default();
+        Vm::load_with(wasm, false)
+    }
+
+    /// The same, with a counter per function when `per_function` ([`Vm::functions`]).
+    pub fn load_with(wasm: &[u8], per_function: bool) -> Result<Vm, Error> {
+        let counted = instrument::instrument_with(wasm, per_function)
+            .map_err(|e| Error::new(e.to_string()))?;
+        // Functions are translated when first called: a path runs a small part of the
+        // module, and the whole module is still validated before it runs.
+        let mut config = Config::default();
+        config.compilation_mode(CompilationMode::LazyTranslation);
+        let engine = Engine::new(&config);
         let module = Module::new(&engine, &counted[..])?;
         let mut linker = Linker::new(&engine);
         host::link(&mut linker, &module)?;
@@ -34,6 +46,19 @@ impl Vm {
                 .ok_or_else(|| Error::new(format!("the instrumented module lost {name}")))
         };
         let (instructions, bulk) = (global(INSTRUCTIONS)?, global(BULK_BYTES)?);
+        let functions = module
+            .exports()
+            .filter_map(|e| {
+                e.name()
+                    .strip_prefix(instrument::FUNCTION_PREFIX)?
+                    .parse()
+                    .ok()
+            })
+            .filter_map(|index: u32| {
+                let name = format!("{}{index}", instrument::FUNCTION_PREFIX);
+                Some((index, instance.get_global(&store, &name)?))
+            })
+            .collect();
         store.data_mut().memory = instance.get_memory(&store, "memory");
         store.data_mut().alloc = instance
             .get_typed_func::<i32, i32>(&store, crate::cost::ALLOCATE)
@@ -44,6 +69,7 @@ impl Vm {
             exports,
             instructions,
             bulk,
+            functions,
         };
         if vm.exports("_initialize") {
             vm.call("_initialize", 0, &[])?;
@@ -102,6 +128,18 @@ impl Vm {
             bulk_bytes: read(&self.bulk),
             ..self.store.data().cost.clone()
         }
+    }
+
+    /// Instructions executed so far in each function, by function index (empty unless
+    /// loaded with a counter per function).
+    pub fn functions(&self) -> BTreeMap<u32, u64> {
+        self.functions
+            .iter()
+            .map(|(index, g)| match g.get(&self.store) {
+                Val::I64(n) => (*index, n as u64),
+                _ => (*index, 0),
+            })
+            .collect()
     }
 
     /// The host's state.
