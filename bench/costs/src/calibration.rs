@@ -50,11 +50,6 @@ impl Model {
     }
 }
 
-/// [`FITTED`]'s estimate (NaN while there is none).
-pub fn expected_us(cost: &Cost) -> f64 {
-    FITTED.map_or(f64::NAN, |m| m.expected_us(cost))
-}
-
 /// The least-squares model for (cost, measured µs) pairs; `None` when the pairs cannot
 /// determine it (fewer than four, or always in the same proportions).
 pub fn fit(rows: &[(Cost, f64)]) -> Option<Model> {

@@ -25,14 +25,17 @@ fn by_name(counts: &BTreeMap<String, u64>, prefix: &str) -> String {
 /// One row's figures.
 fn row(path: &str, cost: &Cost) -> String {
     format!(
-        "| {path} | {} | {} | {} | {} | {} / {} | {:.1} |",
+        "| {path} | {} | {} | {} | {} | {} / {} | {} |",
         cost.instructions,
         cost.bulk_bytes,
         cost.vm_entries(),
         cost.calls(),
         cost.bytes_in,
         cost.bytes_out,
-        calibration::expected_us(cost),
+        calibration::FITTED.map_or_else(
+            || "-".to_string(),
+            |m| format!("{:.1}", m.expected_us(cost))
+        ),
     )
 }
 

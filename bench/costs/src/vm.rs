@@ -152,3 +152,6 @@ impl Vm {
         self.store.data()
     }
 }
+
+#[cfg(test)]
+mod tests;
