@@ -91,13 +91,14 @@ fn main() -> ExitCode {
                 .filter_map(|m| figures.get(m.name).map(|&us| (m.name, m.cost.clone(), us)))
                 .collect();
             let pairs: Vec<_> = rows.iter().map(|(_, c, us)| (c.clone(), *us)).collect();
-            let Some(model) = calibration::fit(&pairs) else {
+            let Some(mut model) = calibration::fit(&pairs) else {
                 eprintln!(
                     "the bench output does not determine the model ({} rows)",
                     rows.len()
                 );
                 return ExitCode::FAILURE;
             };
+            model.baseline = calibration::bench_baseline(&output).unwrap_or(f64::NAN);
             println!("{model:?}\n\n| path | measured µs | expected µs | residual |\n|---|---:|---:|---:|");
             for (name, cost, us) in &rows {
                 let expected = model.expected_us(cost);

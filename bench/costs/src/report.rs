@@ -34,7 +34,7 @@ fn row(path: &str, cost: &Cost) -> String {
         cost.bytes_out,
         calibration::FITTED.map_or_else(
             || "-".to_string(),
-            |m| format!("{:.1}", m.expected_us(cost))
+            |m| format!("{:.0} %", 100.0 * m.share(cost))
         ),
     )
 }
@@ -42,7 +42,7 @@ fn row(path: &str, cost: &Cost) -> String {
 /// The totals table, then what each path enters and calls, by name.
 pub fn table(paths: &[Path], measured: &[Measured]) -> String {
     let mut out = String::from(
-        "| path | wasm instructions | bulk bytes | VM entries | host calls | ABI bytes in / out | expected µs |\n\
+        "| path | wasm instructions | bulk bytes | VM entries | host calls | ABI bytes in / out | expected CPU, of a proxied request |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
     );
     for m in measured {

@@ -24,6 +24,7 @@ fn the_fit_recovers_the_coefficients_of_exact_data() {
         call: 0.3,
         kilo_instructions: 0.02,
         http_call: 18.0,
+        baseline: 30.0,
     };
     let rows: Vec<(Cost, f64)> = [
         (2, 1, 200, 0),
@@ -51,6 +52,23 @@ fn the_fit_recovers_the_coefficients_of_exact_data() {
 }
 
 #[test]
+fn a_coefficient_the_noise_makes_negative_is_set_to_zero() {
+    // Calls cost nothing here, and one row's noise would make them negative.
+    let rows = vec![
+        (cost(10, 0, 1000, 0), 5.0),
+        (cost(0, 0, 10000, 0), 10.0),
+        (cost(0, 10, 0, 0), -1.0),
+        (cost(0, 0, 0, 1), 20.0),
+    ];
+    let fitted = fit(&rows).expect("determined");
+    assert_eq!(fitted.call, 0.0, "{fitted:?}");
+    assert!(
+        fitted.entry > 0.0 && fitted.kilo_instructions > 0.0 && fitted.http_call > 0.0,
+        "{fitted:?}"
+    );
+}
+
+#[test]
 fn rows_in_the_same_proportions_determine_nothing() {
     let rows = vec![(cost(1, 1, 1000, 0), 1.0), (cost(2, 2, 2000, 0), 2.0)];
     assert_eq!(fit(&rows), None);
@@ -71,8 +89,12 @@ fn bench_tables_are_read_as_added_cpu_per_request() {
 | floodgate local, allowed x8 | 57.0 µs | +3.49 µs |
 ";
     let figures = bench_figures(output);
-    assert_eq!(figures.len(), 3, "{figures:?}");
-    assert!((figures["local allowed"] - 5.4).abs() < 1e-9);
+    assert_eq!(
+        figures.len(),
+        2,
+        "single allowed filters are left out: {figures:?}"
+    );
     assert!((figures["local rejected"] - 4.2).abs() < 1e-9);
     assert!((figures["local allowed x8"] - 27.92).abs() < 1e-9);
+    assert_eq!(bench_baseline(output), Some(29.1));
 }
