@@ -35,9 +35,11 @@
 mod domains;
 pub mod limits;
 mod lock_free;
+mod outcome;
 
+pub use domains::DomainCounters;
 use domains::DomainFamilies;
-pub use domains::{DomainCounters, Outcome};
+pub use outcome::Outcome;
 
 use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;

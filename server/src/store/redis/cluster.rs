@@ -4,7 +4,7 @@
 //! charge counts every item whatever it finds, so it needs no first phase: one `charge`
 //! call per slot.
 
-use super::outage::Failure;
+use super::failure::Failure;
 use super::script::{CallTimes, Mode};
 use super::{key, Inner};
 use crate::algorithm::Decision;

@@ -2,7 +2,7 @@
 //! Redis, or a cluster client whose connection the probe (re)establishes.
 
 use super::deadline::RedisClock;
-use super::outage::Failure;
+use super::failure::Failure;
 use super::{RedisOptions, Target};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};

@@ -39,14 +39,15 @@
 //!
 //! # Files
 //! [`conn`] holds the connection, [`script`] the command and reply formats, [`cluster`]
-//! the two-phase Redis Cluster path, [`outage`] the breaker, log throttle and probe; this
-//! file ties them into one call: refuse when down, bound, time, call, record.
+//! the two-phase Redis Cluster path, [`failure`] what a call's failure was, [`outage`] the
+//! breaker, log throttle and probe; this file ties them into one call: refuse when down, bound, time, call, record.
 
 pub mod deadline;
 pub mod key;
 
 mod cluster;
 mod conn;
+mod failure;
 mod outage;
 mod script;
 
@@ -59,7 +60,8 @@ use crate::algorithm::Decision;
 use crate::clock::Clock;
 use conn::Conn;
 use deadline::RedisClock;
-use outage::{Failure, Outage};
+use failure::Failure;
+use outage::Outage;
 use redis::Script;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
