@@ -20,7 +20,8 @@ use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult}
 use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::store::{admits, Check, Store, StoreError};
+use crate::store::batch::admits;
+use crate::store::{Check, Store, StoreError};
 use plan::{plan, Applied};
 use status::{blocked_status, limited_status, no_limit_status};
 use std::sync::Arc;

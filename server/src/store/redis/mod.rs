@@ -54,8 +54,9 @@ mod script;
 pub use outage::{LOG_EVERY, PROBE_EVERY};
 pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
 
+use super::batch::{rejected, report_unconsumed};
 use super::health::Health;
-use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
+use super::{Check, Counting, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Clock;
 use conn::Conn;
