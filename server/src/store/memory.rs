@@ -18,16 +18,11 @@
 //! `floodgate_errors_total{kind="store_full"}` metric.
 
 use super::batch::{self, Call, Counters, PerItem, Rules, Write};
+use super::shards::{Cells, Locked, Shards, SHARDS};
 use super::{Check, Counting, Store, StoreError};
 use crate::algorithm::{Decision, Limit, State};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
-
-/// Number of shards; a power of two.
-const SHARDS: usize = 64;
 
 /// A shard's map is never shrunk below this many entries' room (shrinking a small map
 /// frees nothing worth the reallocation).
@@ -54,11 +49,9 @@ struct Slot {
 /// The memory store. See the module documentation.
 #[derive(Debug)]
 pub struct MemoryStore<C: Clock = SystemClock> {
-    shards: Box<[Mutex<Shard>]>,
-    hasher: RandomState,
+    shards: Shards<Shard>,
     clock: C,
-    cells: AtomicUsize,
-    capacity: usize,
+    cells: Cells,
     rules: Rules,
 }
 
@@ -73,11 +66,9 @@ impl<C: Clock> MemoryStore<C> {
     /// A store of at most `capacity` cells reading `clock`.
     pub fn with_clock(capacity: usize, clock: C) -> Self {
         MemoryStore {
-            shards: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
-            hasher: RandomState::new(),
+            shards: Shards::default(),
             clock,
-            cells: AtomicUsize::new(0),
-            capacity,
+            cells: Cells::new(capacity),
             rules: Rules::default(),
         }
     }
@@ -90,17 +81,17 @@ impl<C: Clock> MemoryStore<C> {
 
     /// Cells in use.
     pub fn cells(&self) -> usize {
-        self.cells.load(Ordering::Relaxed)
+        self.cells.used()
     }
 
     /// The most cells this store will hold.
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.cells.capacity()
     }
 
     /// Number of counters held.
     pub fn len(&self) -> usize {
-        (0..SHARDS).map(|i| self.lock(i).len()).sum()
+        (0..SHARDS).map(|i| self.shards.lock(i).len()).sum()
     }
 
     /// Whether the store holds no counter.
@@ -113,7 +104,7 @@ impl<C: Clock> MemoryStore<C> {
         let now = self.clock.now_ns();
         let mut removed = 0;
         for i in 0..SHARDS {
-            let mut shard = self.lock(i);
+            let mut shard = self.shards.lock(i);
             let mut freed = 0;
             shard.retain(|_, slot| {
                 let keep = slot.idle_at > now;
@@ -131,21 +122,9 @@ impl<C: Clock> MemoryStore<C> {
                 shard.shrink_to(2 * len);
             }
             drop(shard);
-            self.cells.fetch_sub(freed, Ordering::Relaxed);
+            self.cells.free(freed);
         }
         removed
-    }
-
-    fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
-        // Nothing panics under these locks; if something ever did, the maps are still
-        // structurally sound, so keep serving rather than fail every request.
-        self.shards[i]
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn shard_of(&self, c: &Check) -> usize {
-        (self.hasher.hash_one(c.key) as usize) & (SHARDS - 1)
     }
 
     /// The synchronous heart of [`Store::check`].
@@ -163,75 +142,47 @@ impl<C: Clock> MemoryStore<C> {
     /// apply every write or none.
     fn decide_now(&self, batch: &[Check], call: Call) -> Result<Vec<Decision>, StoreError> {
         let counters = Counters::of(batch);
-        let shard_of: PerItem<usize> = counters
-            .iter(batch)
-            .map(|(_, c)| self.shard_of(c))
-            .collect();
-        let mut order = shard_of.clone();
-        order.sort_unstable();
-        order.dedup();
-        let mut guards: PerItem<MutexGuard<'_, Shard>> =
-            order.iter().map(|&i| self.lock(i)).collect();
-        // Each counter's guard, by the index of its shard among the locked ones.
-        let guard_of: PerItem<usize> = shard_of
-            .iter()
-            .map(|s| order.binary_search(s).unwrap_or(0))
-            .collect();
+        let mut locked = self.shards.lock_batch(batch, &counters);
         // The clock is read under the locks, so decisions on a key happen in time order.
         let now = self.clock.now_ns();
         let outcome = {
             let loaded: PerItem<Option<&State>> = counters
                 .iter(batch)
-                .map(|(k, c)| stored(&guards[guard_of[k]], c, now))
+                .map(|(k, c)| stored(locked.of(k), c, now))
                 .collect();
             batch::decide(batch, &counters, &loaded, now, call, self.rules)
         };
-        self.apply(
-            batch,
-            &counters,
-            &mut guards,
-            &guard_of,
-            &outcome.writes,
-            now,
-        )?;
+        self.apply(batch, &counters, &mut locked, &outcome.writes, now)?;
         Ok(outcome.decisions)
     }
 
-    /// Applies `writes` (`guard_of` says which of `guards` holds each counter's shard),
-    /// reserving the cells
-    /// they may add first: at capacity, nothing is applied and the batch answers
-    /// [`StoreError::Full`].
+    /// Applies `writes`, reserving the cells they may add first: at capacity, nothing is
+    /// applied and the batch answers [`StoreError::Full`].
     fn apply(
         &self,
         batch: &[Check],
         counters: &Counters,
-        guards: &mut [MutexGuard<'_, Shard>],
-        guard_of: &[usize],
+        locked: &mut Locked<'_, Shard>,
         writes: &[Write],
         now: u64,
     ) -> Result<(), StoreError> {
-        let check_of = |k: usize| counters.check(batch, k);
         let mut growth = 0isize;
         for w in writes {
-            let Some(c) = check_of(w.counter) else {
+            let Some(c) = counters.check(batch, w.counter) else {
                 continue;
             };
-            let shard = &guards[guard_of[w.counter]];
+            let shard = locked.of(w.counter);
             let live = stored(shard, c, now).is_some();
             growth += cells::growth(shard.get(&c.key), live, w);
         }
-        let reserved = growth.max(0) as usize;
-        let before = self.cells.fetch_add(reserved, Ordering::Relaxed);
-        if reserved > 0 && before + reserved > self.capacity {
-            self.cells.fetch_sub(reserved, Ordering::Relaxed);
-            return Err(StoreError::Full(before));
-        }
+        let reserved = self.cells.reserve(growth)?;
         let mut delta: isize = 0;
         for w in writes {
-            let Some(c) = check_of(w.counter) else {
+            let Some(c) = counters.check(batch, w.counter) else {
                 continue;
             };
-            let slot = guards[guard_of[w.counter]]
+            let slot = locked
+                .of_mut(w.counter)
                 .entry(c.key)
                 .or_insert_with(|| Slot {
                     limit: c.limit,
@@ -252,13 +203,7 @@ impl<C: Clock> MemoryStore<C> {
             delta += cells as isize - slot.cells as isize;
             slot.cells = cells;
         }
-        let correction = delta - reserved as isize;
-        if correction >= 0 {
-            self.cells.fetch_add(correction as usize, Ordering::Relaxed);
-        } else {
-            self.cells
-                .fetch_sub(correction.unsigned_abs(), Ordering::Relaxed);
-        }
+        self.cells.settle(reserved, delta);
         Ok(())
     }
 }

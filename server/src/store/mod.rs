@@ -17,6 +17,7 @@ pub mod batch;
 pub mod health;
 pub mod memory;
 pub mod redis;
+pub mod shards;
 
 use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
