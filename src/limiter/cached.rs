@@ -11,7 +11,7 @@
 use super::record::{record, Outcome};
 use super::{client_protocol, Clock, Limiter};
 use crate::config::Limit;
-use crate::descriptor::{self, Applied, RequestView};
+use crate::descriptor::{Applied, RequestView};
 use crate::metrics::Tally;
 use crate::over_limit::Denial;
 use crate::response::{self, Reply, Standing};
@@ -81,8 +81,8 @@ impl Limiter {
             .filter_map(|(a, &cost)| {
                 let rule = &self.config.rules[a.rule];
                 matches!(rule.limit, Limit::Global { .. }).then(|| {
-                    let fingerprint =
-                        descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values);
+                    let one = std::iter::once((rule.name.as_str(), &a.values[..]));
+                    let fingerprint = self.placement().denial(&rls.domain, one);
                     (a.rule, CacheKey { fingerprint, cost }, rule.shadow)
                 })
             })

@@ -18,7 +18,7 @@
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
 use crate::config::Limit;
-use crate::descriptor::{self, Applied};
+use crate::descriptor::Applied;
 use crate::lease::{Stored, SubGrant, Taken};
 use crate::metrics::Tally;
 use crate::rls::{self, Answer, Grant};
@@ -72,7 +72,7 @@ impl Limiter {
             .iter()
             .map(|(a, _)| {
                 let rule = &self.config.rules[a.rule];
-                descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values)
+                self.placement().lease(&rls.domain, &rule.name, &a.values)
             })
             .collect();
         let Some(now) = clock.now() else {
