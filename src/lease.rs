@@ -26,8 +26,9 @@
 //! before traffic, each holding at most [`WAYS`] entries of [`ENTRY_LEN`] bytes, keyed by
 //! the 128-bit fingerprint of the domain, rule and descriptor values, never the client's
 //! bytes. An entry with no live sub-grant and no flight is free. When a set is full of
-//! live entries, the one whose grants expire first is evicted (counted; its tokens are
-//! lost, which only under-admits).
+//! live entries, the one holding the fewest tokens is evicted, the one expiring first
+//! among equals (counted; its tokens are lost, which only under-admits, but each was a hit
+//! the service counted: evicting the fewest loses the least).
 //!
 //! Format (version 2, pinned by tests): key `floodgate/v2/lease/<index>`; key
 //! `floodgate/v2/lease/sets` holds how many set keys exist (u32 little-endian). A set's
@@ -198,7 +199,9 @@ impl LeaseTable {
 }
 
 /// The set `entries` becomes with `grant` added to `fingerprint`'s lease at `now_ns`, and
-/// whether a live entry of another descriptor was evicted for it.
+/// whether a live entry of another descriptor was evicted for it: the one that loses
+/// least, i.e. holds the fewest tokens (each one a hit the service already counted, lost
+/// with the entry), the one expiring first among those.
 fn with_grant(
     entries: Vec<Lease>,
     fingerprint: u128,
@@ -216,12 +219,12 @@ fn with_grant(
     }
     let mut evicted = false;
     while others.len() >= WAYS as usize {
-        let first = others
+        let least = others
             .iter()
             .enumerate()
-            .min_by_key(|(_, e)| e.expires_ns())
+            .min_by_key(|(_, e)| (e.available(now_ns), e.expires_ns()))
             .map_or(0, |(i, _)| i);
-        others.remove(first);
+        others.remove(least);
         evicted = true;
     }
     mine.add(grant, now_ns);
