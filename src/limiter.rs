@@ -103,9 +103,9 @@ pub struct Pending {
     local: PerBucket<Standing>,
     /// A local shadow rule would have rejected the request.
     shadow_denied: bool,
-    /// The global rules as the over-limit cache knows them, one per rule asked about
-    /// (empty when the cache is off).
-    cache_keys: Vec<CacheKey>,
+    /// The request's global rules as the over-limit cache knows them (`None` when the
+    /// cache is off, or no enforced global rule applies).
+    cache_key: Option<CacheKey>,
     /// The lease keys of the global rules asked about, one per rule, when quota is asked
     /// for (empty: none asked).
     lease_keys: Vec<u128>,
@@ -280,7 +280,7 @@ impl Limiter {
         lookup.record(false, tally);
         // Local rules: take from the shared buckets.
         let mut pending = Pending {
-            cache_keys: lookup.keys,
+            cache_key: lookup.key.take(),
             ..Pending::default()
         };
         if !takes.is_empty() {
