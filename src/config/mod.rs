@@ -48,6 +48,12 @@ pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
 pub const DEFAULT_OVER_LIMIT_CACHE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.over_limit_cache_slots`.
 pub const MAX_OVER_LIMIT_CACHE_SLOTS: u32 = 65_536;
+/// How long a remembered denial is trusted at most when
+/// `rls.over_limit_cache_max_seconds` is not set: a service that restarted with empty
+/// memory, or was reconfigured, is asked again within this time.
+pub const DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS: u32 = 60;
+/// The largest accepted `rls.over_limit_cache_max_seconds` (one day).
+pub const MAX_OVER_LIMIT_CACHE_MAX_SECONDS: u32 = 86_400;
 /// Grants the lease table holds when `rls.lease_slots` is not set.
 pub const DEFAULT_LEASE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.lease_slots`.
@@ -90,6 +96,9 @@ pub struct RlsConfig {
     /// The over-limit cache (`rls.cache_over_limit`, on by default): how many denials
     /// this Envoy remembers so that it need not ask again; `None`: switched off.
     pub over_limit_cache_slots: Option<NonZeroU32>,
+    /// The longest a remembered denial is trusted before the service is asked again,
+    /// whatever reset it reported (`rls.over_limit_cache_max_seconds`, default 60 s).
+    pub over_limit_cache_max_seconds: u32,
     /// How many (rule, descriptor values) the lease table holds grants for
     /// (`rls.lease_slots`, default 1024); used only when some rule leases.
     pub lease_slots: NonZeroU32,

@@ -5,8 +5,9 @@ use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
     DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
-    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
-    MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS,
+    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, MAX_ENTRIES, MAX_LEASE_SLOTS,
+    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_MAX_SECONDS,
     MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
@@ -106,6 +107,14 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
         over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
+        over_limit_cache_max_seconds: bounded(
+            "rls.over_limit_cache_max_seconds",
+            r.over_limit_cache_max_seconds,
+            u64::from(DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS),
+            u64::from(MAX_OVER_LIMIT_CACHE_MAX_SECONDS),
+            "(one day)",
+        )
+        .map(|s| u32::try_from(s).unwrap_or(MAX_OVER_LIMIT_CACHE_MAX_SECONDS))?,
         lease_slots: slots(
             "rls.lease_slots",
             r.lease_slots,
@@ -127,6 +136,25 @@ fn over_limit_cache(
         MAX_OVER_LIMIT_CACHE_SLOTS,
     )?;
     Ok(on.unwrap_or(true).then_some(n))
+}
+
+/// A whole number (field `at`): `default` when unset, 1 to `max`; `max_note` follows the
+/// maximum in the error, saying what it is.
+fn bounded(
+    at: &str,
+    n: Option<u64>,
+    default: u64,
+    max: u64,
+    max_note: &str,
+) -> Result<u64, ConfigError> {
+    match n.unwrap_or(default) {
+        0 => Err(ConfigError::new(at, "must be at least 1")),
+        n if n > max => Err(ConfigError::new(
+            at,
+            format!("must be at most {max} {max_note}"),
+        )),
+        n => Ok(n),
+    }
 }
 
 /// A table size in shared data (field `at`): `default` when unset, 1 to `max`.

@@ -40,6 +40,8 @@ pub struct Rls {
     #[serde(default)]
     pub over_limit_cache_slots: Option<u64>,
     #[serde(default)]
+    pub over_limit_cache_max_seconds: Option<u64>,
+    #[serde(default)]
     pub lease_slots: Option<u64>,
 }
 

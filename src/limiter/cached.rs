@@ -131,7 +131,8 @@ impl Limiter {
     /// descriptor) for the request's set `key`, if it can be: the service said of every
     /// descriptor over until when (`duration_until_reset` > 0), and the body and headers
     /// fit an entry. It is trusted until the earliest of those resets, shadow rules'
-    /// included: any one of them may be what the service's answer rests on.
+    /// included (any one of them may be what the service's answer rests on), and no
+    /// longer than `rls.over_limit_cache_max_seconds`.
     pub(super) fn remember_denial(
         &self,
         key: &CacheKey,
@@ -141,7 +142,7 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) {
-        let Some(cache) = &self.over_limit else {
+        let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
             return;
         };
         if decided.standings.len() != key.costs.len() {
@@ -170,9 +171,13 @@ impl Limiter {
         if over.is_empty() {
             return;
         }
+        // Trusted no longer than the cap, whatever the service said: a service restarted
+        // with empty memory (or reconfigured) is asked again within it. The reply still
+        // counts down to the service's own reset.
+        let cap = u64::from(rls.over_limit_cache_max_seconds).saturating_mul(1_000_000_000);
         let denial = Denial {
             fingerprint: key.fingerprint,
-            until_ns: now.saturating_add(earliest),
+            until_ns: now.saturating_add(earliest.min(cap)),
             costs: key.costs.clone(),
             over,
             body: decided.raw_body.clone(),

@@ -4,11 +4,14 @@
 //! The service decides a request from all of its descriptors together (`replaces` drops
 //! a limit another descriptor's limit replaces; a `quota_mode` limit rejects only with
 //! every other quota-mode limit of the request), so a denial is remembered for the whole
-//! set of descriptors it was given, never for one descriptor on its own.
+//! set of descriptors it was given, never for one descriptor on its own. And a denial is
+//! trusted for at most `rls.over_limit_cache_max_seconds`, whatever reset the service
+//! reported: a service that restarts with empty memory is asked again within that time.
 
 use floodgate_integration::client::get;
-use floodgate_integration::{client, configs, Envoy, Server, Upstream};
+use floodgate_integration::{client, configs, wait, Envoy, Server, Upstream};
 use serde_json::{json, Value};
+use std::time::Duration;
 
 /// Two global rules: the tenant, and the plan when the request says one.
 fn plugin(extra_rls: Value) -> Value {
@@ -101,5 +104,56 @@ descriptors:
     assert_eq!(send(&envoy, &alone, 3).await, [200, 429, 429]);
     // With the burst plan beside it, one soft limit still has room: admitted.
     assert_eq!(send(&envoy, &with_burst, 3).await, [200; 3]);
+    assert_eq!(upstream.count(), 4);
+}
+
+/// 2 per hour: two requests, then every other is denied for the rest of the hour.
+const TWO_PER_HOUR: &str = "
+domain: edge
+descriptors:
+  - key: tenant
+    rate_limit: {unit: hour, requests_per_unit: 2}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_restarted_service_is_asked_again_by_every_envoy_within_the_cap() {
+    const CAP_S: u64 = 3;
+    let plugin = plugin(json!({"over_limit_cache_max_seconds": CAP_S}));
+    let mut server = Server::start(TWO_PER_HOUR, &[]);
+    let upstream = Upstream::start().await;
+    let yaml = configs::floodgate_global(&plugin, upstream.addr(), server.grpc());
+    let envoys = [Envoy::start(&yaml, 2).await, Envoy::start(&yaml, 2).await];
+    let acme = [("x-tenant-id", "acme")];
+    for envoy in &envoys {
+        assert_eq!(send(envoy, &acme, 1).await, [200]);
+    }
+    for envoy in &envoys {
+        let r = get(&client(), &envoy.url("ingress", "/"), &acme).await;
+        assert_eq!(r.status, 429);
+        // The service's own word on when to come back: up to an hour, not the cap.
+        let wait: u64 = r
+            .header("retry-after")
+            .expect("retry-after")
+            .parse()
+            .expect("s");
+        assert!(wait > CAP_S && wait <= 3_600, "retry-after {wait}");
+        // Remembered now: rejected from the cache.
+        assert_eq!(send(envoy, &acme, 2).await, [429, 429]);
+        envoy
+            .expect_stat("wasmcustom.floodgate.over_limit_cached", 2)
+            .await;
+    }
+    // The service comes back with empty memory: it admits two more requests for acme,
+    // and each Envoy, asking again within the cap, gets one of them.
+    server.restart(&[]);
+    for envoy in &envoys {
+        let (c, url) = (client(), envoy.url("ingress", "/"));
+        wait::until(
+            "the restarted service to be asked again",
+            Duration::from_secs(CAP_S + 20),
+            || async { (get(&c, &url, &acme).await.status == 200).then_some(()) },
+        )
+        .await;
+    }
     assert_eq!(upstream.count(), 4);
 }

@@ -281,4 +281,5 @@ mod fields;
 mod global;
 mod leased;
 mod refusal;
+mod trust;
 mod usage;
