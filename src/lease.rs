@@ -69,6 +69,31 @@ pub struct Spent {
 /// What storing a grant did (gave up: the grant is lost, which only under-admits).
 pub use crate::sets::Stored;
 
+/// How much of a grant is kept, and for how long, whatever the service sent: a hostile or
+/// buggy service must not make one grant decide millions of requests, or years of them.
+/// Keeping less than was granted only under-admits (the service counted the hits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantBounds {
+    /// The most hits kept of one grant.
+    pub max_requests: u32,
+    /// The longest a grant may be spent from its arrival, in ns.
+    pub max_valid_ns: u64,
+}
+
+impl GrantBounds {
+    /// A grant of `requests` hits valid until `valid_until_ns`, received at `now_ns`, as
+    /// kept, and whether it had to be cut to fit.
+    pub fn clamp(&self, requests: u32, valid_until_ns: u64, now_ns: u64) -> (SubGrant, bool) {
+        let latest = now_ns.saturating_add(self.max_valid_ns);
+        let kept = SubGrant {
+            remaining: requests.min(self.max_requests),
+            valid_until_ns: valid_until_ns.min(latest),
+        };
+        let clamped = kept.remaining < requests || kept.valid_until_ns < valid_until_ns;
+        (kept, clamped)
+    }
+}
+
 /// The table's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LeaseTable {

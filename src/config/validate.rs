@@ -5,10 +5,11 @@ use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
     DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
-    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS,
-    DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS, MAX_ENTRIES, MAX_LEASE_SLOTS,
-    MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES, MAX_OVER_LIMIT_CACHE_MAX_SECONDS,
-    MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_MAX_GRANT_REQUESTS, DEFAULT_MAX_GRANT_VALID_MS,
+    DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
+    MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
+    MAX_MAX_GRANT_VALID_MS, MAX_OVER_LIMIT_CACHE_MAX_SECONDS, MAX_OVER_LIMIT_CACHE_SLOTS,
+    MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -121,6 +122,22 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
             DEFAULT_LEASE_SLOTS,
             MAX_LEASE_SLOTS,
         )?,
+        max_grant_requests: bounded(
+            "rls.max_grant_requests",
+            r.max_grant_requests,
+            u64::from(DEFAULT_MAX_GRANT_REQUESTS),
+            u64::from(u32::MAX),
+            "",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))?,
+        max_grant_valid_ms: bounded(
+            "rls.max_grant_valid_ms",
+            r.max_grant_valid_ms,
+            u64::from(DEFAULT_MAX_GRANT_VALID_MS),
+            u64::from(MAX_MAX_GRANT_VALID_MS),
+            "(one day)",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(MAX_MAX_GRANT_VALID_MS))?,
     })
 }
 
@@ -151,7 +168,7 @@ fn bounded(
         0 => Err(ConfigError::new(at, "must be at least 1")),
         n if n > max => Err(ConfigError::new(
             at,
-            format!("must be at most {max} {max_note}"),
+            format!("must be at most {max} {max_note}").trim_end(),
         )),
         n => Ok(n),
     }

@@ -193,6 +193,26 @@ fn among_equal_holdings_the_entry_expiring_first_is_evicted() {
     );
 }
 
+#[test]
+fn grants_are_kept_within_their_bounds() {
+    let bounds = GrantBounds {
+        max_requests: 100,
+        max_valid_ns: 10 * S,
+    };
+    assert_eq!(
+        bounds.clamp(50, 5 * S, 0),
+        (grant(50, 5 * S), false),
+        "within both"
+    );
+    assert_eq!(bounds.clamp(u32::MAX, 5 * S, 0), (grant(100, 5 * S), true));
+    assert_eq!(
+        bounds.clamp(50, u64::MAX, 3 * S),
+        (grant(50, 13 * S), true),
+        "from its arrival"
+    );
+    assert_eq!(bounds.clamp(100, 10 * S, 0), (grant(100, 10 * S), false));
+}
+
 proptest! {
     /// Workers spending one grant at once never spend more than it holds, each spend
     /// taking exactly its cost or nothing, and none after `valid_until`.
