@@ -412,7 +412,7 @@ fn run<T>(f: impl std::future::Future<Output = T>) -> T {
         .block_on(f)
 }
 
-/// The property is not vacuous: the harness sees the cache reject (the case, with
+/// The property is not vacuous: the harness sees the cache reject (the reported case, with
 /// `replaces`: plain requests are denied and then rejected from the cache, premium ones,
 /// whose limit replaces the plain one, are not).
 #[test]

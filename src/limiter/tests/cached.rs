@@ -7,7 +7,7 @@ use super::*;
 const S: u64 = 1_000_000_000;
 
 /// Two global rules (one costed) and a local rule.
-const TWO_GLOBAL: &str = r#"{
+pub(super) const TWO_GLOBAL: &str = r#"{
   "rls": {"cluster": "ratelimit", "domain": "edge"},
   "rules": [
     {"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
@@ -18,12 +18,12 @@ const TWO_GLOBAL: &str = r#"{
   ]
 }"#;
 
-fn req(tenant_id: &str, cost: u32) -> FakeRequest {
+pub(super) fn req(tenant_id: &str, cost: u32) -> FakeRequest {
     tenant(tenant_id).with("x-cost", cost.to_string().as_bytes())
 }
 
 /// The service's denial: `codes` per descriptor, 30 s until reset, a body and a header.
-fn denial_message(codes: &[Code]) -> RateLimitResponse {
+pub(super) fn denial_message(codes: &[Code]) -> RateLimitResponse {
     let Answer::Response(bytes) = rls_answer(Code::OverLimit, codes) else {
         unreachable!()
     };
@@ -42,12 +42,12 @@ fn denial_message(codes: &[Code]) -> RateLimitResponse {
 }
 
 /// [`denial_message`] as the service sends it.
-fn denial(codes: &[Code]) -> Answer {
+pub(super) fn denial(codes: &[Code]) -> Answer {
     Answer::Response(denial_message(codes).encode_to_vec())
 }
 
 /// Asks and answers one request at `now`.
-fn through(
+pub(super) fn through(
     l: &Limiter,
     store: &MemoryShared,
     tally: &mut Tally,
@@ -209,102 +209,6 @@ fn a_denial_expires_at_its_instant() {
     ));
     ask(l.check(&mut req("a", 1), || Some(NOW + 30 * S), &store, &mut tally));
     ask(l.check(&mut req("b", 1), || Some(NOW + S), &store, &mut tally));
-}
-
-#[test]
-fn a_denial_rejects_only_requests_with_the_same_set_of_descriptors() {
-    let (l, store, mut tally) = limiter(TWO_GLOBAL);
-    let mut both = req("a", 1).with("x-plan", b"gold");
-    // tenant OK, plan over: the pair is remembered, with only the plan shown as over.
-    through(
-        &l,
-        &store,
-        &mut tally,
-        &mut both,
-        denial(&[Code::Ok, Code::OverLimit]),
-        NOW,
-    );
-    let mut again = req("a", 1).with("x-plan", b"gold");
-    let Verdict::Reject(Reply::Http { details, .. }) =
-        l.check(&mut again, || Some(NOW + S), &store, &mut tally)
-    else {
-        panic!("the same set is rejected from the cache");
-    };
-    assert_eq!(details, "floodgate_rate_limited{plan-global}");
-    // Another tenant with the same plan, or the tenant alone, is another set: the service
-    // decides it from all of its descriptors (a limit may replace another), so it asks.
-    ask(l.check(
-        &mut req("z", 1).with("x-plan", b"gold"),
-        || Some(NOW + S),
-        &store,
-        &mut tally,
-    ));
-    ask(l.check(&mut req("a", 1), || Some(NOW + S), &store, &mut tally));
-}
-
-/// The issue's case: a denial of the tenant's default limit, remembered from plain
-/// requests, must not reject a premium request, for which a premium limit replaces it.
-#[test]
-fn a_denial_of_one_descriptor_never_rejects_a_request_that_adds_another() {
-    let (l, store, mut tally) = limiter(TWO_GLOBAL);
-    through(
-        &l,
-        &store,
-        &mut tally,
-        &mut req("a", 1),
-        denial(&[Code::OverLimit]),
-        NOW,
-    );
-    assert!(matches!(
-        l.check(&mut req("a", 1), || Some(NOW + S), &store, &mut tally),
-        Verdict::Reject(_)
-    ));
-    let mut premium = req("a", 1).with("x-plan", b"premium");
-    let call = ask(l.check(&mut premium, || Some(NOW + S), &store, &mut tally));
-    let admitted = l.answer(
-        call.pending,
-        rls_answer(Code::Ok, &[Code::Ok, Code::Ok]),
-        &mut premium,
-        || Some(NOW + S),
-        &store,
-        &mut tally,
-    );
-    assert!(matches!(admitted, Verdict::Continue(_)), "{admitted:?}");
-}
-
-/// A set is over while every descriptor said to be over still is: trusted until the
-/// earliest reset among them, a shadow rule's included (the service's answer may rest on
-/// it), while `retry-after` shows the longest wait among the enforced ones.
-#[test]
-fn a_set_is_trusted_until_its_earliest_reset() {
-    let shadow_plan = TWO_GLOBAL.replace(
-        r#""plan-global", "descriptors": [{"key": "plan", "header": "x-plan"}], "global": {}"#,
-        r#""plan-global", "descriptors": [{"key": "plan", "header": "x-plan"}], "global": {},
-           "shadow": true"#,
-    );
-    assert_ne!(shadow_plan, TWO_GLOBAL);
-    let (l, store, mut tally) = limiter(&shadow_plan);
-    let mut r = denial_message(&[Code::OverLimit, Code::OverLimit]);
-    r.statuses[1].duration_until_reset = Some(prost_types::Duration {
-        seconds: 10,
-        nanos: 0,
-    });
-    let both = || req("a", 1).with("x-plan", b"gold");
-    through(
-        &l,
-        &store,
-        &mut tally,
-        &mut both(),
-        Answer::Response(r.encode_to_vec()),
-        NOW,
-    );
-    let Verdict::Reject(Reply::Http { headers, .. }) =
-        l.check(&mut both(), || Some(NOW + 10 * S - 1), &store, &mut tally)
-    else {
-        panic!("rejected from the cache until the shadow rule's reset");
-    };
-    assert_eq!(headers[0], ("retry-after".into(), "21".to_string()));
-    ask(l.check(&mut both(), || Some(NOW + 10 * S), &store, &mut tally));
 }
 
 #[test]

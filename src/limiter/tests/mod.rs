@@ -276,6 +276,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod charge;
+mod denial_sets;
 mod fallback;
 mod fields;
 mod global;
