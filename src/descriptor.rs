@@ -6,13 +6,10 @@
 //! value (ordinary headers come all at once, pseudo-headers one by one), and tests
 //! implement it with a list.
 
-use crate::bucket::Quota;
 use crate::config::{Entry, Limit, Match, Rule, Source};
 pub use crate::header_map::Lookup;
 use crate::local::PerBucket;
-use siphasher::sip128::{Hasher128, SipHasher13};
 use smallvec::SmallVec;
-use std::hash::Hasher;
 
 /// What the rules may read from a request. Values are raw bytes: header values may hold
 /// obs-text, and two distinct byte strings must never become one bucket. Every method
@@ -248,54 +245,6 @@ pub fn strip_port(address: &str) -> &str {
         Some((ip, port)) if !ip.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => ip,
         _ => address,
     }
-}
-
-/// A 128-bit identity of one bucket: the rule (name and quota, so that a changed limit
-/// starts afresh) and the descriptor values. Stored instead of the values themselves so
-/// that a bucket's size never depends on what clients send.
-///
-/// SipHash with fixed keys keeps it identical in every worker's VM; 128 bits make an
-/// accidental collision negligible at any table size.
-pub fn fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-    keyed_fingerprint(0x6275_636b_6574_7631, rule, quota, values)
-}
-
-/// The identity of a global rule's fallback bucket. Hashed with its own key ("fallbk01"),
-/// so it can never be a local bucket's even where their rule, quota and values coincide
-/// (they cannot today: rule names are unique), and a fallback bucket never shares a slot
-/// identity with a local one.
-pub fn fallback_fingerprint(rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-    keyed_fingerprint(0x6661_6c6c_626b_3031, rule, quota, values)
-}
-
-/// The identity of a global rule's descriptor in the over-limit cache: the service's
-/// domain, the rule and its values, hashed with its own key ("overlim1"). The domain is
-/// in it because two plugin configurations of one Envoy share its shared data.
-pub fn over_limit_fingerprint(domain: &str, rule: &str, values: &[Vec<u8>]) -> u128 {
-    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, 0x6f76_6572_6c69_6d31);
-    write_field(&mut h, domain.as_bytes());
-    write_field(&mut h, rule.as_bytes());
-    for v in values {
-        write_field(&mut h, v);
-    }
-    h.finish128().as_u128()
-}
-
-fn keyed_fingerprint(key: u64, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-    let mut h = SipHasher13::new_with_keys(0x666c_6f6f_6467_6174, key);
-    write_field(&mut h, rule.as_bytes());
-    h.write_u32(quota.capacity());
-    h.write_u64(quota.rate_micro());
-    for v in values {
-        write_field(&mut h, v);
-    }
-    h.finish128().as_u128()
-}
-
-/// Length-prefixed, so that ("ab", "c") and ("a", "bc") differ.
-fn write_field(h: &mut SipHasher13, bytes: &[u8]) {
-    h.write_u64(bytes.len() as u64);
-    h.write(bytes);
 }
 
 #[cfg(test)]

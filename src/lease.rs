@@ -26,8 +26,9 @@
 //! before traffic, each holding at most [`WAYS`] entries of [`ENTRY_LEN`] bytes, keyed by
 //! the 128-bit fingerprint of the domain, rule and descriptor values, never the client's
 //! bytes. An entry with no live sub-grant and no flight is free. When a set is full of
-//! live entries, the one whose grants expire first is evicted (counted; its tokens are
-//! lost, which only under-admits).
+//! live entries, the one holding the fewest tokens is evicted, the one expiring first
+//! among equals (counted; its tokens are lost, which only under-admits, but each was a hit
+//! the service counted: evicting the fewest loses the least).
 //!
 //! Format (version 2, pinned by tests): key `floodgate/v2/lease/<index>`; key
 //! `floodgate/v2/lease/sets` holds how many set keys exist (u32 little-endian). A set's
@@ -67,6 +68,31 @@ pub struct Spent {
 
 /// What storing a grant did (gave up: the grant is lost, which only under-admits).
 pub use crate::sets::Stored;
+
+/// How much of a grant is kept, and for how long, whatever the service sent: a hostile or
+/// buggy service must not make one grant decide millions of requests, or years of them.
+/// Keeping less than was granted only under-admits (the service counted the hits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrantBounds {
+    /// The most hits kept of one grant.
+    pub max_requests: u32,
+    /// The longest a grant may be spent from its arrival, in ns.
+    pub max_valid_ns: u64,
+}
+
+impl GrantBounds {
+    /// A grant of `requests` hits valid until `valid_until_ns`, received at `now_ns`, as
+    /// kept, and whether it had to be cut to fit.
+    pub fn clamp(&self, requests: u32, valid_until_ns: u64, now_ns: u64) -> (SubGrant, bool) {
+        let latest = now_ns.saturating_add(self.max_valid_ns);
+        let kept = SubGrant {
+            remaining: requests.min(self.max_requests),
+            valid_until_ns: valid_until_ns.min(latest),
+        };
+        let clamped = kept.remaining < requests || kept.valid_until_ns < valid_until_ns;
+        (kept, clamped)
+    }
+}
 
 /// The table's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,7 +224,9 @@ impl LeaseTable {
 }
 
 /// The set `entries` becomes with `grant` added to `fingerprint`'s lease at `now_ns`, and
-/// whether a live entry of another descriptor was evicted for it.
+/// whether a live entry of another descriptor was evicted for it: the one that loses
+/// least, i.e. holds the fewest tokens (each one a hit the service already counted, lost
+/// with the entry), the one expiring first among those.
 fn with_grant(
     entries: Vec<Lease>,
     fingerprint: u128,
@@ -216,12 +244,12 @@ fn with_grant(
     }
     let mut evicted = false;
     while others.len() >= WAYS as usize {
-        let first = others
+        let least = others
             .iter()
             .enumerate()
-            .min_by_key(|(_, e)| e.expires_ns())
+            .min_by_key(|(_, e)| (e.available(now_ns), e.expires_ns()))
             .map_or(0, |(i, _)| i);
-        others.remove(first);
+        others.remove(least);
         evicted = true;
     }
     mine.add(grant, now_ns);

@@ -37,6 +37,7 @@ pub mod local;
 pub mod log_throttle;
 pub mod metrics;
 pub mod over_limit;
+pub mod placement;
 pub mod proto;
 pub mod protocol;
 pub mod response;

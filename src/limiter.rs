@@ -26,6 +26,7 @@ use crate::lease::LeaseTable;
 use crate::local::{Held, PerBucket, Take};
 use crate::metrics::Tally;
 use crate::over_limit::OverLimitCache;
+use crate::placement::PlacementKey;
 use crate::protocol::{self, Protocol};
 use crate::response::{self, Headers, Reply, Standing};
 use crate::shared::SharedData;
@@ -35,6 +36,7 @@ use cached::CacheKey;
 pub use charge::{ChargeOutcome, GlobalCharge};
 use leased::LeaseStep;
 use record::{record, Outcome};
+use std::cell::Cell;
 
 /// What the host must do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,9 +103,9 @@ pub struct Pending {
     local: PerBucket<Standing>,
     /// A local shadow rule would have rejected the request.
     shadow_denied: bool,
-    /// The global rules as the over-limit cache knows them, one per rule asked about
-    /// (empty when the cache is off).
-    cache_keys: Vec<CacheKey>,
+    /// The request's global rules as the over-limit cache knows them (`None` when the
+    /// cache is off, or no enforced global rule applies).
+    cache_key: Option<CacheKey>,
     /// The lease keys of the global rules asked about, one per rule, when quota is asked
     /// for (empty: none asked).
     lease_keys: Vec<u128>,
@@ -143,11 +145,16 @@ pub struct Limiter {
     leases: Option<LeaseTable>,
     /// Some rule's cost is reported by the response: only then is a meter built.
     response_costs: bool,
+    /// The secret every fingerprint is keyed with (see [`crate::placement`]); a cell
+    /// because a root context may have to adopt another VM's key after a startup race.
+    placement: Cell<PlacementKey>,
 }
 
 impl Limiter {
-    /// A limiter for a validated configuration.
-    pub fn new(config: Config) -> Limiter {
+    /// A limiter for a validated configuration, placing its entries in shared data with
+    /// `placement`, the key every VM of this Envoy agreed on
+    /// ([`PlacementKey::load_or_create`]).
+    pub fn new(config: Config, placement: PlacementKey) -> Limiter {
         let table = Table::new(config.max_buckets);
         let over_limit = config
             .rls
@@ -168,7 +175,19 @@ impl Limiter {
             over_limit,
             leases,
             response_costs,
+            placement: Cell::new(placement),
         }
+    }
+
+    /// The key this limiter's fingerprints are made with.
+    pub fn placement(&self) -> PlacementKey {
+        self.placement.get()
+    }
+
+    /// Uses `key` from now on: the one stored in shared data, when it turns out not to be
+    /// ours ([`PlacementKey::reconcile`]).
+    pub fn adopt_placement(&self, key: PlacementKey) {
+        self.placement.set(key);
     }
 
     /// The lease table, when some rule asks for quota leases.
@@ -261,7 +280,7 @@ impl Limiter {
         lookup.record(false, tally);
         // Local rules: take from the shared buckets.
         let mut pending = Pending {
-            cache_keys: lookup.keys,
+            cache_key: lookup.key.take(),
             ..Pending::default()
         };
         if !takes.is_empty() {

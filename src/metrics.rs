@@ -102,6 +102,8 @@ pub enum Global {
     LeaseRefills,
     /// Live leases evicted because their set was full (their tokens are lost).
     LeaseEvictions,
+    /// Grants cut to `rls.max_grant_requests` hits or `rls.max_grant_valid_ms`.
+    LeaseGrantsClamped,
     /// Responses charged the cost they reported (a rule with a response cost).
     UsageReported,
     /// Tokens charged for responses, reported or fallback.
@@ -128,7 +130,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 46] = [
+    pub const ALL: [Global; 47] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -166,6 +168,7 @@ impl Global {
         Global::LeaseGrants,
         Global::LeaseRefills,
         Global::LeaseEvictions,
+        Global::LeaseGrantsClamped,
         Global::UsageReported,
         Global::UsageTokens,
         Global::UsageFallbackAbsent,
@@ -217,6 +220,7 @@ impl Global {
             Global::LeaseGrants => "floodgate.lease.grants",
             Global::LeaseRefills => "floodgate.lease.refills",
             Global::LeaseEvictions => "floodgate.lease.evictions",
+            Global::LeaseGrantsClamped => "floodgate.lease.grants_clamped",
             Global::UsageReported => "floodgate.usage.reported",
             Global::UsageTokens => "floodgate.usage.tokens",
             Global::UsageFallbackAbsent => "floodgate.usage.fallback.absent",

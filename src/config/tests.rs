@@ -126,7 +126,10 @@ fn global_rules_and_the_rate_limit_service_parse() {
             timeout_ms: 20,
             failure_mode: FailureMode::Allow,
             over_limit_cache_slots: NonZeroU32::new(1024),
+            over_limit_cache_max_seconds: 60,
             lease_slots: NonZeroU32::new(1024).unwrap(),
+            max_grant_requests: 1_000_000,
+            max_grant_valid_ms: 3_600_000,
         })
     );
     assert_eq!(

@@ -5,9 +5,11 @@ use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
     DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
-    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_MAX_GRANT_REQUESTS, DEFAULT_MAX_GRANT_VALID_MS,
+    DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
     MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
-    MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    MAX_MAX_GRANT_VALID_MS, MAX_OVER_LIMIT_CACHE_MAX_SECONDS, MAX_OVER_LIMIT_CACHE_SLOTS,
+    MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -106,12 +108,36 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
         over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
+        over_limit_cache_max_seconds: bounded(
+            "rls.over_limit_cache_max_seconds",
+            r.over_limit_cache_max_seconds,
+            u64::from(DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS),
+            u64::from(MAX_OVER_LIMIT_CACHE_MAX_SECONDS),
+            "(one day)",
+        )
+        .map(|s| u32::try_from(s).unwrap_or(MAX_OVER_LIMIT_CACHE_MAX_SECONDS))?,
         lease_slots: slots(
             "rls.lease_slots",
             r.lease_slots,
             DEFAULT_LEASE_SLOTS,
             MAX_LEASE_SLOTS,
         )?,
+        max_grant_requests: bounded(
+            "rls.max_grant_requests",
+            r.max_grant_requests,
+            u64::from(DEFAULT_MAX_GRANT_REQUESTS),
+            u64::from(u32::MAX),
+            "",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))?,
+        max_grant_valid_ms: bounded(
+            "rls.max_grant_valid_ms",
+            r.max_grant_valid_ms,
+            u64::from(DEFAULT_MAX_GRANT_VALID_MS),
+            u64::from(MAX_MAX_GRANT_VALID_MS),
+            "(one day)",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(MAX_MAX_GRANT_VALID_MS))?,
     })
 }
 
@@ -127,6 +153,25 @@ fn over_limit_cache(
         MAX_OVER_LIMIT_CACHE_SLOTS,
     )?;
     Ok(on.unwrap_or(true).then_some(n))
+}
+
+/// A whole number (field `at`): `default` when unset, 1 to `max`; `max_note` follows the
+/// maximum in the error, saying what it is.
+fn bounded(
+    at: &str,
+    n: Option<u64>,
+    default: u64,
+    max: u64,
+    max_note: &str,
+) -> Result<u64, ConfigError> {
+    match n.unwrap_or(default) {
+        0 => Err(ConfigError::new(at, "must be at least 1")),
+        n if n > max => Err(ConfigError::new(
+            at,
+            format!("must be at most {max} {max_note}").trim_end(),
+        )),
+        n => Ok(n),
+    }
 }
 
 /// A table size in shared data (field `at`): `default` when unset, 1 to `max`.

@@ -40,7 +40,13 @@ pub struct Rls {
     #[serde(default)]
     pub over_limit_cache_slots: Option<u64>,
     #[serde(default)]
+    pub over_limit_cache_max_seconds: Option<u64>,
+    #[serde(default)]
     pub lease_slots: Option<u64>,
+    #[serde(default)]
+    pub max_grant_requests: Option<u64>,
+    #[serde(default)]
+    pub max_grant_valid_ms: Option<u64>,
 }
 
 /// A global limit: decided by the rate limit service, which holds the numbers.

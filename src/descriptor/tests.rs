@@ -105,43 +105,16 @@ fn queries_and_fragments_are_stripped_from_paths() {
 }
 
 #[test]
-fn fingerprints_separate_rules_values_and_limits() {
-    let q = Quota::new(1, 1_000_000).unwrap();
-    let v = |s: &[&str]| s.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
-    let base = fingerprint("all", q, &v(&["acme"]));
-    assert_eq!(base, fingerprint("all", q, &v(&["acme"])));
-    assert_ne!(base, fingerprint("all", q, &v(&["acme2"])));
-    assert_ne!(base, fingerprint("api", q, &v(&["acme"])));
-    assert_ne!(base, fallback_fingerprint("all", q, &v(&["acme"])));
-    assert_ne!(
-        fingerprint("all", q, &v(&["ab", "c"])),
-        fingerprint("all", q, &v(&["a", "bc"]))
-    );
-    let changed = Quota::new(2, 1_000_000).unwrap();
-    assert_ne!(base, fingerprint("all", changed, &v(&["acme"])));
-}
-
-/// Pins the fingerprint so that a change to it (which resets every bucket of a
-/// running Envoy on upgrade) is a deliberate one.
-#[test]
-fn fingerprint_is_stable() {
-    let q = Quota::new(1, 1_000_000).unwrap();
-    assert_eq!(
-        fingerprint("all", q, &[b"acme".to_vec()]),
-        0x1e9e_7f9a_07de_714b_5193_2f28_bd77_680d
-    );
-}
-
-#[test]
 fn distinct_bytes_are_distinct_values_and_buckets() {
     let rules = rules(TWO_RULES);
-    let q = Quota::new(1, 1_000_000).unwrap();
+    let q = crate::bucket::Quota::new(1, 1_000_000).unwrap();
     let mut seen = std::collections::HashSet::new();
     for raw in [&b"t\xff"[..], b"t\xfe", "t\u{fffd}".as_bytes()] {
         let mut req = FakeRequest::new(&[(":path", "/")]).with("x-tenant", raw);
         let applied = applicable(&rules, MAX, &mut req).unwrap();
         assert_eq!(applied[0].values[0], raw);
-        assert!(seen.insert(fingerprint("all", q, &applied[0].values)));
+        let key = crate::placement::PlacementKey::from_bytes([7; 16]);
+        assert!(seen.insert(key.bucket("all", q, &applied[0].values)));
     }
 }
 

@@ -94,6 +94,14 @@ extern "C" {
     fn proxy_increment_metric(metric_id: u32, offset: i64) -> u32;
 }
 
+// WASI's `random_get`: proxy-wasm hosts provide it (Envoy's with BoringSSL's
+// `RAND_bytes`), to modules of any wasm32 target. The standard library of
+// wasm32-wasip1 imports it already (for its hash maps' keys).
+#[link(wasm_import_module = "wasi_snapshot_preview1")]
+extern "C" {
+    fn random_get(buf: *mut u8, buf_len: usize) -> u32;
+}
+
 /// `Ok` for the OK status, the status itself otherwise.
 fn check(status: u32) -> Result<(), Status> {
     match Status(status) {
@@ -128,6 +136,16 @@ pub fn current_time_ns() -> Result<u64, Status> {
     // SAFETY: the host writes one u64 through a valid pointer.
     check(unsafe { proxy_get_current_time_nanoseconds(&mut t) })?;
     Ok(t)
+}
+
+/// Bytes from the host's cryptographic random generator; `Err` holds the WASI errno.
+pub fn random_bytes<const N: usize>() -> Result<[u8; N], u32> {
+    let mut out = [0u8; N];
+    // SAFETY: the host writes at most `N` bytes into a buffer of `N` bytes.
+    match unsafe { random_get(out.as_mut_ptr(), N) } {
+        0 => Ok(out),
+        errno => Err(errno),
+    }
 }
 
 /// Asks for `on_tick` every `ms` milliseconds (in this root context's thread).

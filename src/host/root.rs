@@ -2,8 +2,9 @@
 //!
 //! Envoy creates one root context per VM: the main thread's first, then one per worker.
 //! Each parses and validates the configuration (a bad one makes `on_configure` return
-//! false, so Envoy refuses the filter), makes sure the bucket table exists in shared
-//! data, defines the metrics and flushes this thread's tally once per tick.
+//! false, so Envoy refuses the filter), agrees with the other VMs on the placement key
+//! ([`crate::placement`]), makes sure the tables exist in shared data, defines the
+//! metrics, and once per tick checks the placement key and flushes this thread's tally.
 
 use super::failure::HostFailure;
 use super::hostcalls;
@@ -14,6 +15,7 @@ use crate::config::Config;
 use crate::grpc;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
+use crate::placement::PlacementKey;
 use crate::rls;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -60,9 +62,11 @@ impl Root {
         }
     }
 
-    /// Flushes this thread's metric tally.
+    /// Checks the placement key against the stored one and flushes this thread's
+    /// metric tally.
     pub fn tick(&mut self) {
         if let Some(plugin) = &self.plugin {
+            plugin.reconcile_placement();
             plugin.flush();
         }
     }
@@ -81,7 +85,12 @@ fn configure() -> Result<Plugin, String> {
     config
         .refuse_response_costs()
         .map_err(|e| format!("invalid configuration: {e}"))?;
-    let limiter = Limiter::new(config);
+    let agreed = PlacementKey::load_or_create(&HostShared, hostcalls::random_bytes::<16>)
+        .map_err(|e| format!("cannot agree on the placement key in shared data ({e:?})"))?;
+    if agreed.drawn {
+        log::info!("placement key drawn and stored in shared data");
+    }
+    let limiter = Limiter::new(config, agreed.key);
     // A global-only configuration without fallbacks takes no buckets: no table.
     let local = limiter.needs_table();
     let created = if local {
@@ -186,6 +195,20 @@ impl Plugin {
         let mut pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         pairs.push((rls::QUOTA_HEADER, quota));
         std::borrow::Cow::Owned(memory::encode_pairs(&pairs))
+    }
+
+    /// Takes the placement key stored in shared data if it is not this VM's: VMs that
+    /// raced to create it converge here, within a tick (see [`crate::placement`]). One
+    /// shared-data read per tick when they agree; a failure is tried again next tick.
+    fn reconcile_placement(&self) {
+        match self.limiter.placement().reconcile(&HostShared) {
+            Ok(None) => {}
+            Ok(Some(stored)) => {
+                log::warn!("placement key: another VM stored its own first; adopted it");
+                self.limiter.adopt_placement(stored);
+            }
+            Err(e) => log::warn!("placement key: cannot check it in shared data ({e:?})"),
+        }
     }
 
     /// Counts a host failure (see [`super::failure`]) for the next flush.

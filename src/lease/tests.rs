@@ -140,7 +140,32 @@ fn a_third_grant_merges_to_the_earlier_deadline_never_a_later_one() {
 }
 
 #[test]
-fn a_full_set_evicts_the_entry_expiring_first_and_counts_it() {
+fn a_full_set_evicts_the_entry_holding_fewest_tokens_and_counts_it() {
+    let (t, store) = (table(1), MemoryShared::default());
+    t.prepare(&store).unwrap();
+    // The entry expiring first holds the most: the one with the fewest goes instead.
+    for (fp, tokens) in [(0u128, 90), (1, 5), (2, 60), (3, 70)] {
+        let until = (10 + fp as u64) * S;
+        assert!(
+            !t.store(&store, fp, grant(tokens, until), 0)
+                .unwrap()
+                .evicted
+        );
+    }
+    assert!(t.store(&store, 99, grant(100, 50 * S), 0).unwrap().evicted);
+    assert_eq!(t.get(&store, 1).unwrap(), None, "the fewest tokens went");
+    for kept in [0, 2, 3, 99] {
+        assert!(t.get(&store, kept).unwrap().is_some(), "{kept}");
+    }
+    // A spent entry waiting for its refill holds none: it goes before any that holds some.
+    let spent = t.spend(&store, 2, 60, S, FLIGHT).unwrap();
+    assert!(spent.taken.is_some() && spent.refill);
+    assert!(t.store(&store, 98, grant(100, 50 * S), S).unwrap().evicted);
+    assert_eq!(t.get(&store, 2).unwrap(), None);
+}
+
+#[test]
+fn among_equal_holdings_the_entry_expiring_first_is_evicted() {
     let (t, store) = (table(1), MemoryShared::default());
     t.prepare(&store).unwrap();
     for fp in 0..WAYS {
@@ -166,6 +191,26 @@ fn a_full_set_evicts_the_entry_expiring_first_and_counts_it() {
         2,
         "the set key and its count, whatever was stored"
     );
+}
+
+#[test]
+fn grants_are_kept_within_their_bounds() {
+    let bounds = GrantBounds {
+        max_requests: 100,
+        max_valid_ns: 10 * S,
+    };
+    assert_eq!(
+        bounds.clamp(50, 5 * S, 0),
+        (grant(50, 5 * S), false),
+        "within both"
+    );
+    assert_eq!(bounds.clamp(u32::MAX, 5 * S, 0), (grant(100, 5 * S), true));
+    assert_eq!(
+        bounds.clamp(50, u64::MAX, 3 * S),
+        (grant(50, 13 * S), true),
+        "from its arrival"
+    );
+    assert_eq!(bounds.clamp(100, 10 * S, 0), (grant(100, 10 * S), false));
 }
 
 proptest! {

@@ -108,10 +108,9 @@ impl Limiter {
             };
             record(finished, tally);
             // Only read the clock when there is a denial to remember.
-            if self.over_limit.is_some() && !pending.cache_keys.is_empty() {
+            if let Some(key) = &pending.cache_key {
                 if let Some(now) = clock.now() {
-                    let keys = &pending.cache_keys;
-                    self.remember_denials(keys, &shadows, &decided, now, store, tally);
+                    self.remember_denial(key, &shadows, &decided, now, store, tally);
                 }
             }
             if let (false, Some(now)) = (pending.held.is_empty(), clock.now()) {

@@ -3,7 +3,7 @@
 
 use super::{Limiter, Pending};
 use crate::config::{Limit, Rule};
-use crate::descriptor::{self, Applied};
+use crate::descriptor::Applied;
 use crate::local::Take;
 use crate::rls;
 
@@ -41,7 +41,7 @@ impl Limiter {
                 else {
                     return None;
                 };
-                let fingerprint = descriptor::fallback_fingerprint(&rule.name, quota, &a.values);
+                let fingerprint = self.placement().fallback(&rule.name, quota, &a.values);
                 Some((
                     a.rule,
                     Take {

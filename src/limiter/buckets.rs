@@ -4,7 +4,7 @@
 use super::record::{record, rule_counter, BucketFailure, Outcome};
 use super::Limiter;
 use crate::config::Limit;
-use crate::descriptor::{self, Applied};
+use crate::descriptor::Applied;
 use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{PerRule, Tally};
 use crate::response::Standing;
@@ -51,7 +51,7 @@ impl Limiter {
                     Limit::Local(quota) => Some((
                         a.rule,
                         Take {
-                            fingerprint: descriptor::fingerprint(&rule.name, quota, &a.values),
+                            fingerprint: self.placement().bucket(&rule.name, quota, &a.values),
                             quota,
                             shadow: rule.shadow,
                             cost,

@@ -71,6 +71,8 @@ pub(super) enum Outcome<'a> {
     },
     /// A grant was stored in the lease table (`None`: shared data failed).
     LeaseStored(Option<lease::Stored>),
+    /// A grant held more hits, or lasted longer, than the configured bounds: cut to them.
+    LeaseClamped,
     /// A call to the rate limit service is made.
     Asked,
     /// A response's cost is known: what it reported (or the fallback and why), and the
@@ -220,6 +222,7 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(Global::LeaseEvictions, u32::from(stored.evicted));
             tally.add(Global::CasConflicts, stored.conflicts);
         }
+        Outcome::LeaseClamped => tally.add(Global::LeaseGrantsClamped, 1),
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
         Outcome::Charged { usage, skipped } => {
             tally.add(

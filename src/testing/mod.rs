@@ -14,8 +14,12 @@ mod shared;
 pub use request::FakeRequest;
 pub use shared::{Broken, MemoryShared};
 
+use crate::placement::PlacementKey;
 use crate::response::Headers;
 use std::borrow::Cow;
+
+/// The placement key of the tests: a fixed one, so that failures reproduce.
+pub const PLACEMENT: PlacementKey = PlacementKey::from_bytes([0x42; 16]);
 
 /// Headers from literal pairs, for comparing with replies.
 pub fn h(pairs: &[(&'static str, &str)]) -> Headers {

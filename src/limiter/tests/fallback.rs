@@ -275,7 +275,7 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
     assert!(counted.contains(&("floodgate.failure_mode_denied".into(), 4)));
     assert!(!counted.iter().any(|(n, _)| n.contains("fallback")));
     // Rejected, they consumed nothing: the fallback bucket was never written...
-    let fallback = descriptor::fallback_fingerprint(
+    let fallback = l.placement().fallback(
         "guarded",
         bucket::Quota::new(2, 0).unwrap(),
         &[b"a".to_vec()],
@@ -349,11 +349,13 @@ fn fallback_buckets_are_apart_from_local_ones() {
         ),
         Verdict::Continue(_)
     ));
-    let fallback =
-        descriptor::fallback_fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()]);
+    let fallback = l
+        .placement()
+        .fallback("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()]);
     assert_ne!(
         fallback,
-        descriptor::fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()])
+        l.placement()
+            .bucket("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()])
     );
 }
 

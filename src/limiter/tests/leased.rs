@@ -240,7 +240,9 @@ fn an_over_limit_answer_stores_no_grant() {
         &mut tally,
     );
     assert!(matches!(verdict, Verdict::Reject(_)));
-    let key = descriptor::over_limit_fingerprint("edge", "tenant-global", &[b"acme".to_vec()]);
+    let key = l
+        .placement()
+        .lease("edge", "tenant-global", &[b"acme".to_vec()]);
     assert_eq!(l.lease_table().unwrap().get(&store, key).unwrap(), None);
 }
 

@@ -19,7 +19,7 @@ pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
     let tally = Tally::new(config.rules.len());
-    let limiter = Limiter::new(config);
+    let limiter = Limiter::new(config, crate::testing::PLACEMENT);
     let store = MemoryShared::default();
     // As the host does: a global-only configuration gets no bucket table, and the
     // over-limit cache its own keys when it is on.
@@ -276,9 +276,11 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod charge;
+mod denial_sets;
 mod fallback;
 mod fields;
 mod global;
 mod leased;
 mod refusal;
+mod trust;
 mod usage;

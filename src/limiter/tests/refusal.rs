@@ -18,7 +18,7 @@ const LOCAL: &str = r#"{"rules":[{"name":"r","descriptors":[{"key":"tenant","hea
 fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
     let tally = Tally::new(config.rules.len());
-    let limiter = Limiter::new(config);
+    let limiter = Limiter::new(config, crate::testing::PLACEMENT);
     let store = MemoryShared::default();
     if limiter.needs_table() {
         limiter.table().prepare(&store).unwrap();

@@ -202,7 +202,7 @@ fn the_meter_goes_through_a_call_to_the_rate_limit_service() {
     );
     assert!(matches!(verdict, Verdict::Reject(_)), "{verdict:?}");
     let remaining = |t: &str| {
-        let fp = crate::descriptor::fingerprint(
+        let fp = l.placement().bucket(
             "tokens",
             crate::bucket::Quota::new(1000, 1_000_000).unwrap(),
             &[t.as_bytes().to_vec()],
