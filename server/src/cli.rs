@@ -1,10 +1,13 @@
-//! Command-line flags.
+//! Command-line flags (and, for the settings the reference service reads from its
+//! environment, those variables: a flag wins over a variable).
 
+pub mod redis;
+
+use self::redis::RedisArgs;
 use crate::config::LoadOptions;
 use crate::listener::{automatic_max_connections, Limits};
 use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders};
 use crate::store::memory::DEFAULT_CAPACITY;
-use crate::store::redis::{RedisOptions, Target};
 use crate::store::Counting;
 use clap::Parser;
 use std::net::SocketAddr;
@@ -85,26 +88,9 @@ pub struct Args {
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]
     pub memory_capacity: usize,
 
-    /// Keep counters in Redis instead of in memory, so that every replica shares them:
-    /// redis://HOST:PORT (also redis://USER:PASSWORD@HOST:PORT/DB). Without it (or
-    /// --redis-cluster), counters live in this process's memory.
-    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
-    pub redis_url: Option<String>,
-
-    /// Keep counters in a Redis Cluster, found through these seed nodes: comma-separated
-    /// redis://HOST:PORT URLs (any few nodes of the cluster).
-    #[arg(long, value_name = "URLS", value_delimiter = ',')]
-    pub redis_cluster: Vec<String>,
-
-    /// The longest one Redis call may take, connecting included, before the request answers
-    /// UNAVAILABLE, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
-    pub redis_timeout_ms: u64,
-
-    /// Redis calls allowed in flight at once; beyond that, requests answer UNAVAILABLE at
-    /// once instead of queueing (bounds memory while Redis is slow or away).
-    #[arg(long, value_name = "CALLS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    pub redis_max_in_flight: u32,
+    /// The Redis store (without a target: the memory store).
+    #[command(flatten)]
+    pub redis: RedisArgs,
 
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
     /// open-files limit (ulimit -n) less 100, at most 10,000 (1,000 where it cannot be read).
@@ -146,19 +132,13 @@ impl Args {
         }
     }
 
-    /// The Redis store's options, or `None` for the memory store.
-    pub fn redis(&self) -> Option<RedisOptions> {
-        let target = match (&self.redis_url, self.redis_cluster.is_empty()) {
-            (Some(url), _) => Target::Single(url.clone()),
-            (None, false) => Target::Cluster(self.redis_cluster.clone()),
-            (None, true) => return None,
-        };
-        Some(RedisOptions {
-            target,
-            timeout: Duration::from_millis(self.redis_timeout_ms),
-            max_in_flight: self.redis_max_in_flight as usize,
-            counting: self.counting,
-        })
+    /// The Redis store's options (`None`: the memory store), from the flags and the
+    /// process's environment; see [`redis`].
+    pub fn redis(&self) -> Result<redis::Resolved, String> {
+        self.redis
+            .resolve(self.counting, &|name| std::env::var(name).ok(), &|path| {
+                std::fs::read(path)
+            })
     }
 
     /// How the RLS layer answers, from the protocol flags.

@@ -60,7 +60,14 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    match args.redis() {
+    let redis = args.redis().map_err(ServerError::Redis)?;
+    if redis.password_on_argv {
+        tracing::warn!(
+            "the Redis password is on the command line, where every local user can read it \
+             (ps); use --redis-password-file or REDIS_AUTH"
+        );
+    }
+    match redis.options {
         None => {
             let store =
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
@@ -74,7 +81,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
             let store = RedisStore::connect(options, health.clone())
                 .await
                 .map_err(ServerError::Redis)?;
-            tracing::info!(?target, up = store.is_up(), "Redis store");
+            tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
             serve(args, files, shared, store, metrics, stop).await
         }

@@ -42,6 +42,14 @@ impl From<RedisError> for Failure {
             || e.is_connection_dropped()
             || e.is_connection_refusal()
             || e.is_cluster_error()
+            // A demoted master (after a failover) or one cut off from its replicas: the
+            // master is elsewhere, or about to be.
+            || matches!(
+                e.kind(),
+                redis::ErrorKind::Server(
+                    redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
+                )
+            )
         {
             Failure::Connectivity(e.to_string())
         } else {
@@ -145,6 +153,18 @@ impl Inner {
     /// One probe: connects if needed and `PING`s (`TIME` on a single Redis), within the timeout.
     pub(super) async fn probe(&self) {
         let t = self.options.timeout;
+        // Sentinel: find the master first, within its own timeout (asking the sentinels
+        // and connecting to a new master are two round trips more than the probe's own).
+        match tokio::time::timeout(t * 3, self.conn.follow(&self.redis_clock)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(f)) => return self.outage.failed(&f, true),
+            Err(_) => {
+                return self.outage.failed(
+                    &Failure::Connectivity(format!("no master found within {:?}", t * 3)),
+                    true,
+                )
+            }
+        }
         let result = tokio::time::timeout(t, self.conn.ping(&self.redis_clock)).await;
         match result {
             Ok(Ok(())) => self.outage.succeeded(),
