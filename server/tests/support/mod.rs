@@ -7,6 +7,7 @@
 
 pub mod certs;
 pub mod redis;
+pub mod sentinel;
 
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
