@@ -2,6 +2,7 @@
 //! environment, those variables: a flag wins over a variable).
 
 pub mod redis;
+pub mod tls;
 
 use self::redis::RedisArgs;
 use crate::config::LoadOptions;
@@ -92,6 +93,10 @@ pub struct Args {
     #[command(flatten)]
     pub redis: RedisArgs,
 
+    /// TLS and mutual TLS on the gRPC port, and who may send charges and quota requests.
+    #[command(flatten)]
+    pub tls: self::tls::TlsArgs,
+
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
     /// open-files limit (ulimit -n) less 100, at most 10,000 (1,000 where it cannot be read).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -141,8 +146,15 @@ impl Args {
             })
     }
 
-    /// How the RLS layer answers, from the protocol flags.
-    pub fn rls(&self) -> RlsOptions {
+    /// The gRPC port's TLS and who may spend, from the flags and the process's
+    /// environment; see [`tls`].
+    pub fn grpc_tls(&self) -> Result<self::tls::Resolved, String> {
+        self.tls.resolve(&|name| std::env::var(name).ok())
+    }
+
+    /// How the RLS layer answers, from the protocol flags and who may spend (`permits`,
+    /// from [`Args::grpc_tls`]).
+    pub fn rls(&self, permits: &self::tls::Resolved) -> RlsOptions {
         let headers = if self.limit_response_headers {
             ResponseHeaders::Reference(HeaderNames {
                 limit: self.limit_header.clone(),
@@ -159,6 +171,8 @@ impl Args {
             shadow_mode: self.shadow_mode,
             near_limit_ratio: self.near_limit_ratio,
             dynamic_metadata: self.response_dynamic_metadata,
+            charges: permits.charges.clone(),
+            quota: permits.quota.clone(),
         }
     }
 

@@ -21,8 +21,10 @@
 //! connection, and nothing on the request path but a clock read per socket read or write.
 
 mod conn;
+mod transport;
 
 use crate::metrics::StaticLabels;
+use crate::tls::Acceptor;
 pub use conn::Guarded;
 use futures_util::stream::{self, Stream};
 use prometheus_client::metrics::counter::Counter;
@@ -33,6 +35,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+pub use transport::{PeerInfo, Transport};
 
 /// The HTTP/2 client connection preface (RFC 9113 §3.4) is this many bytes.
 pub const PREFACE_LEN: usize = 24;
@@ -164,15 +167,20 @@ pub fn next_backoff(current: Option<Duration>) -> Duration {
 
 /// The connections `listener` accepts, for tonic's `serve_with_incoming`. Never yields an
 /// error: failures are counted, logged and waited out here.
+///
+/// With `tls`, each connection is wrapped in TLS beneath the guard (the handshake runs
+/// concurrently, inside the connection's own reads; see [`crate::tls`]).
 pub fn incoming(
     listener: TcpListener,
     limits: Limits,
     metrics: Arc<ConnectionMetrics>,
+    tls: Option<Arc<Acceptor>>,
 ) -> impl Stream<Item = Result<Guarded, io::Error>> {
     stream::unfold(
         (listener, None::<Duration>),
         move |(listener, mut backoff)| {
             let metrics = metrics.clone();
+            let tls = tls.clone();
             async move {
                 loop {
                     match listener.accept().await {
@@ -184,7 +192,11 @@ pub fn incoming(
                                 continue;
                             }
                             let _ = stream.set_nodelay(true);
-                            let conn = Guarded::new(stream, limits, metrics);
+                            let transport = match &tls {
+                                Some(acceptor) => Transport::Tls(Box::new(acceptor.accept(stream))),
+                                None => Transport::Plain(stream),
+                            };
+                            let conn = Guarded::new(transport, limits, metrics);
                             return Some((Ok(conn), (listener, backoff)));
                         }
                         Err(e) => {

@@ -26,12 +26,14 @@
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
+//! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
 pub mod limits;
 mod lock_free;
 
 use crate::listener::ConnectionMetrics;
 use crate::store::health::Health;
+use crate::tls::TlsMetrics;
 use lock_free::{LatencyHistogram, StoreUp};
 use prometheus_client::encoding::{prometheus_text, text};
 use prometheus_client::metrics::counter::Counter;
@@ -225,6 +227,8 @@ pub struct Metrics {
     health: Arc<Health>,
     /// The gRPC listener's connections (see [`crate::listener`]).
     pub connections: Arc<ConnectionMetrics>,
+    /// TLS handshakes, certificate reloads and identity refusals (see [`crate::tls`]).
+    pub tls: Arc<TlsMetrics>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -319,6 +323,8 @@ impl Metrics {
         );
         let connections = Arc::new(ConnectionMetrics::default());
         connections.register(&mut registry);
+        let tls = Arc::new(TlsMetrics::default());
+        tls.register(&mut registry);
         Metrics {
             registry,
             families,
@@ -333,6 +339,7 @@ impl Metrics {
             store_cells,
             health,
             connections,
+            tls,
         }
     }
 

@@ -14,6 +14,7 @@ pub use headers::{HeaderNames, ResponseHeaders};
 
 use crate::algorithm::{Algorithm, Decision, Limit};
 use crate::config::{self, Rule};
+use crate::listener::PeerInfo;
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
@@ -25,6 +26,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 
+pub mod permit;
 pub mod quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
@@ -76,6 +78,10 @@ pub struct Options {
     pub near_limit_ratio: f64,
     /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
     pub dynamic_metadata: bool,
+    /// Who may send charges (`--charge-identities`, see [`permit`]).
+    pub charges: permit::Who,
+    /// Who may ask for quota leases (`--quota-identities`).
+    pub quota: permit::Who,
 }
 
 impl Default for Options {
@@ -85,6 +91,8 @@ impl Default for Options {
             shadow_mode: false,
             near_limit_ratio: 0.8,
             dynamic_metadata: false,
+            charges: permit::Who::Anyone,
+            quota: permit::Who::Anyone,
         }
     }
 }
@@ -356,14 +364,28 @@ impl<S: Store> RateLimitService for RlsService<S> {
         let kind = CallKind::of(request.metadata()).inspect_err(|_| {
             self.metrics.error(ErrorKind::InvalidArgument);
         })?;
+        let (metadata, extensions, req) = request.into_parts();
+        let identities = extensions
+            .get::<PeerInfo>()
+            .map_or(&[][..], PeerInfo::identities);
+        if kind == CallKind::Charge && !self.options.charges.admits(identities) {
+            self.metrics.tls.refused(permit::Refused::Charge);
+            return Err(Status::permission_denied(format!(
+                "this client's identity may not send {CHARGE_HEADER}"
+            )));
+        }
         // Every value of the quota header (sent twice is malformed); as bytes, since a
-        // non-ASCII value is malformed too, not an error.
-        let (metadata, _, req) = request.into_parts();
-        let header: Vec<&[u8]> = metadata
+        // non-ASCII value is malformed too, not an error. A caller not allowed to lease
+        // is answered as if it had asked for none.
+        let mut header: Vec<&[u8]> = metadata
             .get_all(QUOTA_HEADER)
             .iter()
             .map(|v| v.as_bytes())
             .collect();
+        if !header.is_empty() && !self.options.quota.admits(identities) {
+            self.metrics.tls.refused(permit::Refused::Quota);
+            header.clear();
+        }
         self.decide_call(req, &header, kind)
             .await
             .map(Response::new)

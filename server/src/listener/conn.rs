@@ -3,8 +3,10 @@
 //! The timers are polled from the connection's own reads: when a read would wait, the
 //! timer is polled too, and once it says so the read fails, which makes hyper close the
 //! connection. No task per connection; the request path gains one clock read per socket
-//! read or write.
+//! read or write. Under TLS the guard wraps the TLS stream: it sees plaintext, and the
+//! handshake timer covers the TLS handshake and the HTTP/2 preface together.
 
+use super::transport::{PeerInfo, Transport};
 use super::{Closed, ConnectionMetrics, Limits, PREFACE_LEN};
 use std::future::Future;
 use std::io;
@@ -12,9 +14,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
-use tonic::transport::server::{Connected, TcpConnectInfo};
+use tonic::transport::server::Connected;
 
 /// Where a connection stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,7 @@ fn on_timer(phase: Phase, last_activity: Instant, now: Instant, limits: &Limits)
 /// A gRPC connection under the listener's [`Limits`]; counted open until dropped.
 #[derive(Debug)]
 pub struct Guarded {
-    stream: TcpStream,
+    stream: Transport,
     phase: Phase,
     timer: Pin<Box<Sleep>>,
     last_activity: Instant,
@@ -64,7 +65,7 @@ pub struct Guarded {
 
 impl Guarded {
     pub(super) fn new(
-        stream: TcpStream,
+        stream: Transport,
         limits: Limits,
         metrics: Arc<ConnectionMetrics>,
     ) -> Guarded {
@@ -115,6 +116,22 @@ impl Guarded {
     }
 }
 
+impl Guarded {
+    /// A write or flush that would wait polls the timer too: under TLS the HTTP/2 server
+    /// first waits to *write* its SETTINGS, which cannot happen before the TLS handshake,
+    /// so a client stalled mid-handshake would otherwise never meet its deadline.
+    fn or_expiry<T>(
+        &mut self,
+        p: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        match p {
+            Poll::Pending => self.poll_expiry(cx).map(Err),
+            ready => ready,
+        }
+    }
+}
+
 impl Drop for Guarded {
     fn drop(&mut self) {
         self.metrics.open.dec();
@@ -122,10 +139,10 @@ impl Drop for Guarded {
 }
 
 impl Connected for Guarded {
-    type ConnectInfo = TcpConnectInfo;
+    type ConnectInfo = PeerInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
+        self.stream.peer_info()
     }
 }
 
@@ -159,7 +176,7 @@ impl AsyncWrite for Guarded {
         if let Poll::Ready(Ok(n)) = written {
             this.moved(n, false);
         }
-        written
+        this.or_expiry(written, cx)
     }
 
     fn poll_write_vectored(
@@ -172,7 +189,7 @@ impl AsyncWrite for Guarded {
         if let Poll::Ready(Ok(n)) = written {
             this.moved(n, false);
         }
-        written
+        this.or_expiry(written, cx)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -180,7 +197,9 @@ impl AsyncWrite for Guarded {
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+        let this = self.get_mut();
+        let flushed = Pin::new(&mut this.stream).poll_flush(cx);
+        this.or_expiry(flushed, cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
