@@ -158,22 +158,29 @@ fn pki(redis_names: &[&str]) -> Pki {
     }
 }
 
+/// A Redis speaking only TLS with a certificate for `names` (client certificates
+/// required when `auth_clients`), and its `rediss://` URL.
+fn tls_redis(names: &[&str], auth_clients: bool) -> (Pki, RedisServer, String) {
+    let pki = pki(names);
+    let redis = RedisServer::start_tls(
+        &pki.ca.cert(),
+        (&pki.redis.cert, &pki.redis.key),
+        (&pki.client.cert, &pki.client.key),
+        auth_clients,
+        &[],
+    );
+    let url = format!("rediss://127.0.0.1:{}", redis.port);
+    (pki, redis, url)
+}
+
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 #[tokio::test]
 async fn rediss_with_a_ca_file_and_a_client_certificate() {
-    let pki = pki(&["127.0.0.1", "localhost"]);
-    let redis = RedisServer::start_tls(
-        &pki.ca.cert(),
-        (&pki.redis.cert, &pki.redis.key),
-        (&pki.client.cert, &pki.client.key),
-        true,
-        &[],
-    );
+    let (pki, redis, url) = tls_redis(&["127.0.0.1", "localhost"], true);
     let (_dir, path) = config();
-    let url = format!("rediss://127.0.0.1:{}", redis.port);
     let ca = pki.ca.cert();
     let server = Server::start(
         &path,
@@ -238,16 +245,8 @@ async fn rediss_with_a_ca_file_and_a_client_certificate() {
 #[tokio::test]
 async fn skipping_the_host_name_check_still_checks_the_chain() {
     // Redis's certificate names another host than the one dialled.
-    let pki = pki(&["redis.internal.example"]);
-    let redis = RedisServer::start_tls(
-        &pki.ca.cert(),
-        (&pki.redis.cert, &pki.redis.key),
-        (&pki.client.cert, &pki.client.key),
-        false,
-        &[],
-    );
+    let (pki, _redis, url) = tls_redis(&["redis.internal.example"], false);
     let (_dir, path) = config();
-    let url = format!("rediss://127.0.0.1:{}", redis.port);
     let ca = pki.ca.cert();
     let checked = Server::start(&path, &["--redis-url", &url, "--redis-tls-ca-file", s(&ca)]);
     unavailable(&checked).await;
