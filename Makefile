@@ -41,7 +41,7 @@ export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 
-.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server soak fuzz clean
+.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server costs costs-budget soak fuzz clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -51,6 +51,7 @@ help:
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
+	@echo "make costs  - wasm instructions, host calls, ABI bytes and VM entries of every request path, against bench/costs/budget.toml"
 	@echo "make soak   - SOAK_SECONDS (600) of mixed load while Redis, the server and the listener change"
 	@echo "make fuzz   - every fuzz target under libFuzzer, FUZZ_SECONDS (default 600) each"
 
@@ -128,7 +129,8 @@ server:
 server-debug:
 	cargo build -p floodgate-server
 
-test: setup wasm wasm-trap oci server-debug
+# bench-wasm: the cost model's budget test counts the bench floors too.
+test: setup wasm wasm-trap oci server-debug bench-wasm
 	cargo test --workspace
 
 run: envoy wasm
@@ -152,6 +154,15 @@ lint: wasm-target
 
 fmt:
 	cargo fmt --all
+
+# The cost model (bench/costs): each request path's counts, deterministic, as tables and
+# against the committed budget (exit 1 if a path is over). `make costs-budget` writes the
+# counts as the new budget, for a commit that means to cost more (say why in it).
+costs: wasm bench-wasm
+	cargo run -q -p floodgate-costs
+
+costs-budget: wasm bench-wasm
+	cargo run -q -p floodgate-costs -- --write-budget
 
 # floodgate-server alone: each algorithm's decision (criterion), then decisions/s and
 # p50/p99 over gRPC against a do-nothing RLS floor at 1, 16 and 64 streams, then the Redis

@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-600}
 timeout=${FUZZ_TIMEOUT:-10}
-targets=${FUZZ_TARGETS:-"filter_config rls_answer descriptors server_config server_request usage_stream"}
+targets=${FUZZ_TARGETS:-"filter_config rls_answer descriptors server_config server_request usage_stream http2_frames"}
 
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked || exit 1
 # The workspace release profile has `lto = true` (for the wasm module); under LTO the

@@ -54,23 +54,27 @@ Local mode (envoy/local.yaml, listener 127.0.0.1:10000): 5 requests per tenant, 
 
 Global mode (envoy/global.yaml, listener 127.0.0.1:10001): 10 requests per minute per
 tenant, decided by floodgate-server (envoy/ratelimit/edge.yaml) for every Envoy asking it,
-after a local burst limit of 20 per client:
+after a local burst limit of 50 per client (10 more per second):
 
   for i in $(seq 12); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-tenant-id: acme' localhost:10001/; done
   curl -i -H 'x-tenant-id: acme' localhost:10001/          # 429 from the global limit
   curl -i -H 'x-tenant-id: big' -H 'x-cost: 10' localhost:10001/   # one request worth 10
 
-A leased limit (6 000 per minute per API key, leased 100 at a time): one call, then the
-requests spend the lease with no call (the counters flush once a second):
+A leased limit (6 000 per minute per API key, leased 100 at a time): the first request
+calls floodgate-server and gets a grant of 100 hits, the next 14 spend it with no call
+(the counters flush once a second):
 
   for i in $(seq 15); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-api-key: demo' localhost:10001/; done
-  sleep 1; curl -s localhost:9902/stats | grep -E 'floodgate\.(lease\.allowed|rls\.calls)'   # 14 from the lease, 1 call
+  sleep 2; curl -s localhost:9902/stats | grep -E 'floodgate\.lease\.(allowed|grants):'   # 14 from the lease, 1 grant
 
-Metrics:   curl -s localhost:9901/stats/prometheus | grep floodgate      (local Envoy)
-           curl -s localhost:9902/stats/prometheus | grep floodgate      (global Envoy)
-           curl -s localhost:8080/metrics                                (floodgate-server)
-Logs:      .run/
-Ctrl-C stops everything.
+Metrics, as Prometheus scrapes them:
+
+  curl -s localhost:9901/stats/prometheus | grep '^floodgate_'     # local Envoy
+  curl -s localhost:9902/stats/prometheus | grep '^floodgate_'     # global Envoy
+  curl -s localhost:8080/metrics | grep '^floodgate_'              # floodgate-server
+
+Every indented line above can be pasted as it is, top to bottom (make test does).
+Logs are in .run/. Ctrl-C stops everything.
 
 TXT
 wait

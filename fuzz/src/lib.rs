@@ -17,6 +17,7 @@
 pub mod cap;
 pub mod descriptors;
 pub mod filter_config;
+pub mod http2_frames;
 pub mod input;
 pub mod mutate;
 pub mod rls_answer;
@@ -28,13 +29,14 @@ pub mod usage_stream;
 pub type Body = fn(&[u8]);
 
 /// Every target by name (its directory under `corpus/` and `regressions/`) and body.
-pub const TARGETS: [(&str, Body); 6] = [
+pub const TARGETS: [(&str, Body); 7] = [
     ("filter_config", filter_config::run),
     ("rls_answer", rls_answer::run),
     ("descriptors", descriptors::run),
     ("server_config", server_config::run),
     ("server_request", server_request::run),
     ("usage_stream", usage_stream::run),
+    ("http2_frames", http2_frames::run),
 ];
 
 #[global_allocator]

@@ -5,13 +5,16 @@
 //! The service is configured with every algorithm, nested and wildcard descriptors,
 //! shadow and unlimited rules; the store is small (16 cells) so that inputs with many
 //! distinct descriptors fill it. Each request is decided three times on a clock that
-//! moves between them, so counters are created, exhausted and windows roll.
+//! moves between them, so counters are created, exhausted and windows roll, then sent as
+//! a stream-end charge (`x-floodgate-charge`), which must never block a limit for more
+//! than two of its units, however many hits it reports (debt is capped at one limit).
 
 use floodgate_server::clock::Clock;
 use floodgate_server::config::{self, source::Files};
 use floodgate_server::metrics::Metrics;
-use floodgate_server::proto::rls::{rate_limit_response::Code, RateLimitRequest};
-use floodgate_server::rls::{Options, ResponseHeaders, RlsService};
+use floodgate_server::proto::rls::rate_limit_response::{rate_limit::Unit, Code};
+use floodgate_server::proto::rls::RateLimitRequest;
+use floodgate_server::rls::{CallKind, Options, ResponseHeaders, RlsService};
 use floodgate_server::store::memory::MemoryStore;
 use prost::Message;
 use std::future::Future;
@@ -100,6 +103,24 @@ pub fn run(data: &[u8]) {
             ),
         }
         assert!(store.cells() <= CAPACITY, "the store outgrew its capacity");
+    }
+    if let Ok(charged) = ready(service.decide_call(request.clone(), &[], CallKind::Charge)) {
+        for s in &charged.statuses {
+            let (Some(limit), Some(reset)) = (&s.current_limit, &s.duration_until_reset) else {
+                continue;
+            };
+            let unit_s = match Unit::try_from(limit.unit) {
+                Ok(Unit::Second) => 1,
+                Ok(Unit::Minute) => 60,
+                Ok(Unit::Hour) => 3_600,
+                Ok(Unit::Day) => 86_400,
+                _ => continue,
+            };
+            assert!(
+                reset.seconds <= 2 * unit_s,
+                "a charge blocks {reset:?}, more than two units of {limit:?}"
+            );
+        }
     }
 }
 

@@ -113,6 +113,11 @@ fn usage_stream() {
 }
 
 #[test]
+fn http2_frames() {
+    replay("http2_frames");
+}
+
+#[test]
 fn every_target_is_replayed_and_has_a_libfuzzer_entry_point() {
     for (name, _) in TARGETS {
         let entry = fuzz_dir().join("fuzz_targets").join(format!("{name}.rs"));

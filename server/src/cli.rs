@@ -6,8 +6,8 @@ pub mod tls;
 
 use self::redis::RedisArgs;
 use crate::config::LoadOptions;
-use crate::listener::{automatic_max_connections, Limits};
-use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders};
+use crate::listener::{automatic_max_connections, Caps, HttpLimits, Limits, Timeouts};
+use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders, Trust};
 use crate::store::memory::DEFAULT_CAPACITY;
 use crate::store::Counting;
 use clap::Parser;
@@ -84,6 +84,17 @@ pub struct Args {
     #[arg(long)]
     pub merge_domains: bool,
 
+    /// Refuse stream-end charges (calls with x-floodgate-charge: 1) with PERMISSION_DENIED:
+    /// for a service whose callers need none (no cost known after the response), so that
+    /// no caller can put a limit into debt.
+    #[arg(long)]
+    pub refuse_charges: bool,
+
+    /// Ignore quota lease requests (x-floodgate-quota): such calls are decided with no
+    /// lease, so no caller can take hits ahead.
+    #[arg(long)]
+    pub refuse_quota: bool,
+
     /// Memory store capacity in cells (one per counter, plus one per sliding_window_log
     /// entry). When full, requests needing a new counter get UNAVAILABLE.
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]
@@ -98,19 +109,46 @@ pub struct Args {
     pub tls: self::tls::TlsArgs,
 
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
-    /// open-files limit (ulimit -n) less 100, at most 10,000 (1,000 where it cannot be read).
+    /// open-files limit (ulimit -n) less 100 and less --http-max-connections, at most
+    /// 10,000 (1,000 where it cannot be read).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub max_connections: usize,
+
+    /// gRPC connections open at once from one peer (source IP); beyond, a new one from it
+    /// is closed at once. 0: no per-peer cap. The default leaves room for an Envoy with
+    /// 128 workers opening two connections each.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONNECTIONS_PER_PEER)]
+    pub max_connections_per_peer: usize,
 
     /// How long a new gRPC connection has to send the HTTP/2 preface before it is closed,
     /// in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub handshake_timeout_ms: u64,
 
-    /// How long a gRPC connection may move no byte, either way, before it is closed, in
-    /// milliseconds.
+    /// How long a gRPC connection may carry no call (no HEADERS, CONTINUATION or DATA
+    /// frame either way; PINGs, SETTINGS and WINDOW_UPDATEs do not count) before it is
+    /// closed, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 600_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub idle_timeout_ms: u64,
+
+    /// HTTP connections (/healthz, /metrics) open at once; beyond, a new one is closed at
+    /// once. Counted out of the open-files limit before the gRPC port's automatic cap.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_max_connections: u64,
+
+    /// HTTP connections open at once from one peer (source IP). 0: no per-peer cap.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub http_max_connections_per_peer: usize,
+
+    /// How long an HTTP request's head may take, from the connection's start or the
+    /// previous answer, before the connection is closed, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 5_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_header_timeout_ms: u64,
+
+    /// How long an HTTP connection may move no byte, either way, before it is closed, in
+    /// milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub http_idle_timeout_ms: u64,
 
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
@@ -124,16 +162,40 @@ pub struct Args {
     pub worker_threads: usize,
 }
 
+/// `--max-connections-per-peer`'s default: an Envoy opens about one HTTP/2 connection per
+/// worker to the service (more while a pool drains or reconnects), and a large one runs
+/// 64 to 128 workers; 256 leaves it room for two each.
+pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
+
 impl Args {
-    /// The gRPC listener's limits, the automatic connection limit resolved.
-    pub fn connection_limits(&self) -> Limits {
+    /// The gRPC port's limits, the automatic connection cap resolved against the
+    /// open-files limit `open_files` (see [`crate::listener`]).
+    pub fn connection_limits(&self, open_files: Option<u64>) -> Limits {
+        let total = match self.max_connections {
+            0 => automatic_max_connections(open_files, self.http_limits().caps.total),
+            n => n,
+        };
         Limits {
-            max_connections: match self.max_connections {
-                0 => automatic_max_connections(),
-                n => n,
+            caps: Caps {
+                total,
+                per_peer: self.max_connections_per_peer,
             },
-            handshake_timeout: Duration::from_millis(self.handshake_timeout_ms),
-            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            timeouts: Timeouts {
+                handshake: Duration::from_millis(self.handshake_timeout_ms),
+                idle: Duration::from_millis(self.idle_timeout_ms),
+            },
+        }
+    }
+
+    /// The HTTP port's limits.
+    pub fn http_limits(&self) -> HttpLimits {
+        HttpLimits {
+            caps: Caps {
+                total: usize::try_from(self.http_max_connections).unwrap_or(usize::MAX),
+                per_peer: self.http_max_connections_per_peer,
+            },
+            header_timeout: Duration::from_millis(self.http_header_timeout_ms),
+            idle_timeout: Duration::from_millis(self.http_idle_timeout_ms),
         }
     }
 
@@ -173,6 +235,10 @@ impl Args {
             dynamic_metadata: self.response_dynamic_metadata,
             charges: permits.charges.clone(),
             quota: permits.quota.clone(),
+            trust: Trust {
+                allow_charges: !self.refuse_charges,
+                allow_quota: !self.refuse_quota,
+            },
         }
     }
 

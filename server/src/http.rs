@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 /// The routes, over the server's metrics.
 ///
-/// `/healthz` answers `200 ok` while the store answers, and `503 degraded: ...` while it is
-/// unreachable (the Redis store during an outage; the memory store is always up). The
+/// `/healthz` answers `200 ok` while the store can decide, and `503 degraded: store cannot
+/// decide (<cause>): <reason>` while it cannot (the Redis store during an outage, or while
+/// Redis refuses our credentials or our script; the memory store is always up). The
 /// process itself is fine then and recovers by itself: use it for readiness and alerts,
 /// not for a liveness probe that would restart the server.
 pub fn router(metrics: Arc<Metrics>) -> Router {
@@ -29,7 +30,7 @@ pub fn router(metrics: Arc<Metrics>) -> Router {
                     } else {
                         (
                             StatusCode::SERVICE_UNAVAILABLE,
-                            format!("degraded: store unreachable: {}", h.reason()),
+                            format!("degraded: {}", h.describe()),
                         )
                     }
                 }

@@ -17,21 +17,30 @@
 //! | `floodgate_near_limit_total` | counter | `domain` (OK decisions above `--near-limit-ratio` of their limit) |
 //! | `floodgate_requests_total` | counter | `result` (`ok`, `over_limit`, `shadow_over_limit`, `error`) |
 //! | `floodgate_store_latency_seconds` | histogram | `store` |
-//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`) |
+//! | `floodgate_errors_total` | counter | `kind` (`invalid_argument`, `store_unavailable`, `store_full`, `store_overloaded`, `permission_denied`) |
 //! | `floodgate_config_reloads_total` | counter | `result` (`success`, `failure`) |
 //! | `floodgate_store_cells` | gauge | `store` |
-//! | `floodgate_store_up` | gauge | `store` (1 reachable, 0 down: see [`crate::store::health`]) |
+//! | `floodgate_store_up` | gauge | `store` (1 can decide, 0 down: see [`crate::store::health`]) |
+//! | `floodgate_store_failures_total` | counter | `cause` (`unreachable`, `timeout`, `auth`, `refused`, `script`: failed store calls and probes) |
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
-//! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`) |
+//! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
+//! | `floodgate_http_connections` | gauge | none (HTTP connections open) |
+//! | `floodgate_http_connections_closed_total` | counter | `reason` (`header_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
+//! | `floodgate_http_accept_errors_total` | counter | none |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
-//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was refused) |
+//! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
+//! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
 //! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
+mod domains;
 pub mod limits;
 mod lock_free;
 
-use crate::listener::ConnectionMetrics;
+use domains::DomainFamilies;
+pub use domains::{DomainCounters, Outcome};
+
+use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;
 use crate::tls::TlsMetrics;
 use lock_free::{LatencyHistogram, StoreUp};
@@ -44,26 +53,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-/// How one request descriptor was decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Within its limit.
-    Ok,
-    /// Over its limit, answered OVER_LIMIT.
-    OverLimit,
-    /// Over a shadow-mode limit, answered OK.
-    ShadowOverLimit,
-    /// No limit applies (no match, or `unlimited`).
-    NoLimit,
-}
-
-const OUTCOMES: [(Outcome, &str); 4] = [
-    (Outcome::Ok, "ok"),
-    (Outcome::OverLimit, "over_limit"),
-    (Outcome::ShadowOverLimit, "shadow_over_limit"),
-    (Outcome::NoLimit, "no_limit"),
-];
-
 /// A failed request, by cause.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -75,13 +64,16 @@ pub enum ErrorKind {
     StoreFull,
     /// Too many Redis calls were in flight already.
     StoreOverloaded,
+    /// A charge that `--refuse-charges` refuses.
+    PermissionDenied,
 }
 
-const ERROR_KINDS: [(ErrorKind, &str); 4] = [
+const ERROR_KINDS: [(ErrorKind, &str); 5] = [
     (ErrorKind::InvalidArgument, "invalid_argument"),
     (ErrorKind::StoreUnavailable, "store_unavailable"),
     (ErrorKind::StoreFull, "store_full"),
     (ErrorKind::StoreOverloaded, "store_overloaded"),
+    (ErrorKind::PermissionDenied, "permission_denied"),
 ];
 
 const REQUEST_RESULTS: [&str; 4] = ["ok", "over_limit", "shadow_over_limit", "error"];
@@ -89,83 +81,6 @@ const RELOAD_RESULTS: [&str; 2] = ["success", "failure"];
 
 /// A label set of fixed names and values known at compile time.
 pub(crate) type StaticLabels = [(&'static str, &'static str); 1];
-
-/// `floodgate_decisions_total`'s label set: the domain, then the result.
-type DecisionLabels = [(&'static str, String); 2];
-
-/// The label set of a per-domain series (`floodgate_near_limit_total`,
-/// `floodgate_quota_granted_hits_total`): the domain.
-type DomainLabels = [(&'static str, String); 1];
-
-/// The per-domain families, from which each domain's handles are made.
-#[derive(Debug, Clone, Default)]
-struct DomainFamilies {
-    decisions: Family<DecisionLabels, Counter>,
-    near_limit: Family<DomainLabels, Counter>,
-    granted: Family<DomainLabels, Counter>,
-}
-
-/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions, hits
-/// granted, and the domain's per-limit series. Handles on the series of one domain, so
-/// counting is an atomic increment.
-#[derive(Debug)]
-pub struct DomainCounters {
-    decisions: [Counter; 4],
-    near_limit: Counter,
-    granted: Counter,
-    limits: limits::DomainLimits,
-}
-
-impl DomainCounters {
-    /// The series of `domain` in `families` and `limit_family`, created now.
-    fn new(
-        families: &DomainFamilies,
-        limit_family: &Arc<limits::LimitFamily>,
-        domain: &str,
-    ) -> Self {
-        DomainCounters {
-            decisions: OUTCOMES.map(|(_, result)| {
-                families.decisions.get_or_create_owned(&[
-                    ("domain", domain.to_owned()),
-                    ("result", result.into()),
-                ])
-            }),
-            near_limit: families
-                .near_limit
-                .get_or_create_owned(&[("domain", domain.to_owned())]),
-            granted: families
-                .granted
-                .get_or_create_owned(&[("domain", domain.to_owned())]),
-            limits: limits::DomainLimits::new(limit_family.clone(), domain),
-        }
-    }
-
-    /// Counts one descriptor decision.
-    pub fn record(&self, outcome: Outcome) {
-        self.decisions[outcome as usize].inc();
-    }
-
-    /// Counts one OK decision above the near-limit ratio (also counted by `record`).
-    pub fn near_limit(&self) {
-        self.near_limit.inc();
-    }
-
-    /// Counts hits granted as a quota lease (in an answer actually sent).
-    pub fn granted(&self, hits: u32) {
-        self.granted.inc_by(u64::from(hits));
-    }
-
-    /// Counts one decision of the limit whose configured path is `path`, in its own series
-    /// (bounded, see [`limits`]).
-    pub fn record_limit(&self, path: &Arc<str>, outcome: Outcome) {
-        self.limits.record(path, outcome);
-    }
-
-    /// Creates the series of the limit at `path` now (within the bound).
-    fn register_limit(&self, path: &Arc<str>) {
-        self.limits.register(path);
-    }
-}
 
 /// A counter per label value of `name`, created now and registered as `family` (whose
 /// exported name gains `_total`).
@@ -216,19 +131,22 @@ pub struct Metrics {
     registry: Registry,
     families: DomainFamilies,
     quota_header_malformed: Counter,
+    quota_header_refused: Counter,
     limit_family: Arc<limits::LimitFamily>,
     domains: RwLock<HashMap<Arc<str>, Arc<DomainCounters>>>,
     unknown_domain: Arc<DomainCounters>,
     requests: [Counter; 4],
-    errors: [Counter; 4],
+    errors: [Counter; 5],
     reloads: [Counter; 2],
     latency: LatencyHistogram,
     store_cells: Gauge,
     health: Arc<Health>,
-    /// The gRPC listener's connections (see [`crate::listener`]).
+    /// The gRPC port's connections (see [`crate::listener`]).
     pub connections: Arc<ConnectionMetrics>,
     /// TLS handshakes, certificate reloads and identity refusals (see [`crate::tls`]).
     pub tls: Arc<TlsMetrics>,
+    /// The HTTP port's connections.
+    pub http_connections: Arc<ConnectionMetrics>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -277,6 +195,12 @@ impl Metrics {
             "Requests whose x-floodgate-quota header was malformed (answered, with no grant)",
             quota_header_malformed.clone(),
         );
+        let quota_header_refused = Counter::default();
+        registry.register(
+            "floodgate_quota_header_refused",
+            "Requests whose x-floodgate-quota header --refuse-quota ignored (answered, with no grant)",
+            quota_header_refused.clone(),
+        );
         registry.register(
             "floodgate_limit_decisions",
             "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
@@ -318,17 +242,21 @@ impl Metrics {
         );
         registry.register(
             "floodgate_store_up",
-            "1 while the store answers, 0 while it is unreachable (calls then answer UNAVAILABLE)",
+            "1 while the store can decide, 0 while it cannot (unreachable, or refusing our credentials or script; calls then answer UNAVAILABLE)",
             StoreUp::new(store, health.clone()),
         );
-        let connections = Arc::new(ConnectionMetrics::default());
+        health.register(&mut registry);
+        let connections = Arc::new(ConnectionMetrics::new(Port::Grpc));
         connections.register(&mut registry);
         let tls = Arc::new(TlsMetrics::default());
         tls.register(&mut registry);
+        let http_connections = Arc::new(ConnectionMetrics::new(Port::Http));
+        http_connections.register(&mut registry);
         Metrics {
             registry,
             families,
             quota_header_malformed,
+            quota_header_refused,
             limit_family,
             domains: RwLock::default(),
             unknown_domain,
@@ -340,6 +268,7 @@ impl Metrics {
             health,
             connections,
             tls,
+            http_connections,
         }
     }
 
@@ -407,6 +336,11 @@ impl Metrics {
     /// Counts one request whose quota header was malformed (answered, no grant).
     pub fn quota_header_malformed(&self) {
         self.quota_header_malformed.inc();
+    }
+
+    /// Counts one request whose quota header `--refuse-quota` ignored (answered, no grant).
+    pub fn quota_header_refused(&self) {
+        self.quota_header_refused.inc();
     }
 
     /// Counts one failed request.

@@ -5,11 +5,13 @@
 //! the store decides, this file answers, [`status`] writes each descriptor's status and
 //! [`headers`] the optional response headers.
 
+mod callers;
 mod headers;
 mod metadata;
 mod plan;
 mod status;
 
+pub use callers::{CallKind, Trust, CHARGE_HEADER};
 pub use headers::{HeaderNames, ResponseHeaders};
 
 use crate::algorithm::{Algorithm, Decision, Limit};
@@ -31,37 +33,6 @@ pub mod quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
 
-/// The request header (gRPC metadata) that makes a call a **charge**: every descriptor is
-/// counted whether it fits or not ([`Store::charge`]), and the answer says where each
-/// stands after it. floodgate's filter sends it, with `hits_addend` = the cost, at the end
-/// of a response whose cost is known only then (an LLM answer's tokens): the request was
-/// admitted already, and a charge refused for not fitting would leak the budget. Its only
-/// value is `1`; any other is refused as INVALID_ARGUMENT. Envoy's native
-/// `apply_on_stream_done` sends no such header.
-pub const CHARGE_HEADER: &str = "x-floodgate-charge";
-
-/// What a call is, from its [`CHARGE_HEADER`]: an admission or a charge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallKind {
-    /// All or nothing: nothing is consumed unless every enforced descriptor fits.
-    Admission,
-    /// Every descriptor is counted, into debt if need be.
-    Charge,
-}
-
-impl CallKind {
-    /// The kind of call its metadata says; `Err` for a charge header other than `1`.
-    pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<CallKind, Status> {
-        match metadata.get(CHARGE_HEADER) {
-            None => Ok(CallKind::Admission),
-            Some(v) if v.as_bytes() == b"1" => Ok(CallKind::Charge),
-            Some(_) => Err(Status::invalid_argument(format!(
-                "{CHARGE_HEADER} must be 1"
-            ))),
-        }
-    }
-}
-
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
@@ -78,9 +49,11 @@ pub struct Options {
     pub near_limit_ratio: f64,
     /// `--response-dynamic-metadata`: the reference's dynamic metadata (see [`metadata`]).
     pub dynamic_metadata: bool,
-    /// Who may send charges (`--charge-identities`, see [`permit`]).
+    /// What callers may ask for beyond a decision (`--refuse-charges`, `--refuse-quota`).
+    pub trust: Trust,
+    /// Of those allowed, who may send charges (`--charge-identities`, see [`permit`]).
     pub charges: permit::Who,
-    /// Who may ask for quota leases (`--quota-identities`).
+    /// Of those allowed, who may ask for quota leases (`--quota-identities`).
     pub quota: permit::Who,
 }
 
@@ -91,6 +64,7 @@ impl Default for Options {
             shadow_mode: false,
             near_limit_ratio: 0.8,
             dynamic_metadata: false,
+            trust: Trust::default(),
             charges: permit::Who::Anyone,
             quota: permit::Who::Anyone,
         }
@@ -364,25 +338,35 @@ impl<S: Store> RateLimitService for RlsService<S> {
         let kind = CallKind::of(request.metadata()).inspect_err(|_| {
             self.metrics.error(ErrorKind::InvalidArgument);
         })?;
+        self.options
+            .trust
+            .allows(kind)
+            .inspect_err(|_| self.metrics.error(ErrorKind::PermissionDenied))?;
         let (metadata, extensions, req) = request.into_parts();
         let identities = extensions
             .get::<PeerInfo>()
             .map_or(&[][..], PeerInfo::identities);
         if kind == CallKind::Charge && !self.options.charges.admits(identities) {
+            self.metrics.error(ErrorKind::PermissionDenied);
             self.metrics.tls.refused(permit::Refused::Charge);
             return Err(Status::permission_denied(format!(
                 "this client's identity may not send {CHARGE_HEADER}"
             )));
         }
         // Every value of the quota header (sent twice is malformed); as bytes, since a
-        // non-ASCII value is malformed too, not an error. A caller not allowed to lease
-        // is answered as if it had asked for none.
+        // non-ASCII value is malformed too, not an error.
         let mut header: Vec<&[u8]> = metadata
             .get_all(QUOTA_HEADER)
             .iter()
             .map(|v| v.as_bytes())
             .collect();
-        if !header.is_empty() && !self.options.quota.admits(identities) {
+        if !header.is_empty() && !self.options.trust.allow_quota {
+            // Refused quota is answered as if not asked: no lease, never an error (an
+            // error would turn every call of a filter that asks into its failure mode).
+            self.metrics.quota_header_refused();
+            header.clear();
+        } else if !header.is_empty() && !self.options.quota.admits(identities) {
+            // The same for a caller whose identity may not lease.
             self.metrics.tls.refused(permit::Refused::Quota);
             header.clear();
         }

@@ -137,13 +137,25 @@ async fn serve<S: Store>(
         ));
     }
 
-    let limits = args.connection_limits();
+    let open_files = listener::open_files_limit();
+    let limits = args.connection_limits(open_files);
+    let http_limits = args.http_limits();
     tracing::info!(
-        max_connections = limits.max_connections,
-        handshake_timeout = ?limits.handshake_timeout,
-        idle_timeout = ?limits.idle_timeout,
-        "gRPC connection limits"
+        open_files,
+        max_connections = limits.caps.total,
+        max_connections_per_peer = limits.caps.per_peer,
+        handshake_timeout = ?limits.timeouts.handshake,
+        idle_timeout = ?limits.timeouts.idle,
+        http_max_connections = http_limits.caps.total,
+        http_max_connections_per_peer = http_limits.caps.per_peer,
+        http_header_timeout = ?http_limits.header_timeout,
+        http_idle_timeout = ?http_limits.idle_timeout,
+        "connection limits"
     );
+    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
+    {
+        tracing::warn!("{w}");
+    }
     let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     let grpc_server = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(service))
@@ -151,8 +163,13 @@ async fn serve<S: Store>(
             listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
             stopped(stop.clone()),
         );
-    let http_server =
-        axum::serve(http, http::router(metrics)).with_graceful_shutdown(stopped(stop.clone()));
+    let http_server = listener::http::serve(
+        http,
+        http::router(metrics.clone()),
+        http_limits,
+        metrics.http_connections.clone(),
+        stop.clone(),
+    );
 
     tracing::info!(%grpc_addr, %http_addr, "serving");
     announce(grpc_addr, http_addr);
@@ -162,9 +179,8 @@ async fn serve<S: Store>(
         tokio::time::sleep(DRAIN).await;
     };
     tokio::select! {
-        (g, h) = serve => {
+        (g, ()) = serve => {
             g.map_err(|e| ServerError::Serve(format!("gRPC: {e}")))?;
-            h.map_err(|e| ServerError::Serve(format!("HTTP: {e}")))?;
         }
         () = drain_deadline => {
             tracing::warn!("connections still open {DRAIN:?} after the signal; closing them");

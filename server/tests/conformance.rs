@@ -443,6 +443,7 @@ macro_rules! for_each_scenario {
             a_sliding_counter_charge_weighs_on_the_next_window,
             a_sliding_log_charge_joins_the_newest_entry,
             a_charge_counts_every_descriptor,
+            a_charge_owes_at_most_one_limit,
             check_only_counts_nothing_on_every_algorithm,
             a_check_only_item_over_its_limit_blocks_and_consumes_nothing,
             a_grant_takes_up_to_its_quota_on_every_algorithm,

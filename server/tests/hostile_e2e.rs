@@ -5,7 +5,9 @@
 mod support;
 
 use floodgate_server::proto::rls::rate_limit_response::Code;
+use floodgate_server::proto::rls::RateLimitRequest;
 use std::time::Duration;
+use support::sockets::{closed_by_server, silent_connections};
 use support::{ask, descriptor, envoy_request, eventually, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -66,36 +68,82 @@ async fn a_counters_memory_does_not_depend_on_its_values_length() {
     );
 }
 
-/// Opens `n` connections to `addr` that never send a byte.
-async fn silent_connections(addr: std::net::SocketAddr, n: usize) -> Vec<TcpStream> {
-    let mut out = Vec::with_capacity(n);
-    for _ in 0..n {
-        out.push(TcpStream::connect(addr).await.unwrap());
+/// A token budget of 1,000 per minute (burst 1,000), charged the way floodgate's filter
+/// charges an LLM answer's tokens.
+const BUDGET: &str = r#"
+domain: llm
+descriptors:
+  - key: tenant
+    rate_limit: { unit: minute, requests_per_unit: 1000, algorithm: token_bucket }
+"#;
+
+/// A stream-end charge of `hits` for tenant `t`: `x-floodgate-charge: 1`.
+fn charge(t: &str, hits: u32) -> tonic::Request<RateLimitRequest> {
+    let mut req = tonic::Request::new(RateLimitRequest {
+        domain: "llm".into(),
+        descriptors: vec![descriptor(&[("tenant", t)])],
+        hits_addend: hits,
+    });
+    req.metadata_mut()
+        .insert("x-floodgate-charge", "1".parse().unwrap());
+    req
+}
+
+/// One answer reporting `u32::MAX` tokens used to put the bucket that many tokens into
+/// debt: a `duration_until_reset` of 8 years, and two charges 16. Debt is capped at one
+/// burst now: one hit fits again once 1,001 tokens are back, 60.06 s, however much is
+/// charged.
+#[tokio::test]
+async fn a_huge_charge_blocks_for_one_burst_at_most() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("llm.yaml");
+    std::fs::write(&path, BUDGET).unwrap();
+    let server = Server::start(&path, &[]);
+    let mut client = server.client().await;
+    for _ in 0..2 {
+        let answer = client
+            .should_rate_limit(charge("victim", u32::MAX))
+            .await
+            .unwrap()
+            .into_inner();
+        assert_eq!(answer.overall_code, Code::OverLimit as i32);
+        let reset = answer.statuses[0].duration_until_reset.unwrap();
+        // 1,001 tokens at 1,000 per minute, to the ns (Redis or not, never later).
+        assert_eq!((reset.seconds, reset.nanos), (60, 60_000_000), "{answer:?}");
     }
-    out
 }
 
-/// Waits (bounded) until the server closes `conn`: reads (the server's own SETTINGS, say)
-/// until end of file or an error.
-async fn closed_by_server(conn: &mut TcpStream, within: Duration) -> bool {
-    let mut buf = [0u8; 256];
-    let until_closed = async {
-        loop {
-            match conn.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-        }
-    };
-    tokio::time::timeout(within, until_closed).await.is_ok()
-}
-
-async fn metric_reaches(server: &Server, series: &str, at_least: f64) {
-    let what = format!("{series} >= {at_least}");
-    eventually(Duration::from_secs(20), &what, || async {
-        server.metric(series).await.unwrap_or(0.0) >= at_least
-    })
-    .await;
+/// `--refuse-charges`: a charge is answered PERMISSION_DENIED and counts nothing, so no
+/// caller can put a limit into debt; admissions are decided as usual.
+#[tokio::test]
+async fn refused_charges_count_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("llm.yaml");
+    std::fs::write(&path, BUDGET).unwrap();
+    let server = Server::start(&path, &["--refuse-charges"]);
+    let mut client = server.client().await;
+    let e = client
+        .should_rate_limit(charge("victim", u32::MAX))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), tonic::Code::PermissionDenied);
+    assert_eq!(
+        e.message(),
+        "charges (x-floodgate-charge) are refused by this server (--refuse-charges)"
+    );
+    let check = envoy_request("llm", vec![descriptor(&[("tenant", "victim")])]);
+    let r = ask(&mut client, check).await.unwrap();
+    assert_eq!(r.overall_code, Code::Ok as i32);
+    assert_eq!(
+        r.statuses[0].limit_remaining, 999,
+        "the charge took nothing"
+    );
+    assert_eq!(
+        server
+            .metric("floodgate_errors_total{kind=\"permission_denied\"}")
+            .await,
+        Some(1.0)
+    );
 }
 
 /// Issue 13 item 6: connections that never send the HTTP/2 preface used to stay open
@@ -118,12 +166,12 @@ async fn silent_connections_are_closed_and_clients_keep_their_answers() {
 
     // 39 fit beside the client's connection; 21 are over the limit.
     let mut silent = silent_connections(server.grpc, 60).await;
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"over_limit\"}",
-        21.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"over_limit\"}",
+            21.0,
+        )
+        .await;
     assert_eq!(server.metric("floodgate_connections").await, Some(40.0));
     assert_eq!(
         ask(&mut client, request()).await.unwrap().overall_code,
@@ -134,12 +182,12 @@ async fn silent_connections_are_closed_and_clients_keep_their_answers() {
     for conn in &mut silent {
         assert!(closed_by_server(conn, Duration::from_secs(20)).await);
     }
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"handshake_timeout\"}",
-        39.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"handshake_timeout\"}",
+            39.0,
+        )
+        .await;
     assert_eq!(
         server
             .metric("floodgate_connections_closed_total{reason=\"over_limit\"}")
@@ -171,12 +219,12 @@ async fn idle_connections_are_closed() {
     let mut buf = [0u8; 256];
     assert!(conn.read(&mut buf).await.unwrap() > 0);
     assert!(closed_by_server(&mut conn, Duration::from_secs(20)).await);
-    metric_reaches(
-        &server,
-        "floodgate_connections_closed_total{reason=\"idle_timeout\"}",
-        1.0,
-    )
-    .await;
+    server
+        .metric_reaches(
+            "floodgate_connections_closed_total{reason=\"idle_timeout\"}",
+            1.0,
+        )
+        .await;
 }
 
 /// Out of file descriptors, `accept` fails at once every time: the loop used to spin a

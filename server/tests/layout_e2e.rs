@@ -136,3 +136,57 @@ async fn merge_domains_serves_one_domain_from_several_files_and_reloads_them() {
         "a changed limit starts afresh"
     );
 }
+
+/// A file written in place arrives in pieces, and a piece can parse: `requests_per_unit:
+/// 6000` read after its first digit is `6`. The reloader used to apply what it read;
+/// it now waits until two reads a poll apart agree, so the half-written file is never
+/// in force, and the whole one is, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_written_in_two_steps_is_applied_only_once_whole() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edge.yaml");
+    let block = |rpu: &str| {
+        format!(
+            "domain: edge\ndescriptors:\n  - key: user\n    rate_limit:\n      unit: hour\n      requests_per_unit: {rpu}"
+        )
+    };
+    std::fs::write(&path, block("5\n")).unwrap();
+    // Long enough for the test to finish writing between two polls on a loaded machine.
+    let server = Server::start(&path, &["--watch-interval-ms", "2000"]);
+    assert_eq!(user_limit(&server).await, 5);
+
+    // The first piece, then a pause that a poll falls into: the server logs the change it
+    // saw (or, without the wait, has already applied it).
+    std::fs::write(&path, block("6")).unwrap();
+    eventually(
+        Duration::from_secs(20),
+        "a poll of the half file",
+        || async {
+            server.log().contains("configuration changed")
+                || server
+                    .metric("floodgate_config_reloads_total{result=\"success\"}")
+                    .await
+                    >= Some(1.0)
+        },
+    )
+    .await;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(b"000\n").unwrap();
+    drop(file);
+
+    await_reloads(&server, 1.0).await;
+    assert_eq!(user_limit(&server).await, 6000, "the whole file, first");
+    // The half file never was in force: one reload in all.
+    let reloaded = server.log().matches("configuration reloaded").count();
+    assert_eq!(reloaded, 1, "{}", server.log());
+    assert_eq!(
+        server
+            .metric("floodgate_config_reloads_total{result=\"success\"}")
+            .await,
+        Some(1.0)
+    );
+}

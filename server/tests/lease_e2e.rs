@@ -240,3 +240,32 @@ async fn after_a_reload_grants_follow_the_new_limit() {
     let r = ask_leasing(&mut client, req(), "0").await;
     assert_eq!((r.overall_code, grant(&r)), (Code::OverLimit as i32, None));
 }
+
+/// `--refuse-quota`: a caller that asks for a lease is decided as if it had not asked (no
+/// grant, one hit counted), never refused outright, and counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_quota_is_decided_without_a_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&write_config(dir.path(), CONFIG), &["--refuse-quota"]);
+    let mut client = server.client().await;
+    let req = || envoy_request("leased", vec![descriptor(&[("tenant", "t")])]);
+    for left in [24, 23] {
+        let r = ask_leasing(&mut client, req(), "0").await;
+        assert_eq!(r.overall_code, Code::Ok as i32);
+        assert_eq!(grant(&r), None);
+        assert_eq!(
+            r.statuses[0].limit_remaining, left,
+            "one hit, nothing ahead"
+        );
+    }
+    assert_eq!(
+        server.metric("floodgate_quota_header_refused_total").await,
+        Some(2.0)
+    );
+    assert_eq!(
+        server
+            .metric("floodgate_quota_granted_hits_total{domain=\"leased\"}")
+            .await,
+        Some(0.0)
+    );
+}

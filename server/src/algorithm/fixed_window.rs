@@ -3,6 +3,13 @@
 //! This is what envoyproxy/ratelimit and Limitador do. Within one window it is exact; a
 //! client that spends its limit at the end of one window and again at the start of the next
 //! gets up to twice the limit within one unit of time. Memory: one window index and one count.
+//!
+//! A charge ([`charge`]) may count past the limit, up to one limit of debt (a count of at
+//! most twice the limit). The debt carries into the next window, which starts with what
+//! was counted beyond the limit: a charge is paid for, up to one limit, whenever in the
+//! window it comes, instead of being forgotten at the window's end. So a charge blocks at
+//! most until the end of the next window, and admissions alone never carry anything (they
+//! never pass the limit).
 
 use super::{clamp_u32, Decision, Limit};
 
@@ -16,26 +23,43 @@ pub struct State {
 }
 
 impl State {
-    /// When the window ends, the count means nothing any more.
+    /// When the window ends the count means nothing any more, or when the next one ends if
+    /// it carries debt into it.
     pub fn idle_at(&self, limit: &Limit) -> u64 {
+        let windows = if self.count > limit.rpu() { 2 } else { 1 };
         self.window
-            .saturating_add(1)
+            .saturating_add(windows)
             .saturating_mul(limit.period_ns())
     }
+
+    /// The state seen from window `window`: the next window starts with the debt (what was
+    /// counted beyond the limit, at most one limit), a later one empty. A state from a
+    /// later window means the clock went back: keep counting in that window rather than
+    /// forgetting what was admitted.
+    fn at_window(&self, window: u64, limit: &Limit) -> State {
+        if self.window >= window {
+            *self
+        } else if self.window.saturating_add(1) == window {
+            State {
+                window,
+                count: carried(self.count, limit),
+            }
+        } else {
+            State { window, count: 0 }
+        }
+    }
+}
+
+/// What a window's `count` carries into the next one: its debt, at most one limit.
+fn carried(count: u64, limit: &Limit) -> u64 {
+    count.saturating_sub(limit.rpu()).min(limit.rpu())
 }
 
 /// Admits `hits` when they fit in what is left of the current window. `hits` of 0 is a
 /// check-only probe: admitted when one hit would fit, counting nothing.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let period = limit.period_ns();
-    let window = now_ns / period;
-    // A state from a later window means the clock went back: keep counting in that window
-    // rather than forgetting what was admitted.
-    let current = if state.window >= window {
-        *state
-    } else {
-        State { window, count: 0 }
-    };
+    let current = state.at_window(now_ns / period, limit);
     let ends_at = current.window.saturating_add(1).saturating_mul(period);
     let reset_in_ns = ends_at.saturating_sub(now_ns);
     let after = current.count.saturating_add(hits);
@@ -52,13 +76,20 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         };
         (decision, next)
     } else {
-        // One hit is admitted again when the window ends (a new window starts empty, and
-        // every limit admits at least one), or now if this request only failed on its cost.
-        let one_hit_fits = current.count < limit.rpu();
+        // One hit is admitted now if this request only failed on its cost; else when the
+        // window ends, if the next one starts with room (every limit admits at least one);
+        // else (a whole limit of debt carried into it) when the next one ends.
+        let reset_in_ns = if current.count < limit.rpu() {
+            0
+        } else if carried(current.count, limit) < limit.rpu() {
+            reset_in_ns
+        } else {
+            reset_in_ns.saturating_add(period)
+        };
         let decision = Decision {
             allowed: false,
             remaining: clamp_u32(limit.rpu().saturating_sub(current.count)),
-            reset_in_ns: if one_hit_fits { 0 } else { reset_in_ns },
+            reset_in_ns,
             grant: None,
         };
         (decision, current)
@@ -66,8 +97,8 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 }
 
 /// Counts `hits` whether they fit or not (a stream-end charge, see [`super::charge`]):
-/// the count may pass the limit, and the window then stays over until it ends. When they
-/// fit, exactly [`decide`].
+/// the count may pass the limit, by at most one limit ([`Limit::max_count`]), and the debt
+/// carries into the next window. When they fit, exactly [`decide`].
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let (decision, current) = decide(state, now_ns, limit, hits);
     if decision.allowed {
@@ -76,16 +107,14 @@ pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     // Denied, `decide` answered the state as of the current window, unchanged.
     let next = State {
         window: current.window,
-        count: current
-            .count
-            .saturating_add(hits)
-            .min(super::MAX_CHARGED_COUNT),
+        count: current.count.saturating_add(hits).min(limit.max_count()),
     };
-    // Over the limit now, so one hit fits only once the window ends.
+    // Over now: the time until one hit fits is what a one-hit request would be told.
+    let (one_hit, _) = decide(&next, now_ns, limit, 1);
     let decision = Decision {
         allowed: false,
         remaining: 0,
-        reset_in_ns: next.idle_at(limit).saturating_sub(now_ns),
+        reset_in_ns: one_hit.reset_in_ns,
         grant: None,
     };
     (decision, next)
@@ -150,13 +179,37 @@ mod tests {
         let (d, _) = decide(&s, 6 * S - 1, &l, 1);
         assert!(!d.allowed);
         assert_eq!(d.reset_in_ns, 1);
-        assert!(
-            decide(&s, 6 * S, &l, 1).0.allowed,
-            "the debt ends with the window"
-        );
+        let (d, _) = decide(&s, 6 * S, &l, 1);
+        assert!(d.allowed, "one hit fits when the window ends");
+        assert_eq!(d.remaining, 6, "the next window starts with the debt of 3");
+        assert_eq!(s.idle_at(&l), 7 * S, "the debt lasts into the next window");
         let (d, _) = charge(&State::default(), 5 * S, &l, 10);
         assert!(d.allowed, "a charge that fits is an admission");
         assert_eq!(d.remaining, 0);
+    }
+
+    #[test]
+    fn a_charge_owes_at_most_one_limit() {
+        let l = limit(10, Unit::Second, Algorithm::FixedWindow);
+        let (d, s) = charge(&State::default(), 5 * S + S / 4, &l, u64::from(u32::MAX));
+        assert_eq!(s.count, 20, "the limit and one limit of debt");
+        assert_eq!(
+            d.reset_in_ns,
+            S + 3 * S / 4,
+            "the next window starts full: until it ends"
+        );
+        assert!(!decide(&s, 7 * S - 1, &l, 1).0.allowed);
+        let (d, _) = decide(&s, 7 * S, &l, 1);
+        assert_eq!((d.allowed, d.remaining), (true, 9), "nothing carried twice");
+        let (d, n) = charge(&s, 6 * S, &l, 1);
+        assert_eq!(n.count, 11, "the carried debt and this charge");
+        assert_eq!(d.reset_in_ns, S);
+        let (d, n) = charge(&s, 6 * S, &l, u64::from(u32::MAX));
+        assert_eq!(
+            n.count, 20,
+            "in the next window, its own debt is capped alike"
+        );
+        assert_eq!(d.reset_in_ns, 2 * S);
     }
 
     #[test]

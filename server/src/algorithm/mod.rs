@@ -36,10 +36,6 @@ pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
 /// larger charge puts the limit in debt all the same. The Redis script clamps alike.
 pub const MAX_CHARGE_HITS: u64 = 1 << 32;
 
-/// The most a fixed window or sliding counter counts, however much is charged past its
-/// limit: twice any limit, and small enough for the Redis script's exact arithmetic.
-pub const MAX_CHARGED_COUNT: u64 = (1 << 33) - 1;
-
 /// The time unit a limit is counted in, as the envoyproxy/ratelimit config names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Unit {
@@ -144,6 +140,12 @@ impl Limit {
     /// The period in nanoseconds.
     pub fn period_ns(&self) -> u64 {
         self.unit.period_ns()
+    }
+
+    /// The most a window (fixed window, sliding counter, sliding log) ever counts: its
+    /// limit plus one limit of debt, however much is charged past it (see [`charge`]).
+    pub fn max_count(&self) -> u64 {
+        2 * self.rpu()
     }
 }
 
@@ -277,8 +279,17 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// to its newest entry (see [`sliding_log::charge`]). The decision then says
 /// `allowed: false`, `remaining: 0`, and `reset_in_ns` the exact time until one hit fits
 /// again, so an over-limit cache can trust it as after any denial. Hits are clamped to
-/// [`MAX_CHARGE_HITS`], and counts to [`MAX_CHARGED_COUNT`]; 0 hits is check-only, as
-/// in [`decide`].
+/// [`MAX_CHARGE_HITS`]; 0 hits is check-only, as in [`decide`].
+///
+/// **Debt is capped at one limit.** A limit never owes more than it holds: a token
+/// bucket at most its burst (tokens down to −burst), a window at most its limit (it counts
+/// at most [`Limit::max_count`]); what a charge costs beyond that is forgiven. So one
+/// charge, however large (a reported cost of `u32::MAX`), blocks a limit for a bounded
+/// time: a token bucket until `burst + 1` tokens have come back; a fixed window until the
+/// end of the next window (the debt carries into it, see [`fixed_window`]); a sliding
+/// counter until its doubled count has slid out far enough, at most the end of the next
+/// window; a sliding log one unit. Without the cap one reported `u32::MAX` locked a
+/// tenant out for years.
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
     if hits == 0 {
         // Check-only, even in a charge: nothing to count.

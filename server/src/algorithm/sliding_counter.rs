@@ -121,8 +121,10 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 }
 
 /// Counts `hits` whether they fit or not (a stream-end charge, see [`super::charge`]):
-/// the current count may pass the limit, and the estimate stays over until enough of it
-/// has slid out. When they fit, exactly [`decide`].
+/// the current count may pass the limit, by at most one limit ([`Limit::max_count`]), and
+/// the estimate stays over until enough of it has slid out: with a whole limit of debt,
+/// about half way into the next window (with a limit of 1, to its end). When they fit,
+/// exactly [`decide`].
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, State) {
     let (decision, cur) = decide(state, now_ns, limit, hits);
     if decision.allowed {
@@ -130,10 +132,7 @@ pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
     }
     // Denied, `decide` answered the state as of the current window, unchanged.
     let next = State {
-        current: cur
-            .current
-            .saturating_add(hits)
-            .min(super::MAX_CHARGED_COUNT),
+        current: cur.current.saturating_add(hits).min(limit.max_count()),
         ..cur
     };
     // Over now: the time until one hit fits is what a one-hit request would be told.
@@ -154,6 +153,7 @@ mod tests {
     use crate::algorithm::{Algorithm, Unit};
 
     const S: u64 = 1_000_000_000;
+    const MS: u64 = 1_000_000;
 
     fn step(s: &mut State, now: u64, l: &Limit, hits: u64) -> Decision {
         let (d, n) = decide(s, now, l, hits);
@@ -214,6 +214,21 @@ mod tests {
         s = n;
         assert!(!step(&mut s, 6 * S + 2 * S / 5 - 1, &l, 1).allowed);
         assert!(step(&mut s, 6 * S + 2 * S / 5, &l, 1).allowed);
+    }
+
+    #[test]
+    fn a_charge_owes_at_most_one_limit() {
+        let l = limit(10, Unit::Second, Algorithm::SlidingWindowCounter);
+        let (d, n) = charge(&State::default(), 5 * S, &l, u64::from(u32::MAX));
+        assert_eq!(n.current, 20, "the limit and one limit of debt");
+        // Next window: 20 x (1 - e) <= 9 from e = 0.55 s on.
+        assert_eq!(d.reset_in_ns, S + 550 * MS);
+        assert!(!decide(&n, 6 * S + 550 * MS - 1, &l, 1).0.allowed);
+        assert!(decide(&n, 6 * S + 550 * MS, &l, 1).0.allowed);
+        // A limit of one: the doubled count must slide out entirely, at the next end.
+        let one = limit(1, Unit::Second, Algorithm::SlidingWindowCounter);
+        let (d, n) = charge(&State::default(), 5 * S, &one, u64::from(u32::MAX));
+        assert_eq!((n.current, d.reset_in_ns), (2, 2 * S));
     }
 
     #[test]

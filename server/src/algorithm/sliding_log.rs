@@ -150,13 +150,18 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// hits that fit, so a log never holds more entries than its limit, however much is
 /// charged past it. The price is conservative: the newest entry's earlier hits stay in the
 /// window until now + one unit, later than their own time would keep them. With no live
-/// entry, the charge is one new entry.
+/// entry, the charge is one new entry. The log owes at most one limit: it holds at most
+/// [`Limit::max_count`] live hits, what is charged beyond is forgiven (the restamp still
+/// happens, so a charge at the cap keeps the limit over one unit from now).
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
     let (decision, update) = decide(state, now_ns, limit, hits);
     if decision.allowed {
         return (decision, update);
     }
     let expired = update.expired;
+    let expired_hits: u64 = state.entries.iter().take(expired).map(|e| e.hits).sum();
+    let live = state.total.saturating_sub(expired_hits);
+    let hits = hits.min(limit.max_count().saturating_sub(live));
     let newest = state.entries.back().map(|e| e.at_ns);
     let at_ns = newest.map_or(now_ns, |at| at.max(now_ns));
     let merge = expired < state.entries.len();
@@ -282,6 +287,30 @@ mod tests {
             "with nothing live, the charge is an entry of its own"
         );
         assert_eq!((s.len(), d.reset_in_ns), (1, S));
+    }
+
+    #[test]
+    fn a_charge_owes_at_most_one_limit() {
+        let l = limit(10, Unit::Second, Algorithm::SlidingWindowLog);
+        let mut s = State::default();
+        assert!(step(&mut s, 0, &l, 4).allowed);
+        let (d, u) = charge(&s, S / 2, &l, u64::from(u32::MAX));
+        s.apply(u);
+        assert_eq!(
+            (s.total, s.len()),
+            (20, 1),
+            "the limit and one limit of debt"
+        );
+        assert_eq!(d.reset_in_ns, S, "until the restamped entry leaves");
+        let (d, u) = charge(&s, S / 2 + 7, &l, 5);
+        s.apply(u);
+        assert_eq!(s.total, 20, "nothing more is owed");
+        assert_eq!(
+            d.reset_in_ns, S,
+            "but the charge keeps it over a unit from now"
+        );
+        assert!(!step(&mut s, 3 * S / 2 + 6, &l, 1).allowed);
+        assert!(step(&mut s, 3 * S / 2 + 7, &l, 1).allowed);
     }
 
     #[test]

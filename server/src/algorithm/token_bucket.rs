@@ -14,6 +14,12 @@
 //! burst of one, only when that interval is a whole number of nanoseconds: a request that
 //! comes late by a fraction of a nanosecond finds the bucket already full and loses it).
 //! Memory: one `u128`.
+//!
+//! A charge (a cost known after the response, [`charge`]) may take more tokens than are
+//! there: the bucket goes below zero, but never below `−burst`. The TAT is at most
+//! `2 × burst` token-intervals ahead of now, whatever was charged, and a state further
+//! ahead (written before this cap, or seen from a clock that went back) reads as exactly
+//! that far: after any charge one hit fits again within `burst + 1` token-intervals.
 
 use super::{clamp_u32, div_ceil_u128, Decision, Limit};
 use std::num::NonZeroU32;
@@ -46,8 +52,7 @@ pub fn decide(
     let now = u128::from(now_ns) * rate;
     let capacity = u128::from(burst.get()) * token;
     let cost = u128::from(hits).saturating_mul(token);
-    // A TAT in the past means the bucket has been full since then.
-    let start = state.tat.max(now);
+    let start = start(state, now, capacity);
     let new_tat = start.saturating_add(cost);
     let ahead = new_tat - now;
     let probe = if hits == 0 { ahead + token } else { ahead };
@@ -94,7 +99,10 @@ pub fn charge(
     let now = u128::from(now_ns) * rate;
     let capacity = u128::from(burst.get()) * token;
     let cost = u128::from(hits).saturating_mul(token);
-    let new_tat = state.tat.max(now).saturating_add(cost);
+    // Into debt by the whole cost, but never more than one burst below zero.
+    let new_tat = start(state, now, capacity)
+        .saturating_add(cost)
+        .min(deepest(now, capacity));
     // The debt is now `new_tat - now`, more than the capacity: one hit fits once it has
     // shrunk to `capacity - token`, as in `decide`.
     let one_hit_over = (new_tat - now + token).saturating_sub(capacity);
@@ -105,6 +113,18 @@ pub fn charge(
         grant: None,
     };
     (decision, State { tat: new_tat })
+}
+
+/// Where a request starts from: the TAT, or now if it has passed (the bucket has been full
+/// since then), and at most [`deepest`] (one burst of debt).
+fn start(state: &State, now: u128, capacity: u128) -> u128 {
+    state.tat.max(now).min(deepest(now, capacity))
+}
+
+/// The furthest a TAT may be ahead of `now`: an empty bucket (`capacity` ahead) owing one
+/// more burst.
+fn deepest(now: u128, capacity: u128) -> u128 {
+    now.saturating_add(capacity.saturating_mul(2))
 }
 
 fn whole_tokens(units: u128, token: u128) -> u32 {
@@ -207,6 +227,33 @@ mod tests {
         assert_eq!(d.reset_in_ns, 700 * MS, "more debt, later");
         let (d, _) = charge(&State::default(), S, &l, b, 10);
         assert!(d.allowed, "a charge that fits is an admission");
+    }
+
+    #[test]
+    fn a_charge_owes_at_most_one_burst() {
+        // 10 per second, burst 10: a charge of u32::MAX tokens owes 10, so one hit fits
+        // once 11 tokens have come back, and a second charge at once changes nothing.
+        let (l, b) = bucket(10, 10);
+        let (d, s) = charge(&State::default(), S, &l, b, u64::from(u32::MAX));
+        assert_eq!((d.allowed, d.remaining), (false, 0));
+        assert_eq!(d.reset_in_ns, 1_100 * MS);
+        assert_eq!(s.idle_at(&l), S + 2 * S, "full once 20 tokens came back");
+        let (again, s2) = charge(&s, S, &l, b, u64::from(u32::MAX));
+        assert_eq!((again, s2), (d, s));
+        // Half a second later 5 tokens are owed: a charge of 1 owes 6, a huge one 10 again.
+        let (d, _) = charge(&s, S + S / 2, &l, b, 1);
+        assert_eq!(d.reset_in_ns, 700 * MS);
+        let (d, _) = charge(&s, S + S / 2, &l, b, u64::from(u32::MAX));
+        assert_eq!(d.reset_in_ns, 1_100 * MS);
+        assert!(!decide(&s, S + 1_100 * MS - 1, &l, b, 1).0.allowed);
+        assert!(decide(&s, S + 1_100 * MS, &l, b, 1).0.allowed);
+        // A state deeper in debt (from before the cap, or a clock gone back) reads as one
+        // burst of debt.
+        let deep = State {
+            tat: u128::from(1_000 * S) * 10,
+        };
+        let (d, _) = decide(&deep, S, &l, b, 1);
+        assert_eq!((d.allowed, d.reset_in_ns), (false, 1_100 * MS));
     }
 
     #[test]

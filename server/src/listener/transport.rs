@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tonic::transport::server::Connected;
 
 /// The stream under HTTP/2.
 #[derive(Debug)]
@@ -59,6 +60,14 @@ impl Transport {
             Transport::Plain(s) => Pin::new(s),
             Transport::Tls(t) => Pin::new(t.as_mut()),
         }
+    }
+}
+
+impl Connected for Transport {
+    type ConnectInfo = PeerInfo;
+
+    fn connect_info(&self) -> PeerInfo {
+        self.peer_info()
     }
 }
 

@@ -1,6 +1,7 @@
 //! What the exposition says, in both formats.
 
 use super::*;
+use crate::store::health::Cause;
 
 #[test]
 fn renders_counters_and_a_cumulative_histogram() {
@@ -61,6 +62,7 @@ fn every_series_exists_before_traffic_and_only_for_configured_domains() {
         "floodgate_accept_errors_total 0",
         "floodgate_connections 0",
         "floodgate_store_cells{store=\"memory\"} 0",
+        "floodgate_store_failures_total{cause=\"unreachable\"} 0",
     ] {
         assert!(text.contains(series), "{series} missing:\n{text}");
     }
@@ -71,9 +73,12 @@ fn store_up_follows_health() {
     let health = Arc::new(Health::default());
     let m = Metrics::with_health("redis", health.clone());
     m.error(ErrorKind::StoreOverloaded);
-    assert!(health.set_down("connection refused"));
+    assert!(health.set_down(Cause::Auth, "NOAUTH Authentication required."));
+    health.failed(Cause::Auth);
     let text = m.render();
     assert!(text.contains("floodgate_store_up{store=\"redis\"} 0"));
+    assert!(text.contains("floodgate_store_failures_total{cause=\"auth\"} 1"));
+    assert!(text.contains("floodgate_store_failures_total{cause=\"script\"} 0"));
     assert!(text.contains("floodgate_errors_total{kind=\"store_overloaded\"} 1"));
     assert!(health.set_up());
     assert!(m.render().contains("floodgate_store_up{store=\"redis\"} 1"));

@@ -360,13 +360,14 @@ fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
         }
         block_on(svc.should_rate_limit(req)).map(tonic::Response::into_inner)
     };
-    // 2 per second: a charge of 5 is counted anyway, and answered over the limit until
-    // the window ends (the clock is a quarter into it).
+    // 2 per second: a charge of 5 is counted anyway, up to one limit of debt (4), which
+    // fills the next window too: over the limit until it ends (the clock is a quarter
+    // into this one).
     let r = call(Some(5), Some("1")).unwrap();
     assert_eq!(r.overall_code, Code::OverLimit as i32);
     assert_eq!(r.statuses[0].limit_remaining, 0);
     let reset = r.statuses[0].duration_until_reset.unwrap();
-    assert_eq!((reset.seconds, reset.nanos), (0, 750_000_000));
+    assert_eq!((reset.seconds, reset.nanos), (1, 750_000_000));
     let r = call(Some(0), None).unwrap();
     assert_eq!(
         r.overall_code,

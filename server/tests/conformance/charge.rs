@@ -21,8 +21,9 @@ pub async fn a_fixed_window_charge_passes_the_limit<St: Store>(h: &Harness<St>) 
         "counted past the limit: over until the window ends"
     );
     one_hit_is_over_exactly_until(h, &c, W + 250 * MS, 750 * MS).await;
-    // In the next window (one hit taken there), a charge that fits is an admission.
-    assert_eq!(h.charge(&costing(c, 4)).await, d(true, 5, S));
+    // The next window starts with the debt of 3 (and one hit taken there): a charge that
+    // fits is an admission.
+    assert_eq!(h.charge(&costing(c, 4)).await, d(true, 2, S));
 }
 
 pub async fn a_token_bucket_charge_goes_into_debt<St: Store>(h: &Harness<St>) {
@@ -106,4 +107,35 @@ pub async fn a_charge_counts_every_descriptor<St: Store>(h: &Harness<St>) {
     assert_eq!(h.one(&full).await, d(false, 0, S));
     let shadow_now = h.one(&shadow).await;
     assert!(!shadow_now.allowed, "the shadow item was counted too");
+}
+
+/// A charge of `u32::MAX` (what one hostile or buggy answer can report) owes at most one
+/// limit: the block it causes is bounded, and a second one at once changes nothing.
+pub async fn a_charge_owes_at_most_one_limit<St: Store>(h: &Harness<St>) {
+    let huge = u64::from(u32::MAX);
+    let at = W + 250 * MS;
+    // (algorithm, the time until one hit fits after the huge charge at W + 250 ms)
+    let cases = [
+        // 10 tokens owed: 11 must come back, at 10 per second.
+        (bucket(10), 1_100 * MS),
+        // 20 counted: the next window starts full, so until it ends.
+        (Algorithm::FixedWindow, S + 750 * MS),
+        // 20 counted: in the next window 20 x (1 - e) <= 9 from e = 550 ms.
+        (Algorithm::SlidingWindowCounter, 750 * MS + 550 * MS),
+        // One entry restamped now: one unit.
+        (Algorithm::SlidingWindowLog, S),
+    ];
+    for (algorithm, blocked_for) in cases {
+        let c = h.check(
+            &format!("huge-{}", algorithm.name()),
+            limit(10, Unit::Second, algorithm),
+        );
+        h.at(at);
+        assert!(h.one(&c).await.allowed);
+        let charged = h.charge(&costing(c.clone(), huge)).await;
+        assert_eq!(charged, d(false, 0, blocked_for), "{}", algorithm.name());
+        let again = h.charge(&costing(c.clone(), huge)).await;
+        assert_eq!(again, charged, "{}: owes no more", algorithm.name());
+        one_hit_is_over_exactly_until(h, &c, at, blocked_for).await;
+    }
 }

@@ -8,6 +8,7 @@
 pub mod certs;
 pub mod redis;
 pub mod sentinel;
+pub mod sockets;
 
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
@@ -155,6 +156,15 @@ impl Server {
         let (_, body) = self.get("/metrics").await;
         body.lines()
             .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
+    }
+
+    /// Waits (bounded, 20 s) until the metric `series` is at least `at_least`.
+    pub async fn metric_reaches(&self, series: &str, at_least: f64) {
+        let what = format!("{series} >= {at_least}");
+        eventually(Duration::from_secs(20), &what, || async {
+            self.metric(series).await.unwrap_or(0.0) >= at_least
+        })
+        .await;
     }
 
     /// Sends SIGTERM and waits (bounded) for the exit status.

@@ -201,8 +201,8 @@ fn spawn_args(dir: &Path, args: &[String]) -> Child {
         .unwrap_or_else(|e| panic!("cannot run redis-server ({e}); `make redis` installs it"))
 }
 
-/// Whether something on `port` answers `PING` with `+PONG` (or, password-protected,
-/// `-NOAUTH`: it is up).
+/// Whether a Redis on `port` answers `PING`: `+PONG`, or `-NOAUTH` from one started with
+/// `--requirepass` (it is up; it wants a password).
 pub fn ping(port: u16) -> bool {
     use std::io::{Read, Write};
     let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {

@@ -18,9 +18,10 @@ end
 -- state, for hits that do not fit (mode "charge"); save(key, state, item). `item` carries
 -- the limit, hits, now_us; the pure Rust twin of each is in src/algorithm/.
 
--- A charge counts at most this much in a fixed window or sliding counter (Rust's
--- MAX_CHARGED_COUNT): twice any limit, and below 2^33 as `mul` and `div` require.
-local MAX_COUNT = 8589934591
+-- Debt is capped at one limit (src/algorithm/mod.rs, `charge`): a window counts at most
+-- twice its limit (Limit::max_count; below 2^33 as `mul` and `div` require), a token
+-- bucket's TAT is at most two bursts ahead of now.
+local function max_count(it) return 2 * it.rpu end
 
 local function with_hits(it, hits)
   local c = {}
@@ -29,8 +30,10 @@ local function with_hits(it, hits)
   return c
 end
 
--- Fixed window. State: "window count" (window = now_us / period_us).
+-- Fixed window. State: "window count" (window = now_us / period_us). A count past the
+-- limit (a charge's debt, at most one limit) carries into the next window.
 local fw = {}
+local function fw_carried(c, it) return math.min(math.max(c - it.rpu, 0), it.rpu) end
 function fw.load(key)
   local v = redis.call('GET', key)
   local w, c = string.match(v or '', '^(%d+) (%d+)$')
@@ -39,24 +42,30 @@ end
 function fw.decide(s, it)
   local window = dm(it.now, it.period_us)
   local cur = s
-  if s.w < window then cur = { w = window, c = 0 } end
+  if s.w + 1 == window then cur = { w = window, c = fw_carried(s.c, it) }
+  elseif s.w < window then cur = { w = window, c = 0 } end
   local reset = math.max((cur.w + 1) * it.period_us - it.now, 0) * 1000
   local after = cur.c + it.hits
   if cur.c + math.max(it.hits, 1) <= it.rpu then
     return true, it.rpu - after, fmt(reset), { w = cur.w, c = after }
   end
-  -- Denied: one hit fits at the window's end, or now if only the cost was too much.
-  if cur.c < it.rpu then reset = 0 end
+  -- Denied: one hit fits now if only the cost was too much; else at the window's end,
+  -- or at the next one's if a whole limit of debt carries into it.
+  if cur.c < it.rpu then reset = 0
+  elseif fw_carried(cur.c, it) >= it.rpu then reset = reset + it.period_us * 1000 end
   return false, math.max(it.rpu - cur.c, 0), fmt(reset), cur
 end
 function fw.charge(s, it)
   local _, _, _, cur = fw.decide(s, it) -- denied: the state as of this window
-  -- Over the limit now: one hit fits once the window ends.
-  local reset = math.max((cur.w + 1) * it.period_us - it.now, 0) * 1000
-  return 0, fmt(reset), { w = cur.w, c = math.min(cur.c + it.hits, MAX_COUNT) }
+  local n = { w = cur.w, c = math.min(cur.c + it.hits, max_count(it)) }
+  -- Over now: the time until one hit fits is what a one-hit request would be told.
+  local _, _, reset = fw.decide(n, with_hits(it, 1))
+  return 0, reset, n
 end
 function fw.save(key, s, it)
-  local left = math.max((s.w + 1) * it.period_us - it.now, 0) * 1000
+  local windows = 1
+  if s.c > it.rpu then windows = 2 end -- the debt lasts into the next window
+  local left = math.max((s.w + windows) * it.period_us - it.now, 0) * 1000
   redis.call('SET', key, fmt(s.w) .. ' ' .. fmt(s.c), 'PX', ttl_ms(left))
 end
 
@@ -69,12 +78,20 @@ end
 local function whole_tokens(units, it)
   return num(div(div(units, 1000000000), it.unit_s))
 end
+-- Where a request starts from: the TAT, or now if it has passed, and at most two bursts
+-- ahead of now (one burst of debt).
+local function tb_start(s, now, capacity)
+  local start = s.tat
+  if cmp(start, now) < 0 then start = now end
+  local deepest = add(now, mul(capacity, 2))
+  if cmp(start, deepest) > 0 then start = deepest end
+  return start, deepest
+end
 function tb.decide(s, it)
   local token = big(it.unit_s * 1000000000)
   local now = mul(mul(big(it.now), 1000), it.rpu)
   local capacity = mul(token, it.burst)
-  local start = s.tat
-  if cmp(start, now) < 0 then start = now end
+  local start = tb_start(s, now, capacity)
   local debt = sub(start, now)
   -- Denied: one hit fits once debt + one token is within the capacity (ns, rounded up).
   local function one_hit_ns() return str(ceil_div(sub(add(debt, token), capacity), it.rpu)) end
@@ -94,12 +111,14 @@ end
 function tb.charge(s, it)
   local token = big(it.unit_s * 1000000000)
   local now = mul(mul(big(it.now), 1000), it.rpu)
-  local start = s.tat
-  if cmp(start, now) < 0 then start = now end
-  -- Into debt by the whole cost; one hit fits once debt + one token is within capacity.
+  local capacity = mul(token, it.burst)
+  local start, deepest = tb_start(s, now, capacity)
+  -- Into debt by the whole cost, at most one burst below zero; one hit fits once debt +
+  -- one token is within capacity.
   local new_tat = add(start, mul(token, it.hits))
+  if cmp(new_tat, deepest) > 0 then new_tat = deepest end
   local ahead = sub(new_tat, now)
-  local one_hit = ceil_div(sub(add(ahead, token), mul(token, it.burst)), it.rpu)
+  local one_hit = ceil_div(sub(add(ahead, token), capacity), it.rpu)
   return 0, str(one_hit), { tat = new_tat, reset = ceil_div(ahead, it.rpu) }
 end
 function tb.save(key, s)
@@ -186,8 +205,10 @@ function swl.charge(s, it, key)
   if s.pend_at and s.pend_at > at then at = s.pend_at end
   if s.newest and s.newest.at > at then at = s.newest.at end
   local merge = s.merge or (s.pend == 0 and s.oldest ~= nil)
+  -- At most one limit of debt: the log holds at most twice its limit live.
+  local hits = math.min(it.hits, math.max(max_count(it) - swl_live(s), 0))
   local n = { n = s.n, expired = s.expired, newest = s.newest, oldest = s.oldest,
-              pend = s.pend + it.hits, pend_at = at, merge = merge }
+              pend = s.pend + hits, pend_at = at, merge = merge }
   -- One hit fits once `must_leave` of the oldest live hits have left: among the stored
   -- entries that keep their time (all live ones but a merged newest), the first whose
   -- cumulative count reaches them (binary search by rank); else the pending entry.
@@ -272,7 +293,7 @@ function swc.decide(s, it)
 end
 function swc.charge(s, it)
   local _, _, _, cur = swc.decide(s, it) -- denied: the state as of this window
-  local n = { w = cur.w, p = cur.p, c = math.min(cur.c + it.hits, MAX_COUNT) }
+  local n = { w = cur.w, p = cur.p, c = math.min(cur.c + it.hits, max_count(it)) }
   -- Over now: the time until one hit fits is what a one-hit request would be told.
   local _, _, reset = swc.decide(n, with_hits(it, 1))
   return 0, reset, n

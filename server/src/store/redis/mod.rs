@@ -37,11 +37,15 @@
 //! # Outages
 //! Every call is bounded by the timeout (`--redis-timeout-ms`) and by a cap on calls in
 //! flight (`--redis-max-in-flight`, beyond which calls fail at once), so nothing piles up
-//! and memory stays bounded. Three consecutive connectivity failures, or a failed probe,
-//! mark the store down: [`Health`] says so (`/healthz` answers 503, `floodgate_store_up`
-//! is 0), calls answer UNAVAILABLE at once without touching the network, and one warning is
-//! logged, then a summary at most every [`LOG_EVERY`]. A probe `PING`s (a single Redis: `TIME`) every
-//! [`PROBE_EVERY`] (reconnecting as needed); its first success marks the store up again.
+//! and memory stays bounded. Three consecutive failures that say Redis cannot decide
+//! (unreachable, timed out, refused our credentials, refusing commands), or a failed probe,
+//! mark the store down: [`Health`] says so and why (`/healthz` answers 503,
+//! `floodgate_store_up` is 0), calls answer UNAVAILABLE at once without touching the
+//! network, and one warning is logged, then a summary at most every [`LOG_EVERY`]. Every
+//! failure is counted by cause. A probe runs every [`PROBE_EVERY`] (reconnecting as
+//! needed): `PING` (a single Redis: `TIME`), then the decision script on no counters, so a
+//! Redis that answers but cannot decide (a missing password, an ACL, no scripting) is down
+//! too; its first success marks the store up again.
 //!
 //! # Files
 //! [`conn`] holds the connection, [`script`] the command and reply formats, [`cluster`]
@@ -187,8 +191,8 @@ impl Inner {
             // Known down: answer at once; the probe brings the store back.
             self.outage.refused_while_down();
             return Err(StoreError::Unavailable(format!(
-                "redis unreachable: {}",
-                health.reason()
+                "redis: {}",
+                health.describe()
             )));
         }
         let Ok(_permit) = self.in_flight.try_acquire() else {
@@ -202,7 +206,7 @@ impl Inner {
         .await
         {
             Ok(r) => r,
-            Err(_) => Err(Failure::Connectivity(format!(
+            Err(_) => Err(Failure::Timeout(format!(
                 "no answer within {:?}",
                 self.options.timeout
             ))),

@@ -1,10 +1,14 @@
 //! Outage handling: what a failed call means for the store's health, the breaker that
-//! marks it down after [`FAILURES_TO_DOWN`] connectivity failures, the throttle that keeps
-//! an outage to one log line per [`LOG_EVERY`], and the probe that brings it back up.
+//! marks it down after [`FAILURES_TO_DOWN`] failures that say Redis cannot decide, the
+//! throttle that keeps an outage to one log line per [`LOG_EVERY`], and the probe, which
+//! runs the decision script itself (so a Redis that answers but refuses our commands is
+//! down too), and brings the store back up.
 
+use super::conn::Conn;
+use super::script::{CallTimes, Mode};
 use super::Inner;
-use crate::store::health::Health;
-use redis::RedisError;
+use crate::store::health::{Cause, Health};
+use redis::{ErrorKind, RedisError, ServerErrorKind};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
@@ -15,14 +19,23 @@ pub const PROBE_EVERY: Duration = Duration::from_millis(250);
 /// At most one failure log line per this interval while Redis fails.
 pub const LOG_EVERY: Duration = Duration::from_secs(10);
 
-/// Consecutive connectivity failures that mark the store down.
+/// Consecutive failures that say Redis cannot decide (every cause but [`Failure::Reply`])
+/// that mark the store down.
 const FAILURES_TO_DOWN: u32 = 3;
 
 /// What went wrong with one call, for health and logs.
 pub(super) enum Failure {
-    /// Redis could not be reached or did not answer in time: counts towards "down".
+    /// Redis could not be reached.
     Connectivity(String),
-    /// Redis answered with an error or a reply the store does not understand.
+    /// Redis did not answer in time, or ran the call past its deadline.
+    Timeout(String),
+    /// Redis refused our credentials or permissions.
+    Auth(String),
+    /// Redis refuses commands for now (out of memory, read-only, loading, busy).
+    Refused(String),
+    /// The script failed, or answered what the store does not understand. A call's own
+    /// such failure does not count towards "down" (it may be one key's); the probe, which
+    /// runs the script too, decides.
     Reply(String),
 }
 
@@ -30,30 +43,56 @@ impl Failure {
     /// The failure's text, for logs and the UNAVAILABLE status.
     pub(super) fn message(&self) -> &str {
         match self {
-            Failure::Connectivity(m) | Failure::Reply(m) => m,
+            Failure::Connectivity(m)
+            | Failure::Timeout(m)
+            | Failure::Auth(m)
+            | Failure::Refused(m)
+            | Failure::Reply(m) => m,
+        }
+    }
+
+    /// Its cause, as counted and shown by [`Health`].
+    pub(super) fn cause(&self) -> Cause {
+        match self {
+            Failure::Connectivity(_) => Cause::Unreachable,
+            Failure::Timeout(_) => Cause::Timeout,
+            Failure::Auth(_) => Cause::Auth,
+            Failure::Refused(_) => Cause::Refused,
+            Failure::Reply(_) => Cause::Script,
         }
     }
 }
 
 impl From<RedisError> for Failure {
     fn from(e: RedisError) -> Self {
-        if e.is_io_error()
-            || e.is_timeout()
+        let m = e.to_string();
+        // Server error codes that say Redis will not run our commands for anyone: these are
+        // not per-key, so a call failing with one counts towards "down".
+        let code = e.code().unwrap_or_default();
+        if e.is_timeout() {
+            Failure::Timeout(m)
+        } else if e.is_io_error()
             || e.is_connection_dropped()
             || e.is_connection_refusal()
             || e.is_cluster_error()
-            // A demoted master (after a failover) or one cut off from its replicas: the
-            // master is elsewhere, or about to be.
-            || matches!(
-                e.kind(),
-                redis::ErrorKind::Server(
-                    redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
-                )
-            )
+            // A master cut off from its replicas: the master is about to be elsewhere.
+            // (A demoted one's READONLY is a refusal, below: the store cannot decide.)
+            || e.kind() == ErrorKind::Server(ServerErrorKind::MasterDown)
         {
-            Failure::Connectivity(e.to_string())
+            Failure::Connectivity(m)
+        } else if e.kind() == ErrorKind::AuthenticationFailed
+            || e.kind() == ErrorKind::Server(ServerErrorKind::NoPerm)
+            || matches!(code, "NOAUTH" | "WRONGPASS" | "NOPERM")
+        {
+            Failure::Auth(m)
+        } else if matches!(
+            e.kind(),
+            ErrorKind::Server(ServerErrorKind::ReadOnly | ServerErrorKind::BusyLoading)
+        ) || matches!(code, "OOM" | "MISCONF" | "BUSY" | "READONLY" | "LOADING")
+        {
+            Failure::Refused(m)
         } else {
-            Failure::Reply(e.to_string())
+            Failure::Reply(m)
         }
     }
 }
@@ -100,29 +139,32 @@ impl Outage {
             let down_for = log.down_since.take().map(|t| t.elapsed());
             let failed = self.failed_since_log.swap(0, Ordering::Relaxed);
             log.last = None;
-            tracing::info!(?down_for, failed_calls = failed, "Redis reachable again");
+            tracing::info!(?down_for, failed_calls = failed, "Redis can decide again");
         }
     }
 
-    /// Records a failure; `probe` failures mark the store down at once.
+    /// Records a failure, counted by cause; `probe` failures mark the store down at once.
     pub(super) fn failed(&self, f: &Failure, probe: bool) {
         if !probe {
             self.failed_since_log.fetch_add(1, Ordering::Relaxed);
         }
+        let cause = f.cause();
+        self.health.failed(cause);
         let down = match f {
-            Failure::Connectivity(reason) => {
+            Failure::Reply(_) if !probe => false,
+            _ => {
                 let n = self.consecutive_failures.fetch_add(1, Ordering::Relaxed) + 1;
-                (probe || n >= FAILURES_TO_DOWN) && self.health.set_down(reason)
+                (probe || n >= FAILURES_TO_DOWN) && self.health.set_down(cause, f.message())
             }
-            Failure::Reply(_) => false,
         };
         if down {
             let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
             log.down_since = Some(Instant::now());
             log.last = Some(Instant::now());
             tracing::warn!(
+                cause = cause.label(),
                 error = f.message(),
-                "Redis unreachable: answering UNAVAILABLE until it is back"
+                "Redis cannot decide: answering UNAVAILABLE until it can"
             );
         } else {
             self.log_throttled(f.message());
@@ -150,7 +192,11 @@ impl Outage {
 }
 
 impl Inner {
-    /// One probe: connects if needed and `PING`s (`TIME` on a single Redis), within the timeout.
+    /// One probe, within the timeout: connects if needed, `PING`s (`TIME` on a single
+    /// Redis), then runs the decision script on no counters, which proves what a decision
+    /// needs: credentials and permissions (`EVALSHA`, `SCRIPT LOAD`, `TIME`), scripting, a
+    /// script that runs, and a Redis accepting writes (Redis refuses a script that may
+    /// write while out of memory or unable to persist, before running it).
     pub(super) async fn probe(&self) {
         let t = self.options.timeout;
         // Sentinel: find the master first, within its own timeout (asking the sentinels
@@ -165,15 +211,40 @@ impl Inner {
                 )
             }
         }
-        let result = tokio::time::timeout(t, self.conn.ping(&self.redis_clock)).await;
-        match result {
+        let probe = async {
+            self.conn.ping(&self.redis_clock).await?;
+            self.run_empty_decision().await
+        };
+        match tokio::time::timeout(t, probe).await {
             Ok(Ok(())) => self.outage.succeeded(),
             Ok(Err(f)) => self.outage.failed(&f, true),
             Err(_) => self.outage.failed(
-                &Failure::Connectivity(format!("no answer to the probe within {t:?}")),
+                &Failure::Timeout(format!("no answer to the probe within {t:?}")),
                 true,
             ),
         }
+    }
+
+    /// The decision script on no counters (`peek`: it reads the clock and writes nothing);
+    /// loads it first if Redis lacks it, as every call does.
+    async fn run_empty_decision(&self) -> Result<(), Failure> {
+        let times = CallTimes::default();
+        match &self.conn {
+            Conn::Single(manager) => {
+                let mut conn = manager.clone();
+                self.call(&mut conn, &[], Mode::Peek, &times).await?;
+            }
+            Conn::Sentinel(sentinel) => {
+                let mut conn = sentinel.master()?;
+                self.call(&mut conn, &[], Mode::Peek, &times).await?;
+            }
+            Conn::Cluster { conn, .. } => {
+                // No key: Redis Cluster runs it on any node.
+                let mut conn = Conn::cluster(conn)?;
+                self.call(&mut conn, &[], Mode::Peek, &times).await?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -117,7 +117,7 @@ fn parse_reply(reply: &[Value], items: usize) -> Result<(Vec<(Decision, u32)>, i
     if let [Value::BulkString(b)] = reply {
         if b == LATE {
             // Redis got to the call after its caller gave up: as a timeout.
-            return Err(Failure::Connectivity(
+            return Err(Failure::Timeout(
                 "Redis ran the call after its deadline and changed nothing".into(),
             ));
         }

@@ -1,6 +1,7 @@
 //! The configurations `make bench` compares: their filters, names and the plugin and
 //! server configurations they use.
 
+use floodgate_costs::plugins;
 use floodgate_integration::configs::{self, floodgate_filter};
 use floodgate_integration::paths::repo_root;
 use serde_json::{json, Value};
@@ -34,19 +35,6 @@ fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
                                 "runtime_key": "native_enforced"}
         }
     })
-}
-
-/// floodgate's configuration for the local cases: one bucket per tenant.
-fn local_plugin(capacity: u64, refill: u64) -> Value {
-    json!({"rules": [{
-        "name": "bench",
-        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-        "local": {"capacity": capacity, "refill_per_second": refill}
-    }]})
-}
-
-fn floodgate(capacity: u64, refill: u64) -> Value {
-    floodgate_filter(&local_plugin(capacity, refill))
 }
 
 /// A bench-only module from `bench/`, built by `make bench`.
@@ -140,7 +128,10 @@ pub fn stacked_cases() -> Vec<Case> {
         ),
         (NOOP, noop()),
         (RAW_NOOP, raw_noop()),
-        (FLOODGATE_ALLOWED, floodgate(4_000_000_000, 1_000_000_000)),
+        (
+            FLOODGATE_ALLOWED,
+            floodgate_filter(&plugins::local_allowed()),
+        ),
     ]
     .into_iter()
     .map(|(name, filter)| Case {
@@ -150,69 +141,16 @@ pub fn stacked_cases() -> Vec<Case> {
     .collect()
 }
 
-/// The limit the global cases ask about: never reached.
-pub const SERVER_CONFIG: &str = "
-domain: bench
-descriptors:
-  - key: tenant
-    rate_limit:
-      unit: second
-      requests_per_unit: 4000000000
-  - key: over
-    rate_limit:
-      unit: hour
-      requests_per_unit: 1
-  - key: leased
-    rate_limit:
-      unit: hour
-      requests_per_unit: 4000000000
-    quota: { requests: 100, valid_ms: 1000 }
-";
-
-/// floodgate's configuration for the global cases: one descriptor, fail closed.
-fn global_plugin() -> Value {
-    json!({
-        "rls": {"cluster": "ratelimit", "domain": "bench", "timeout_ms": 1000, "failure_mode": "deny"},
-        "rules": [{
-            "name": "bench",
-            "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-            "global": {}
-        }]
-    })
-}
-
-/// The global configuration with a fallback bucket on its rule: what a fallback costs a
-/// request the service answers.
-fn fallback_plugin() -> Value {
-    let mut plugin = global_plugin();
-    plugin["rules"][0]["global"] = json!({"fallback": {"capacity": 100, "refill_per_second": 10}});
-    plugin
-}
-
-/// The global configuration on a descriptor the service limits to 1 per hour: after the
-/// first request, the over-limit cache rejects every one.
-fn over_limit_plugin() -> Value {
-    let mut plugin = global_plugin();
-    plugin["rules"][0]["descriptors"] = json!([{"key": "over", "value": "all"}]);
-    plugin
-}
-
-/// The global configuration on the leased descriptor (see [`SERVER_CONFIG`]).
-fn leased_plugin() -> Value {
-    let mut plugin = global_plugin();
-    plugin["rules"][0]["descriptors"] = json!([{"key": "leased", "header": "x-tenant-id"}]);
-    plugin
-}
+/// floodgate-server's configuration for the global cases (shared with the cost model).
+pub const SERVER_CONFIG: &str = plugins::SERVER_CONFIG;
 
 /// The global cases: native, floodgate (with and without a fallback, leased, and over its
 /// limit from the over-limit cache), the call floor.
 pub fn global_cases() -> Vec<Case> {
-    let floodgate = floodgate_filter(&global_plugin());
-    let cached = floodgate_filter(&over_limit_plugin());
-    let mut no_cache = global_plugin();
-    no_cache["rls"]["cache_over_limit"] = json!(false);
-    let no_cache = floodgate_filter(&no_cache);
-    let fallback = floodgate_filter(&fallback_plugin());
+    let floodgate = floodgate_filter(&plugins::global());
+    let cached = floodgate_filter(&plugins::over_limit());
+    let no_cache = floodgate_filter(&plugins::global_no_cache());
+    let fallback = floodgate_filter(&plugins::fallback());
     let native = json!({
         "name": "envoy.filters.http.ratelimit",
         "typed_config": {
@@ -240,7 +178,7 @@ pub fn global_cases() -> Vec<Case> {
         case(FLOODGATE_CACHED, vec![cached], true),
         case(
             FLOODGATE_LEASED,
-            vec![floodgate_filter(&leased_plugin())],
+            vec![floodgate_filter(&plugins::leased())],
             false,
         ),
         // The least any wasm filter can do for the same call (bench/call-floor).
@@ -261,9 +199,9 @@ pub fn variants() -> Vec<Case> {
     list.split(',')
         .filter(|p| !p.is_empty())
         .flat_map(|path| {
-            let local = local_plugin(4_000_000_000, 1_000_000_000).to_string();
+            let local = plugins::local_allowed().to_string();
             let local = configs::wasm_filter("floodgate", path, &local);
-            let global = configs::wasm_filter("floodgate", path, &global_plugin().to_string());
+            let global = configs::wasm_filter("floodgate", path, &plugins::global().to_string());
             [
                 Case {
                     stack: STACK,
@@ -294,10 +232,14 @@ pub fn cases() -> Vec<Case> {
         case(RAW_NOOP, vec![raw_noop()], false),
         case(
             FLOODGATE_ALLOWED,
-            vec![floodgate(4_000_000_000, 1_000_000_000)],
+            vec![floodgate_filter(&plugins::local_allowed())],
             false,
         ),
         case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
-        case(FLOODGATE_REJECTED, vec![floodgate(1, 0)], true),
+        case(
+            FLOODGATE_REJECTED,
+            vec![floodgate_filter(&plugins::local_rejecting())],
+            true,
+        ),
     ]
 }

@@ -155,10 +155,7 @@ fn malformed_replies_are_errors_not_panics() {
 }
 
 #[test]
-fn a_late_reply_is_a_connectivity_failure() {
+fn a_late_reply_is_a_timeout() {
     let late = [Value::BulkString(LATE.to_vec())];
-    assert!(matches!(
-        parse_reply(&late, 2),
-        Err(Failure::Connectivity(_))
-    ));
+    assert!(matches!(parse_reply(&late, 2), Err(Failure::Timeout(_))));
 }

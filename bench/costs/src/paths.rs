@@ -1,0 +1,369 @@
+//! The request paths the cost model drives, each with the module, configuration, service
+//! and upstream that make it happen, and what must be true of the measured request (so a
+//! path that stops being itself, e.g. a cached rejection that starts calling, is an error
+//! rather than a quiet change of counts).
+
+use crate::abi::{pairs, Pairs};
+use crate::envoy::{Outcome, Response};
+use crate::plugins;
+use crate::rls::Limit;
+use serde_json::Value;
+use std::path::PathBuf;
+
+/// A module the paths load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Module {
+    /// `floodgate.wasm` (`make wasm`).
+    Floodgate,
+    /// `floodgate-llm.wasm`, the build that reads responses (`make wasm`).
+    FloodgateLlm,
+    /// `bench/raw-noop`: reads one header, exports only that callback (`make bench-wasm`).
+    RawNoop,
+    /// `bench/noop-filter`: the same on the proxy-wasm SDK (`make bench-wasm`).
+    SdkNoop,
+    /// `bench/call-floor`: the least a wasm filter does for one call (`make bench-wasm`).
+    CallFloor,
+}
+
+impl Module {
+    /// Where it is: the `FLOODGATE_*` variable the tests use, or its place under
+    /// `target/`; and the make target that builds it.
+    pub fn file(self) -> (PathBuf, &'static str) {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let release = root.join("target/wasm32-wasip1/release");
+        let from_env = |var: &str| std::env::var_os(var).map(PathBuf::from);
+        match self {
+            Module::Floodgate => (
+                from_env("FLOODGATE_WASM").unwrap_or(release.join("floodgate.wasm")),
+                "make wasm",
+            ),
+            Module::FloodgateLlm => (
+                from_env("FLOODGATE_LLM_WASM")
+                    .unwrap_or(root.join("target/llm/wasm32-wasip1/release/floodgate-llm.wasm")),
+                "make wasm",
+            ),
+            Module::RawNoop => (release.join("floodgate_raw_noop.wasm"), "make bench-wasm"),
+            Module::SdkNoop => (
+                release.join("floodgate_noop_filter.wasm"),
+                "make bench-wasm",
+            ),
+            Module::CallFloor => (release.join("floodgate_call_floor.wasm"), "make bench-wasm"),
+        }
+    }
+}
+
+/// Which part of the run is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    /// The first request after the warm-up.
+    NextRequest,
+    /// The first request after the warm-up that makes this many calls (found within
+    /// 1 000 requests).
+    FirstRequestWithCalls(u64),
+    /// One tick of every root context, after one more request.
+    Tick,
+}
+
+/// One path.
+#[derive(Debug, Clone)]
+pub struct Path {
+    /// Its name, as the budget file and the tables know it.
+    pub name: &'static str,
+    /// What it is, in a few words (the table's note).
+    pub about: &'static str,
+    /// The module.
+    pub module: Module,
+    /// The plugin configuration of each filter in the chain.
+    pub chain: Vec<Value>,
+    /// The rate limit service's limits.
+    pub limits: Vec<Limit>,
+    /// What the upstream answers.
+    pub upstream: Response,
+    /// Requests before the measured one (the first creates keys, takes a lease...).
+    pub warm_up: usize,
+    /// What is measured.
+    pub measure: Measure,
+    /// How the measured request must end (not checked for ticks).
+    pub outcome: Outcome,
+    /// Rate limit calls the measured request must make, background ones included.
+    pub calls: u64,
+}
+
+/// The request `make bench`'s wrk sends, as Envoy's header map holds it when the filter
+/// chain sees it (Envoy adds `x-forwarded-proto` and `x-request-id`).
+pub fn bench_request() -> crate::envoy::Request {
+    crate::envoy::Request {
+        headers: pairs(&[
+            (":authority", "127.0.0.1:10000"),
+            (":path", "/"),
+            (":method", "GET"),
+            (":scheme", "http"),
+            ("x-tenant-id", "bench"),
+            ("x-forwarded-proto", "http"),
+            ("x-request-id", "6c1e7a52-93b4-4f0e-8d2a-1b5f3c9e7d40"),
+        ]),
+        source_address: "127.0.0.1:46512".to_string(),
+    }
+}
+
+fn upstream(content_type: &str, chunks: &[&str]) -> Response {
+    let length: usize = chunks.iter().map(|c| c.len()).sum();
+    let headers: Pairs = pairs(&[
+        (":status", "200"),
+        ("content-length", &length.to_string()),
+        ("content-type", content_type),
+        ("date", "Thu, 01 Jan 2026 00:00:00 GMT"),
+        ("server", "envoy"),
+        ("x-envoy-upstream-service-time", "0"),
+    ]);
+    Response {
+        headers,
+        chunks: chunks.iter().map(|c| c.as_bytes().to_vec()).collect(),
+        trailers: None,
+    }
+}
+
+/// `make bench`'s upstream: a `direct_response` of "ok".
+pub fn ok_upstream() -> Response {
+    upstream("text/plain", &["ok\n"])
+}
+
+/// An OpenAI-style chat completion, as one JSON document.
+fn llm_json() -> Response {
+    upstream(
+        "application/json",
+        &[
+            r#"{"id":"chatcmpl-1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Hello! How can I help you today?"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":9,"total_tokens":21}}"#,
+        ],
+    )
+}
+
+/// The same answer streamed: content deltas, a usage chunk, `[DONE]`, in three chunks.
+fn llm_sse() -> Response {
+    let delta = |text: &str| {
+        format!("data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}],\"usage\":null}}\n\n")
+    };
+    let first = [delta("Hello!"), delta(" How can I")].concat();
+    let second = [delta(" help you"), delta(" today?")].concat();
+    let last = "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":9,\"total_tokens\":21}}\n\ndata: [DONE]\n\n";
+    upstream("text/event-stream", &[&first, &second, last])
+}
+
+/// The bench's service limits (see [`plugins::SERVER_CONFIG`]).
+fn bench_limits() -> Vec<Limit> {
+    vec![
+        Limit::never_reached("tenant"),
+        Limit {
+            key: "over",
+            requests_per_unit: 1,
+            unit_seconds: 3600,
+            over: true,
+            lease: None,
+        },
+        Limit {
+            key: "leased",
+            unit_seconds: 3600,
+            lease: Some((100, 1_000)),
+            ..Limit::never_reached("leased")
+        },
+    ]
+}
+
+/// How many copies the chained paths chain (as `make bench` does).
+pub const CHAIN: usize = 8;
+
+/// Every path, floors first.
+pub fn all() -> Vec<Path> {
+    let one = |name, about, module, plugin: Value, outcome, calls| Path {
+        name,
+        about,
+        module,
+        chain: vec![plugin],
+        limits: bench_limits(),
+        upstream: ok_upstream(),
+        warm_up: 2,
+        measure: Measure::NextRequest,
+        outcome,
+        calls,
+    };
+    let chained = |path: Path| Path {
+        chain: vec![path.chain[0].clone(); CHAIN],
+        ..path
+    };
+    let none = Value::Null;
+    let fwd = Outcome::Forwarded;
+    let rejected = Outcome::Replied(429);
+    vec![
+        one(
+            "raw-noop",
+            "raw-ABI no-op: reads 1 header",
+            Module::RawNoop,
+            none.clone(),
+            fwd,
+            0,
+        ),
+        chained(one(
+            "raw-noop x8",
+            "raw-ABI no-op chained 8 times",
+            Module::RawNoop,
+            none.clone(),
+            fwd,
+            0,
+        )),
+        one(
+            "sdk-noop",
+            "SDK no-op: reads 1 header",
+            Module::SdkNoop,
+            none.clone(),
+            fwd,
+            0,
+        ),
+        chained(one(
+            "sdk-noop x8",
+            "SDK no-op chained 8 times",
+            Module::SdkNoop,
+            none.clone(),
+            fwd,
+            0,
+        )),
+        one(
+            "call-floor",
+            "one call, its status and body read",
+            Module::CallFloor,
+            none,
+            fwd,
+            1,
+        ),
+        one(
+            "local allowed",
+            "local mode, limit never reached",
+            Module::Floodgate,
+            plugins::local_allowed(),
+            fwd,
+            0,
+        ),
+        chained(one(
+            "local allowed x8",
+            "local allowed chained 8 times",
+            Module::Floodgate,
+            plugins::local_allowed(),
+            fwd,
+            0,
+        )),
+        one(
+            "local rejected",
+            "local mode, every request rejected",
+            Module::Floodgate,
+            plugins::local_rejecting(),
+            rejected,
+            0,
+        ),
+        one(
+            "global",
+            "global mode, one call, OK",
+            Module::Floodgate,
+            plugins::global(),
+            fwd,
+            1,
+        ),
+        one(
+            "global cache off",
+            "global, rls.cache_over_limit false",
+            Module::Floodgate,
+            plugins::global_no_cache(),
+            fwd,
+            1,
+        ),
+        one(
+            "global fallback",
+            "global with a fallback bucket, OK",
+            Module::Floodgate,
+            plugins::fallback(),
+            fwd,
+            1,
+        ),
+        one(
+            "global over limit",
+            "over limit, answered by the call (cache off)",
+            Module::Floodgate,
+            {
+                let mut p = plugins::over_limit();
+                p["rls"]["cache_over_limit"] = Value::Bool(false);
+                p
+            },
+            rejected,
+            1,
+        ),
+        one(
+            "global cached",
+            "over limit, rejected from the over-limit cache",
+            Module::Floodgate,
+            plugins::over_limit(),
+            rejected,
+            0,
+        ),
+        one(
+            "global leased",
+            "decided from a quota lease, no call",
+            Module::Floodgate,
+            plugins::leased(),
+            fwd,
+            0,
+        ),
+        Path {
+            measure: Measure::FirstRequestWithCalls(1),
+            ..one(
+                "global leased refill",
+                "the lease spend that starts a background refill, and its answer",
+                Module::Floodgate,
+                plugins::leased(),
+                fwd,
+                1,
+            )
+        },
+        Path {
+            upstream: llm_json(),
+            ..one(
+                "llm local json",
+                "floodgate-llm: local budget charged a JSON answer's usage",
+                Module::FloodgateLlm,
+                plugins::llm_local(),
+                fwd,
+                0,
+            )
+        },
+        Path {
+            upstream: llm_sse(),
+            ..one(
+                "llm local sse",
+                "floodgate-llm: local budget charged an event stream's usage",
+                Module::FloodgateLlm,
+                plugins::llm_local(),
+                fwd,
+                0,
+            )
+        },
+        Path {
+            upstream: llm_json(),
+            ..one(
+                "llm global json",
+                "floodgate-llm: check-only call, stream-end charge call",
+                Module::FloodgateLlm,
+                plugins::llm_global(),
+                fwd,
+                2,
+            )
+        },
+        Path {
+            measure: Measure::Tick,
+            ..one(
+                "local tick",
+                "one metric flush after an allowed request",
+                Module::Floodgate,
+                plugins::local_allowed(),
+                fwd,
+                0,
+            )
+        },
+    ]
+}

@@ -1,0 +1,66 @@
+//! The counts as tables (Markdown, as the README shows them).
+
+use crate::calibration;
+use crate::cost::Cost;
+use crate::measure::Measured;
+use crate::paths::Path;
+use std::collections::BTreeMap;
+
+/// Names without the ABI's `proxy_` / `proxy_on_` prefixes, with their counts.
+fn by_name(counts: &BTreeMap<String, u64>, prefix: &str) -> String {
+    counts
+        .iter()
+        .map(|(name, n)| {
+            let short = name.strip_prefix(prefix).unwrap_or(name);
+            if *n == 1 {
+                short.to_string()
+            } else {
+                format!("{short} ×{n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One row's figures.
+fn row(path: &str, cost: &Cost) -> String {
+    format!(
+        "| {path} | {} | {} | {} | {} | {} / {} | {} |",
+        cost.instructions,
+        cost.bulk_bytes,
+        cost.vm_entries(),
+        cost.calls(),
+        cost.bytes_in,
+        cost.bytes_out,
+        calibration::FITTED.map_or_else(
+            || "-".to_string(),
+            |m| format!("{:.0} %", 100.0 * m.share(cost))
+        ),
+    )
+}
+
+/// The totals table, then what each path enters and calls, by name.
+pub fn table(paths: &[Path], measured: &[Measured]) -> String {
+    let mut out = String::from(
+        "| path | wasm instructions | bulk bytes | VM entries | host calls | ABI bytes in / out | expected CPU, of a proxied request |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for m in measured {
+        out.push_str(&row(m.name, &m.cost));
+        out.push('\n');
+    }
+    out.push_str("\n| path | what it is | VM entries | host calls |\n|---|---|---|---|\n");
+    for m in measured {
+        let about = paths
+            .iter()
+            .find(|p| p.name == m.name)
+            .map_or("", |p| p.about);
+        out.push_str(&format!(
+            "| {} | {about} | {} | {} |\n",
+            m.name,
+            by_name(&m.cost.entries, "proxy_on_"),
+            by_name(&m.cost.host_calls, "proxy_"),
+        ));
+    }
+    out
+}

@@ -1,0 +1,105 @@
+//! Per-domain counters: each configured domain's handles on `floodgate_decisions_total`,
+//! `floodgate_near_limit_total`, `floodgate_quota_granted_hits_total` and its per-limit
+//! series, created when the domain is configured so that counting is an atomic increment.
+
+use super::limits;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use std::sync::Arc;
+
+/// How one request descriptor was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Within its limit.
+    Ok,
+    /// Over its limit, answered OVER_LIMIT.
+    OverLimit,
+    /// Over a shadow-mode limit, answered OK.
+    ShadowOverLimit,
+    /// No limit applies (no match, or `unlimited`).
+    NoLimit,
+}
+
+pub(super) const OUTCOMES: [(Outcome, &str); 4] = [
+    (Outcome::Ok, "ok"),
+    (Outcome::OverLimit, "over_limit"),
+    (Outcome::ShadowOverLimit, "shadow_over_limit"),
+    (Outcome::NoLimit, "no_limit"),
+];
+
+/// `floodgate_decisions_total`'s label set: the domain, then the result.
+type DecisionLabels = [(&'static str, String); 2];
+
+/// The label set of a per-domain series (`floodgate_near_limit_total`,
+/// `floodgate_quota_granted_hits_total`): the domain.
+type DomainLabels = [(&'static str, String); 1];
+
+/// The per-domain families, from which each domain's handles are made.
+#[derive(Debug, Clone, Default)]
+pub(super) struct DomainFamilies {
+    pub(super) decisions: Family<DecisionLabels, Counter>,
+    pub(super) near_limit: Family<DomainLabels, Counter>,
+    pub(super) granted: Family<DomainLabels, Counter>,
+}
+
+/// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions, hits
+/// granted, and the domain's per-limit series. Handles on the series of one domain, so
+/// counting is an atomic increment.
+#[derive(Debug)]
+pub struct DomainCounters {
+    decisions: [Counter; 4],
+    near_limit: Counter,
+    granted: Counter,
+    limits: limits::DomainLimits,
+}
+
+impl DomainCounters {
+    /// The series of `domain` in `families` and `limit_family`, created now.
+    pub(super) fn new(
+        families: &DomainFamilies,
+        limit_family: &Arc<limits::LimitFamily>,
+        domain: &str,
+    ) -> Self {
+        DomainCounters {
+            decisions: OUTCOMES.map(|(_, result)| {
+                families.decisions.get_or_create_owned(&[
+                    ("domain", domain.to_owned()),
+                    ("result", result.into()),
+                ])
+            }),
+            near_limit: families
+                .near_limit
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
+            granted: families
+                .granted
+                .get_or_create_owned(&[("domain", domain.to_owned())]),
+            limits: limits::DomainLimits::new(limit_family.clone(), domain),
+        }
+    }
+
+    /// Counts one descriptor decision.
+    pub fn record(&self, outcome: Outcome) {
+        self.decisions[outcome as usize].inc();
+    }
+
+    /// Counts one OK decision above the near-limit ratio (also counted by `record`).
+    pub fn near_limit(&self) {
+        self.near_limit.inc();
+    }
+
+    /// Counts hits granted as a quota lease (in an answer actually sent).
+    pub fn granted(&self, hits: u32) {
+        self.granted.inc_by(u64::from(hits));
+    }
+
+    /// Counts one decision of the limit whose configured path is `path`, in its own series
+    /// (bounded, see [`limits`]).
+    pub fn record_limit(&self, path: &Arc<str>, outcome: Outcome) {
+        self.limits.record(path, outcome);
+    }
+
+    /// Creates the series of the limit at `path` now (within the bound).
+    pub(super) fn register_limit(&self, path: &Arc<str>) {
+        self.limits.register(path);
+    }
+}
