@@ -7,6 +7,9 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // One TLS crypto provider for the process (ring; never OpenSSL), for the Redis
+    // client's connections as for the gRPC port's.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))

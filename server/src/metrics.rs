@@ -31,6 +31,7 @@
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
+//! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
 mod domains;
 pub mod limits;
@@ -41,6 +42,7 @@ pub use domains::{DomainCounters, Outcome};
 
 use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;
+use crate::tls::TlsMetrics;
 use lock_free::{LatencyHistogram, StoreUp};
 use prometheus_client::encoding::{prometheus_text, text};
 use prometheus_client::metrics::counter::Counter;
@@ -141,6 +143,8 @@ pub struct Metrics {
     health: Arc<Health>,
     /// The gRPC port's connections (see [`crate::listener`]).
     pub connections: Arc<ConnectionMetrics>,
+    /// TLS handshakes, certificate reloads and identity refusals (see [`crate::tls`]).
+    pub tls: Arc<TlsMetrics>,
     /// The HTTP port's connections.
     pub http_connections: Arc<ConnectionMetrics>,
 }
@@ -244,6 +248,8 @@ impl Metrics {
         health.register(&mut registry);
         let connections = Arc::new(ConnectionMetrics::new(Port::Grpc));
         connections.register(&mut registry);
+        let tls = Arc::new(TlsMetrics::default());
+        tls.register(&mut registry);
         let http_connections = Arc::new(ConnectionMetrics::new(Port::Http));
         http_connections.register(&mut registry);
         Metrics {
@@ -261,6 +267,7 @@ impl Metrics {
             store_cells,
             health,
             connections,
+            tls,
             http_connections,
         }
     }

@@ -48,6 +48,7 @@ async fn store(
     let health = Arc::new(Health::default());
     let options = RedisOptions {
         target: Target::Single(server.url()),
+        access: Default::default(),
         timeout,
         max_in_flight,
         counting: Default::default(),

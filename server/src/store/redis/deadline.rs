@@ -78,6 +78,13 @@ impl RedisClock {
         }
     }
 
+    /// Drops the estimate (a new master: another host, another clock); calls carry no
+    /// deadline until the next answer or probe tells the new offset.
+    pub fn forget(&self) {
+        self.offset_us.store(UNKNOWN, Ordering::Relaxed);
+        self.window_start_us.store(0, Ordering::Relaxed);
+    }
+
     /// The Redis time after which a call started at `started_us` must do nothing, or
     /// `None` before the first observation.
     pub fn not_after(&self, started_us: i64, timeout: Duration) -> Option<i64> {

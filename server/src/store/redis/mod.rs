@@ -24,6 +24,16 @@
 //! exhausts a limit of one slot, the other slots may still consume for a request that is
 //! answered over the limit. Each slot's own counters are always exact.
 //!
+//! # Redis Sentinel (`--redis-sentinel`)
+//! The probe asks the sentinels where the master is and moves to it after a failover
+//! ([`sentinel`]); between the old master's death and the move, calls fail as in any
+//! outage. Nothing is retried, so nothing is counted twice.
+//!
+//! # Credentials and TLS
+//! [`access`]: passwords from a file or the environment, held where `Debug` cannot show
+//! them, URLs shown redacted ([`target::redact`]); `rediss://` over rustls with a CA file
+//! and an optional client certificate.
+//!
 //! # Outages
 //! Every call is bounded by the timeout (`--redis-timeout-ms`) and by a cap on calls in
 //! flight (`--redis-max-in-flight`, beyond which calls fail at once), so nothing piles up
@@ -42,16 +52,21 @@
 //! the two-phase Redis Cluster path, [`outage`] the breaker, log throttle and probe; this
 //! file ties them into one call: refuse when down, bound, time, call, record.
 
+pub mod access;
 pub mod deadline;
 pub mod key;
+pub mod target;
 
 mod cluster;
 mod conn;
 mod outage;
 mod script;
+mod sentinel;
 
+pub use access::{Access, Auth, Secret, TlsMaterial};
 pub use outage::{LOG_EVERY, PROBE_EVERY};
 pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
+pub use target::Target;
 
 use super::health::Health;
 use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
@@ -65,20 +80,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
-/// Where Redis is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// One Redis server (or a proxy in front of several): `redis://HOST:PORT[/DB]`.
-    Single(String),
-    /// Redis Cluster, found through these seed nodes.
-    Cluster(Vec<String>),
-}
-
 /// How to reach Redis and how long to wait for it.
 #[derive(Debug, Clone)]
 pub struct RedisOptions {
     /// Where Redis is.
     pub target: Target,
+    /// Credentials and TLS, apart from the URL.
+    pub access: Access,
     /// The longest one call (connecting included) may take before it answers UNAVAILABLE.
     pub timeout: Duration,
     /// Calls in flight beyond which new calls fail at once.
@@ -233,7 +241,7 @@ impl Inner {
             };
         }
         let not_after = match self.conn {
-            Conn::Single(_) => self
+            Conn::Single(_) | Conn::Sentinel(_) => self
                 .redis_clock
                 .not_after(self.redis_clock.local_us(), self.options.timeout),
             Conn::Cluster { .. } => None,
@@ -266,6 +274,11 @@ impl Inner {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
+                self.call(&mut conn, &items, mode, now).await
+            }
+            Conn::Sentinel(sentinel) => {
+                let items: Vec<&Check> = batch.iter().collect();
+                let mut conn = sentinel.master()?;
                 self.call(&mut conn, &items, mode, now).await
             }
             Conn::Cluster { conn, .. } => {
