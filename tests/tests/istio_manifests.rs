@@ -1,12 +1,14 @@
 //! The Istio manifests in `envoy/istio/` stay true to the code: every `pluginConfig` passes
 //! the filter's own validation (the code its root context runs) and loads in the pinned
 //! Envoy, and the pieces of the global mode point at each other (plugin → cluster →
-//! Service → container; plugin domain → server configuration).
+//! Service → container in `deploy/`; plugin domain → server configuration; plugin pods →
+//! the NetworkPolicy that admits them).
 
 use floodgate::config::Config;
 use floodgate_integration::istio::{self, Document};
 use floodgate_integration::{configs, paths, Envoy};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
@@ -166,47 +168,66 @@ fn the_global_plugin_calls_an_http2_cluster_added_to_the_same_pods() {
     }
 }
 
+/// Every variant of floodgate-server's Deployment (memory, Redis): they are alternatives
+/// with the same name.
+fn server_deployments(documents: &[Document]) -> Vec<&Document> {
+    let found: Vec<_> = istio::of_kind(documents, "Deployment")
+        .into_iter()
+        .filter(|d| d.value["metadata"]["name"] == "floodgate-server")
+        .collect();
+    assert!(!found.is_empty(), "no Deployment floodgate-server");
+    found
+}
+
+/// A Service port by name.
+fn service_port<'a>(service: &'a Document, name: &str) -> &'a Value {
+    service.value["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{}: no port named {name}", service.id()))
+}
+
 #[test]
 fn the_rls_cluster_reaches_the_servers_grpc_port() {
     let documents = istio::documents();
     let service = named(&documents, "Service", "floodgate-server");
-    let deployment = named(&documents, "Deployment", "floodgate-server");
     let namespace = service.value["metadata"]["namespace"]
         .as_str()
         .expect("namespace");
-    let grpc = service.value["spec"]["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["name"] == "grpc")
-        .expect("Service port named grpc");
+    let grpc = service_port(service, "grpc");
     assert_eq!(grpc["appProtocol"], "grpc");
 
-    // The container port the Service targets, and the address the binary listens on.
-    let container = &deployment.value["spec"]["template"]["spec"]["containers"][0];
-    let container_port = container["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["name"] == grpc["targetPort"])
-        .expect("container port the Service's grpc port targets");
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let listen: SocketAddr = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--grpc-addr="))
-        .expect("--grpc-addr")
-        .parse()
-        .expect("--grpc-addr is an address");
-    assert!(
-        listen.ip().is_unspecified(),
-        "--grpc-addr must listen beyond the pod's loopback"
-    );
-    assert_eq!(container_port["containerPort"], listen.port());
+    // The container port the Service targets, and the address the binary listens on, in
+    // every variant of the Deployment.
+    for deployment in server_deployments(&documents) {
+        let id = deployment.id();
+        let container = &deployment.value["spec"]["template"]["spec"]["containers"][0];
+        let container_port = container["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == grpc["targetPort"])
+            .unwrap_or_else(|| panic!("{id}: no container port the Service's grpc port targets"));
+        let args: Vec<&str> = container["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let listen: SocketAddr = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--grpc-addr="))
+            .unwrap_or_else(|| panic!("{id}: --grpc-addr"))
+            .parse()
+            .expect("--grpc-addr is an address");
+        assert!(
+            listen.ip().is_unspecified(),
+            "{id}: --grpc-addr must listen beyond the pod's loopback"
+        );
+        assert_eq!(container_port["containerPort"], listen.port(), "{id}");
+    }
 
     for (_, cluster) in global_plugin_clusters(&documents) {
         let endpoint = &cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
@@ -217,6 +238,105 @@ fn the_rls_cluster_reaches_the_servers_grpc_port() {
         );
         assert_eq!(endpoint["port_value"], grpc["port"]);
     }
+}
+
+/// Whether a NetworkPolicy peer (`from` entry) admits a pod with `labels` in `namespace`.
+fn peer_admits(peer: &Value, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    let namespace_ok = match peer.get("namespaceSelector") {
+        Some(selector) => {
+            istio::labels(&selector["matchLabels"])
+                .into_iter()
+                .all(|(k, v)| k == "kubernetes.io/metadata.name" && v == namespace)
+                && selector.get("matchExpressions").is_none()
+        }
+        // Without one, the peer is in the policy's own namespace.
+        None => false,
+    };
+    let pods_ok = istio::labels(&peer["podSelector"]["matchLabels"])
+        .iter()
+        .all(|(k, v)| labels.get(k) == Some(v));
+    namespace_ok && pods_ok && peer.get("ipBlock").is_none()
+}
+
+/// The global plugin's pods may reach the gRPC port, the scraper the HTTP port, and no
+/// rule admits anyone to any port without naming who (an empty `from` admits all).
+#[test]
+fn the_network_policy_admits_the_proxies_and_the_scraper_only() {
+    let documents = istio::documents();
+    let policy = named(&documents, "NetworkPolicy", "floodgate-server");
+    let deployment = server_deployments(&documents)[0];
+    let pod_labels = istio::labels(&deployment.value["spec"]["template"]["metadata"]["labels"]);
+    let selected = istio::labels(&policy.value["spec"]["podSelector"]["matchLabels"]);
+    assert!(
+        !selected.is_empty() && selected.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
+        "{}: the policy must select floodgate-server's pods",
+        policy.id()
+    );
+    assert_eq!(
+        policy.value["spec"]["policyTypes"],
+        serde_json::json!(["Ingress"])
+    );
+
+    let rules = policy.value["spec"]["ingress"]
+        .as_array()
+        .expect("ingress rules");
+    for rule in rules {
+        let from = rule["from"].as_array().map(Vec::len).unwrap_or(0);
+        let ports = rule["ports"].as_array().map(Vec::len).unwrap_or(0);
+        assert!(
+            from > 0 && ports > 0,
+            "{}: rule {rule} admits too much",
+            policy.id()
+        );
+    }
+    let admits = |namespace: &str, labels: &BTreeMap<String, String>, port: &str| {
+        rules.iter().any(|rule| {
+            rule["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["port"] == port)
+                && rule["from"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|peer| peer_admits(peer, namespace, labels))
+        })
+    };
+
+    for plugin in wasm_plugins(&documents)
+        .into_iter()
+        .filter(|p| is_global(p))
+    {
+        let namespace = plugin.value["metadata"]["namespace"]
+            .as_str()
+            .expect("namespace");
+        let proxies = istio::labels(&plugin.value["spec"]["selector"]["matchLabels"]);
+        assert!(
+            admits(namespace, &proxies, "grpc"),
+            "{}: the policy does not admit the plugin's pods to the gRPC port",
+            plugin.id()
+        );
+        assert!(
+            !admits(namespace, &proxies, "http"),
+            "{}: the proxies need no access to /metrics",
+            plugin.id()
+        );
+    }
+    let prometheus = BTreeMap::from([(
+        "app.kubernetes.io/name".to_string(),
+        "prometheus".to_string(),
+    )]);
+    assert!(admits("monitoring", &prometheus, "http"), "the scraper");
+    assert!(
+        !admits("monitoring", &prometheus, "grpc"),
+        "the scraper sends no calls"
+    );
+    let stranger = BTreeMap::from([("app".to_string(), "api".to_string())]);
+    assert!(
+        !admits("other-team", &stranger, "grpc"),
+        "the same labels in another namespace are not the proxies"
+    );
 }
 
 /// The server configuration files in the ConfigMap, by file name.
