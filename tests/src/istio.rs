@@ -4,13 +4,27 @@
 use crate::manifests;
 use serde_json::{Number, Value};
 
-pub use crate::manifests::{labels, of_kind, render, Document, TEMPLATE_VARIABLES};
+pub use crate::manifests::{
+    labels, named, of_kind, render, server_deployments, Document, TEMPLATE_VARIABLES,
+};
 
 /// Every document of `envoy/istio/` and then of `deploy/`, rendered, in file order.
 pub fn documents() -> Vec<Document> {
     let mut documents = manifests::read("envoy/istio");
     documents.extend(manifests::deploy());
     documents
+}
+
+/// Every WasmPlugin (there is at least one).
+pub fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
+    let plugins = of_kind(documents, "WasmPlugin");
+    assert!(!plugins.is_empty(), "no WasmPlugin in envoy/istio/");
+    plugins
+}
+
+/// Whether a WasmPlugin runs the filter in global mode (it names a rate limit service).
+pub fn is_global(plugin: &Document) -> bool {
+    plugin.value["spec"]["pluginConfig"].get("rls").is_some()
 }
 
 /// The filter configuration Istio gives Envoy for a WasmPlugin: `pluginConfig` is a

@@ -119,6 +119,27 @@ pub fn of_kind<'a>(documents: &'a [Document], kind: &str) -> Vec<&'a Document> {
         .collect()
 }
 
+/// The one document of `kind` named `name`.
+pub fn named<'a>(documents: &'a [Document], kind: &str, name: &str) -> &'a Document {
+    let found: Vec<_> = of_kind(documents, kind)
+        .into_iter()
+        .filter(|d| d.value["metadata"]["name"] == name)
+        .collect();
+    assert_eq!(found.len(), 1, "exactly one {kind} named {name}");
+    found[0]
+}
+
+/// Every variant of floodgate-server's Deployment (memory, Redis): they are alternatives
+/// with the same name.
+pub fn server_deployments(documents: &[Document]) -> Vec<&Document> {
+    let found: Vec<_> = of_kind(documents, "Deployment")
+        .into_iter()
+        .filter(|d| d.value["metadata"]["name"] == "floodgate-server")
+        .collect();
+    assert!(!found.is_empty(), "no Deployment floodgate-server");
+    found
+}
+
 /// The labels a selector (`matchLabels` or `labels`) requires.
 pub fn labels(selector: &Value) -> BTreeMap<String, String> {
     selector

@@ -1,35 +1,16 @@
 //! The Istio manifests in `envoy/istio/` stay true to the code: every `pluginConfig` passes
 //! the filter's own validation (the code its root context runs) and loads in the pinned
 //! Envoy, and the pieces of the global mode point at each other (plugin → cluster →
-//! Service → container in `deploy/`; plugin domain → server configuration; plugin pods →
-//! the NetworkPolicy that admits them).
+//! Service → container in `deploy/`; plugin domain → server configuration). The
+//! NetworkPolicy that admits the plugin's pods is checked in `network_policy.rs`.
 
 use floodgate::config::Config;
-use floodgate_integration::istio::{self, Document};
+use floodgate_integration::istio::{
+    self, is_global, named, server_deployments, wasm_plugins, Document,
+};
 use floodgate_integration::{configs, paths, Envoy};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
-
-fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
-    let plugins = istio::of_kind(documents, "WasmPlugin");
-    assert!(!plugins.is_empty(), "no WasmPlugin in envoy/istio/");
-    plugins
-}
-
-fn is_global(plugin: &Document) -> bool {
-    plugin.value["spec"]["pluginConfig"].get("rls").is_some()
-}
-
-/// The one document of `kind` named `name`.
-fn named<'a>(documents: &'a [Document], kind: &str, name: &str) -> &'a Document {
-    let found: Vec<_> = istio::of_kind(documents, kind)
-        .into_iter()
-        .filter(|d| d.value["metadata"]["name"] == name)
-        .collect();
-    assert_eq!(found.len(), 1, "exactly one {kind} named {name}");
-    found[0]
-}
 
 #[test]
 fn every_plugin_config_passes_the_filters_own_validation() {
@@ -168,17 +149,6 @@ fn the_global_plugin_calls_an_http2_cluster_added_to_the_same_pods() {
     }
 }
 
-/// Every variant of floodgate-server's Deployment (memory, Redis): they are alternatives
-/// with the same name.
-fn server_deployments(documents: &[Document]) -> Vec<&Document> {
-    let found: Vec<_> = istio::of_kind(documents, "Deployment")
-        .into_iter()
-        .filter(|d| d.value["metadata"]["name"] == "floodgate-server")
-        .collect();
-    assert!(!found.is_empty(), "no Deployment floodgate-server");
-    found
-}
-
 /// A Service port by name.
 fn service_port<'a>(service: &'a Document, name: &str) -> &'a Value {
     service.value["spec"]["ports"]
@@ -238,105 +208,6 @@ fn the_rls_cluster_reaches_the_servers_grpc_port() {
         );
         assert_eq!(endpoint["port_value"], grpc["port"]);
     }
-}
-
-/// Whether a NetworkPolicy peer (`from` entry) admits a pod with `labels` in `namespace`.
-fn peer_admits(peer: &Value, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
-    let namespace_ok = match peer.get("namespaceSelector") {
-        Some(selector) => {
-            istio::labels(&selector["matchLabels"])
-                .into_iter()
-                .all(|(k, v)| k == "kubernetes.io/metadata.name" && v == namespace)
-                && selector.get("matchExpressions").is_none()
-        }
-        // Without one, the peer is in the policy's own namespace.
-        None => false,
-    };
-    let pods_ok = istio::labels(&peer["podSelector"]["matchLabels"])
-        .iter()
-        .all(|(k, v)| labels.get(k) == Some(v));
-    namespace_ok && pods_ok && peer.get("ipBlock").is_none()
-}
-
-/// The global plugin's pods may reach the gRPC port, the scraper the HTTP port, and no
-/// rule admits anyone to any port without naming who (an empty `from` admits all).
-#[test]
-fn the_network_policy_admits_the_proxies_and_the_scraper_only() {
-    let documents = istio::documents();
-    let policy = named(&documents, "NetworkPolicy", "floodgate-server");
-    let deployment = server_deployments(&documents)[0];
-    let pod_labels = istio::labels(&deployment.value["spec"]["template"]["metadata"]["labels"]);
-    let selected = istio::labels(&policy.value["spec"]["podSelector"]["matchLabels"]);
-    assert!(
-        !selected.is_empty() && selected.iter().all(|(k, v)| pod_labels.get(k) == Some(v)),
-        "{}: the policy must select floodgate-server's pods",
-        policy.id()
-    );
-    assert_eq!(
-        policy.value["spec"]["policyTypes"],
-        serde_json::json!(["Ingress"])
-    );
-
-    let rules = policy.value["spec"]["ingress"]
-        .as_array()
-        .expect("ingress rules");
-    for rule in rules {
-        let from = rule["from"].as_array().map(Vec::len).unwrap_or(0);
-        let ports = rule["ports"].as_array().map(Vec::len).unwrap_or(0);
-        assert!(
-            from > 0 && ports > 0,
-            "{}: rule {rule} admits too much",
-            policy.id()
-        );
-    }
-    let admits = |namespace: &str, labels: &BTreeMap<String, String>, port: &str| {
-        rules.iter().any(|rule| {
-            rule["ports"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|p| p["port"] == port)
-                && rule["from"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|peer| peer_admits(peer, namespace, labels))
-        })
-    };
-
-    for plugin in wasm_plugins(&documents)
-        .into_iter()
-        .filter(|p| is_global(p))
-    {
-        let namespace = plugin.value["metadata"]["namespace"]
-            .as_str()
-            .expect("namespace");
-        let proxies = istio::labels(&plugin.value["spec"]["selector"]["matchLabels"]);
-        assert!(
-            admits(namespace, &proxies, "grpc"),
-            "{}: the policy does not admit the plugin's pods to the gRPC port",
-            plugin.id()
-        );
-        assert!(
-            !admits(namespace, &proxies, "http"),
-            "{}: the proxies need no access to /metrics",
-            plugin.id()
-        );
-    }
-    let prometheus = BTreeMap::from([(
-        "app.kubernetes.io/name".to_string(),
-        "prometheus".to_string(),
-    )]);
-    assert!(admits("monitoring", &prometheus, "http"), "the scraper");
-    assert!(
-        !admits("monitoring", &prometheus, "grpc"),
-        "the scraper sends no calls"
-    );
-    let stranger = BTreeMap::from([("app".to_string(), "api".to_string())]);
-    assert!(
-        !admits("other-team", &stranger, "grpc"),
-        "the same labels in another namespace are not the proxies"
-    );
 }
 
 /// The server configuration files in the ConfigMap, by file name.

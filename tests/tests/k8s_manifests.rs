@@ -6,7 +6,7 @@
 //! points at a Redis that only the server can reach.
 
 use floodgate_integration::kube_validate::{self, is_istio};
-use floodgate_integration::manifests::{self, labels, of_kind, Document};
+use floodgate_integration::manifests::{self, labels, of_kind, server_deployments, Document};
 use serde_json::{json, Value};
 
 fn all_documents() -> Vec<Document> {
@@ -128,14 +128,6 @@ fn every_pod_runs_non_root_read_only_with_no_capabilities() {
         namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"],
         "restricted"
     );
-}
-
-/// The Deployment variants of floodgate-server.
-fn server_deployments(documents: &[Document]) -> Vec<&Document> {
-    of_kind(documents, "Deployment")
-        .into_iter()
-        .filter(|d| d.value["metadata"]["name"] == "floodgate-server")
-        .collect()
 }
 
 fn server_container(deployment: &Document) -> &Value {

@@ -82,12 +82,7 @@ fn the_deployments_match_what_the_image_declares() {
     let image = from_layout();
     let run = &image.config["config"];
     let documents = manifests::deploy();
-    let deployments: Vec<_> = of_kind(&documents, "Deployment")
-        .into_iter()
-        .filter(|d| d.value["metadata"]["name"] == NAME)
-        .collect();
-    assert!(!deployments.is_empty());
-    for deployment in deployments {
+    for deployment in manifests::server_deployments(&documents) {
         let id = deployment.id();
         let pod = &deployment.value["spec"]["template"]["spec"];
         let user = format!(
