@@ -147,31 +147,12 @@ pub struct Pulled {
 /// tar+gzip media type, the variant annotation, `plugin.wasm` inside, a wasm module.
 /// `blob` fetches (and checks) a blob by descriptor.
 pub fn follow_manifest(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec<u8>) -> Pulled {
-    let manifest: Value = serde_json::from_slice(manifest_bytes).expect("manifest JSON");
-    assert_eq!(manifest["schemaVersion"], 2);
-    assert_eq!(manifest["mediaType"], MANIFEST);
+    let image = follow_image(manifest_bytes, blob);
     assert_eq!(
-        manifest["annotations"]["module.wasm.image/variant"], "compat",
+        image.manifest["annotations"]["module.wasm.image/variant"], "compat",
         "Istio's compat variant needs this annotation with an OCI layer"
     );
-    assert_eq!(manifest["config"]["mediaType"], CONFIG);
-    let config_bytes = blob("config", &manifest["config"]);
-    let config: Value = serde_json::from_slice(&config_bytes).expect("config JSON");
-
-    let layers = manifest["layers"].as_array().expect("layers");
-    assert_eq!(layers.len(), 1, "the compat variant has exactly one layer");
-    assert_eq!(layers[0]["mediaType"], LAYER);
-    let layer = blob("layer", &layers[0]);
-    let mut layer_tar = Vec::new();
-    GzDecoder::new(layer.as_slice())
-        .read_to_end(&mut layer_tar)
-        .expect("layer is gzip");
-    assert_eq!(
-        config["rootfs"]["diff_ids"],
-        serde_json::json!([sha256(&layer_tar)]),
-        "the config's diff_id is the uncompressed layer's digest"
-    );
-    let unpacked = Layout::from_tar(&layer_tar);
+    let unpacked = Layout::from_tar(&image.layer_tar);
     assert_eq!(
         unpacked.paths(),
         vec!["plugin.wasm"],
@@ -180,16 +161,17 @@ pub fn follow_manifest(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec
     let plugin = unpacked.file("plugin.wasm").to_vec();
     assert!(plugin.starts_with(b"\0asm"), "plugin.wasm is a wasm module");
     Pulled {
-        digest: sha256(manifest_bytes),
-        manifest,
-        config,
+        digest: image.digest,
+        manifest: image.manifest,
+        config: image.config,
         plugin,
     }
 }
 
-/// What a container runtime ends up with for a plain runnable image.
+/// What a puller ends up with for a one-layer image (both of ours: the compat image and
+/// floodgate-server's runnable one).
 #[derive(Debug)]
-pub struct Runnable {
+pub struct Image {
     /// The manifest's digest: the image digest.
     pub digest: String,
     /// The manifest.
@@ -200,10 +182,10 @@ pub struct Runnable {
     pub layer_tar: Vec<u8>,
 }
 
-/// Follows a runnable image's manifest as a runtime does: an OCI manifest, its config, one
-/// tar+gzip layer whose uncompressed digest is the config's diff_id. `blob` fetches (and
-/// checks) a blob by descriptor.
-pub fn follow_runnable(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec<u8>) -> Runnable {
+/// Follows a one-layer image's manifest as a runtime does: an OCI manifest, its config,
+/// one tar+gzip layer whose uncompressed digest is the config's diff_id. `blob` fetches
+/// (and checks) a blob by descriptor.
+pub fn follow_image(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec<u8>) -> Image {
     let manifest: Value = serde_json::from_slice(manifest_bytes).expect("manifest JSON");
     assert_eq!(manifest["schemaVersion"], 2);
     assert_eq!(manifest["mediaType"], MANIFEST);
@@ -211,7 +193,7 @@ pub fn follow_runnable(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec
     let config: Value =
         serde_json::from_slice(&blob("config", &manifest["config"])).expect("config JSON");
     let layers = manifest["layers"].as_array().expect("layers");
-    assert_eq!(layers.len(), 1, "one layer");
+    assert_eq!(layers.len(), 1, "exactly one layer");
     assert_eq!(layers[0]["mediaType"], LAYER);
     let mut layer_tar = Vec::new();
     GzDecoder::new(blob("layer", &layers[0]).as_slice())
@@ -222,7 +204,7 @@ pub fn follow_runnable(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec
         serde_json::json!([sha256(&layer_tar)]),
         "the config's diff_id is the uncompressed layer's digest"
     );
-    Runnable {
+    Image {
         digest: sha256(manifest_bytes),
         manifest,
         config,

@@ -143,9 +143,9 @@ impl Registry {
     /// Pulls a runnable image `repository:tag` as a container runtime does: the manifest
     /// by tag, then its config and layer, checking every digest; returns it with the
     /// digest the registry reported for the tag.
-    pub async fn pull_runnable(&self, repository: &str, tag: &str) -> (oci::Runnable, String) {
+    pub async fn pull_image(&self, repository: &str, tag: &str) -> (oci::Image, String) {
         let (manifest, reported, blobs) = self.fetch(repository, tag).await;
-        (oci::follow_runnable(&manifest, lookup(&blobs)), reported)
+        (oci::follow_image(&manifest, lookup(&blobs)), reported)
     }
 
     /// Everything the registry logged.
@@ -167,6 +167,23 @@ fn lookup(blobs: &Blobs) -> impl Fn(&str, &Value) -> Vec<u8> + '_ {
         oci::check_descriptor(what, descriptor, &bytes);
         bytes
     }
+}
+
+/// `skopeo copy --preserve-digests SOURCE DESTINATION` into a plain-HTTP registry (the
+/// README's push command); panics with skopeo's output if it fails.
+pub fn skopeo_copy(source: &str, destination: &str) {
+    let out = Command::new(paths::program("skopeo", "make oci-tools"))
+        .args(["copy", "--dest-tls-verify=false", "--preserve-digests"])
+        .arg(source)
+        .arg(destination)
+        .output()
+        .expect("run skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo copy {source} {destination}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 impl Drop for Registry {

@@ -6,26 +6,25 @@
 //! image's user), with nothing from the host, and answers a gRPC call and `/healthz`.
 
 use floodgate_integration::manifests::{self, of_kind};
-use floodgate_integration::oci::{self, Layout, Runnable};
-use floodgate_integration::{client, paths, Registry};
+use floodgate_integration::oci::{self, Image, Layout};
+use floodgate_integration::registry::skopeo_copy;
+use floodgate_integration::{client, paths, server, Registry};
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
 use floodgate_server::proto::rls::RateLimitRequest;
 use floodgate_server::proto::{Entry, RateLimitDescriptor};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const NAME: &str = "floodgate-server";
 
-fn from_layout() -> Runnable {
+fn from_layout() -> Image {
     let layout = Layout::from_dir(&paths::oci_dir().join(NAME));
     let descriptor = layout.manifest_for(&paths::server_version());
     let manifest = layout.blob("manifest", &descriptor);
-    oci::follow_runnable(&manifest, |what, d| layout.blob(what, d))
+    oci::follow_image(&manifest, |what, d| layout.blob(what, d))
 }
 
 #[test]
@@ -113,20 +112,6 @@ fn the_deployments_match_what_the_image_declares() {
     }
 }
 
-fn skopeo_copy(source: &str, destination: &str) {
-    let out = Command::new(paths::program("skopeo", "make oci-tools"))
-        .args(["copy", "--dest-tls-verify=false", "--preserve-digests"])
-        .arg(source)
-        .arg(destination)
-        .output()
-        .expect("run skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo copy {source} {destination}:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The container's command line: the image's entrypoint and default arguments, with the
 /// two listen addresses moved to free loopback ports (the test shares the host's network).
 fn command_line(run: &Value) -> Vec<String> {
@@ -164,35 +149,6 @@ fn start_in(root: &Path, user: &str, line: &[String], log: &Path) -> Child {
         .expect("spawn unshare")
 }
 
-/// `grpc=ADDR http=ADDR` from the ready line, or a panic with the log.
-fn ready_line(child: &mut Child, log: &Path) -> (String, String) {
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("floodgate-server ready ") {
-                let _ = tx.send(rest.to_string());
-            }
-        }
-    });
-    let ready = rx
-        .recv_timeout(Duration::from_secs(60))
-        .unwrap_or_else(|_| {
-            panic!(
-                "the image's server did not get ready:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            )
-        });
-    let field = |key: &str| {
-        ready
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix(key))
-            .unwrap_or_else(|| panic!("no {key} in {ready:?}"))
-            .to_string()
-    };
-    (field("grpc="), field("http="))
-}
-
 /// The user ids of a running process, from /proc: real, effective, saved, file system.
 fn uids(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -211,7 +167,7 @@ async fn the_pushed_image_runs_alone_and_answers_grpc_and_healthz() {
     let tag = paths::server_version();
     let source = format!("oci:{}:{tag}", paths::oci_dir().join(NAME).display());
     skopeo_copy(&source, &format!("docker://{}/{NAME}:{tag}", registry.host));
-    let (image, reported) = registry.pull_runnable(NAME, &tag).await;
+    let (image, reported) = registry.pull_image(NAME, &tag).await;
     let printed = std::fs::read_to_string(paths::oci_dir().join(format!("{NAME}.digest")))
         .expect("floodgate-server.digest");
     assert_eq!(
@@ -238,7 +194,7 @@ async fn the_pushed_image_runs_alone_and_answers_grpc_and_healthz() {
     let log = dir.path().join("server.log");
     let mut child = start_in(&root, user, &command_line(run), &log);
     let stop = Stopper(&mut child);
-    let (grpc, http) = ready_line(stop.0, &log);
+    let (grpc, http) = server::ready_addresses(stop.0, &log);
     let pid = stop.0.id();
     assert_eq!(
         uids(pid),
