@@ -34,6 +34,7 @@ REVISION      := $(shell git rev-parse HEAD 2>/dev/null)
 # (kubernetes-validate from PyPI, strict about unknown fields) and Istio's CRDs (the npm
 # package @kubernetes-models/istio, pinned by tools/k8s-validate/package-lock.json).
 KUBE_VALIDATE_VERSION := 1.37.0
+# KUBE_VENV=DIR installs kubernetes-validate into a virtualenv of its own instead.
 KUBE_VENV     ?= $(VENV)
 KUBE_VALIDATE := $(KUBE_VENV)/bin/kubernetes-validate
 ISTIO_SCHEMAS := tools/k8s-validate/node_modules/.installed
