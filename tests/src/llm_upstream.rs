@@ -29,9 +29,11 @@
 //! upstream (`-` for none).
 //!
 //! Each event is its own body chunk. With `x-hold: 1` a stream sends its first events
-//! (for Anthropic: `message_start` and the first `message_delta`) and then waits until
+//! (for Anthropic: `message_start` and the first `message_delta`), and a JSON answer all
+//! but its last 64 bytes (the end of its usage), and then waits until
 //! [`LlmUpstream::release`] is called, so a test can read them downstream while the
-//! upstream has not finished (nothing buffered them), or abandon the stream there.
+//! upstream has not finished (nothing buffered them), hold many answers open at once, or
+//! abandon one there.
 
 use bytes::Bytes;
 use futures::stream;
@@ -93,6 +95,26 @@ impl LlmUpstream {
     }
 }
 
+/// A real Envoy (two workers) loading floodgate-llm.wasm configured with `plugin`, in
+/// front of a fresh fake LLM API.
+pub async fn behind_envoy(plugin: &serde_json::Value) -> (crate::Envoy, LlmUpstream) {
+    let upstream = LlmUpstream::start().await;
+    let filter = crate::configs::wasm_filter(
+        "floodgate",
+        &crate::paths::llm_wasm().display().to_string(),
+        &plugin.to_string(),
+    );
+    let yaml = crate::configs::bootstrap(
+        vec![crate::configs::listener(
+            "ingress",
+            vec![filter],
+            "upstream",
+        )],
+        vec![crate::configs::cluster("upstream", upstream.addr(), false)],
+    );
+    (crate::Envoy::start(&yaml, 2).await, upstream)
+}
+
 impl Drop for LlmUpstream {
     fn drop(&mut self) {
         self.task.abort();
@@ -140,22 +162,33 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
         ("/v1/messages", true) => "/anthropic/sse".to_string(),
         _ => path,
     };
-    let (content_type, mut events, held_after): (&str, Vec<Vec<u8>>, usize) =
-        match path.as_str() {
-            "/openai/json" => (
-                "application/json",
-                vec![openai_json(input, output, &shape).into()],
-                0,
-            ),
-            "/anthropic/json" => (
-                "application/json",
-                vec![anthropic_json(input, output, &shape).into()],
-                0,
-            ),
-            "/openai/sse" => ("text/event-stream", bytes(openai_sse(input, output, &shape)), 2),
-            "/anthropic/sse" => ("text/event-stream", bytes(anthropic_sse(input, output)), 2),
-            _ => ("text/plain", vec![b"ok\n".to_vec()], 0),
-        };
+    let (content_type, events, held_after): (&str, Vec<Vec<u8>>, usize) = match path.as_str() {
+        "/openai/json" => (
+            "application/json",
+            vec![openai_json(input, output, &shape).into()],
+            0,
+        ),
+        "/anthropic/json" => (
+            "application/json",
+            vec![anthropic_json(input, output, &shape).into()],
+            0,
+        ),
+        "/openai/sse" => (
+            "text/event-stream",
+            bytes(openai_sse(input, output, &shape)),
+            2,
+        ),
+        "/anthropic/sse" => ("text/event-stream", bytes(anthropic_sse(input, output)), 2),
+        _ => ("text/plain", vec![b"ok\n".to_vec()], 0),
+    };
+    let (mut events, held_after) = match (hold, content_type) {
+        (true, "application/json") => {
+            let mut body = events.concat();
+            let tail = body.split_off(body.len().saturating_sub(64));
+            (vec![body, tail], 1)
+        }
+        _ => (events, held_after),
+    };
     if gzip {
         events = gzipped(events);
     }
@@ -277,7 +310,11 @@ fn openai_sse(input: u64, output: u64, shape: &Shape) -> Vec<String> {
 
 fn anthropic_json(input: u64, output: u64, shape: &Shape) -> String {
     let tool = if shape.nest > 0 {
-        let arguments = format!("{}{{}}{}", r#"{"a":"#.repeat(shape.nest - 1), "}".repeat(shape.nest - 1));
+        let arguments = format!(
+            "{}{{}}{}",
+            r#"{"a":"#.repeat(shape.nest - 1),
+            "}".repeat(shape.nest - 1)
+        );
         format!(r#",{{"type":"tool_use","id":"toolu_1","name":"f","input":{arguments}}}"#)
     } else {
         String::new()
