@@ -119,6 +119,9 @@ pub enum Global {
     UsageFallbackCutOff,
     /// SSE events and JSON bodies skipped for being longer than `max_scan_bytes`.
     UsageSkipped,
+    /// Charges that would have put a local bucket more than one burst into debt: the
+    /// debt stops at one burst.
+    UsageDebtCapped,
     /// Stream-end charges sent to the rate limit service (a response cost, global rules).
     RlsCharges,
     /// Stream-end charges that could not be sent or that the service answered with an
@@ -128,7 +131,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 46] = [
+    pub const ALL: [Global; 47] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -173,6 +176,7 @@ impl Global {
         Global::UsageFallbackTooLarge,
         Global::UsageFallbackCutOff,
         Global::UsageSkipped,
+        Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
     ];
@@ -224,6 +228,7 @@ impl Global {
             Global::UsageFallbackTooLarge => "floodgate.usage.fallback.too_large",
             Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
             Global::UsageSkipped => "floodgate.usage.skipped",
+            Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",
         }

@@ -81,6 +81,12 @@ pub(super) enum Outcome<'a> {
         /// Events or bodies longer than `max_scan_bytes`.
         skipped: u32,
     },
+    /// A charge was written to a local bucket; `debt_capped`: its debt stopped at one
+    /// burst.
+    Settled {
+        /// The charge would have put the bucket more than one burst into debt.
+        debt_capped: bool,
+    },
     /// A stream-end charge was sent, failed, or was counted by the service.
     Charge(super::charge::ChargeOutcome),
     /// The request is decided by its rules.
@@ -236,6 +242,9 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             );
             tally.add(Global::UsageTokens, usage.cost());
             tally.add(Global::UsageSkipped, skipped);
+        }
+        Outcome::Settled { debt_capped } => {
+            tally.add(Global::UsageDebtCapped, u32::from(debt_capped));
         }
         Outcome::Charge(outcome) => match outcome {
             super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),

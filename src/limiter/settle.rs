@@ -96,8 +96,9 @@ impl Limiter {
                         }),
                     };
                     record(Outcome::Buckets { table, rules: &[] }, tally);
-                    if let Err(failure) = result {
-                        record(Outcome::BucketsFailed(failure), tally);
+                    match result {
+                        Ok(debt_capped) => record(Outcome::Settled { debt_capped }, tally),
+                        Err(failure) => record(Outcome::BucketsFailed(failure), tally),
                     }
                 }
                 // Nothing was taken (a shadow rule that would have rejected): nothing to
