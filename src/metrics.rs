@@ -106,19 +106,21 @@ pub enum Global {
     UsageReported,
     /// Tokens charged for responses, reported or fallback.
     UsageTokens,
-    /// Complete, readable responses that reported no usage: charged the fallback.
+    /// Complete, readable responses (not event streams) that reported no usage: charged
+    /// the fallback.
     UsageFallbackAbsent,
+    /// Complete event streams none of whose events reported a usage (an OpenAI client
+    /// that left out `stream_options.include_usage`): charged the fallback.
+    UsageFallbackStreamAbsent,
     /// Responses whose body is not JSON or whose usage header is not a whole number:
     /// charged the fallback.
     UsageFallbackUnreadable,
-    /// Responses whose usage could have been in an event or body longer than
-    /// `max_scan_bytes`: charged the fallback.
-    UsageFallbackTooLarge,
+    /// Responses compressed by the upstream although the filter asked for `identity`:
+    /// charged the fallback.
+    UsageFallbackEncoded,
     /// Requests that went away before their response reported a usage: charged the
     /// fallback.
     UsageFallbackCutOff,
-    /// SSE events and JSON bodies skipped for being longer than `max_scan_bytes`.
-    UsageSkipped,
     /// Charges that would have put a local bucket more than one burst into debt: the
     /// debt stops at one burst.
     UsageDebtCapped,
@@ -172,10 +174,10 @@ impl Global {
         Global::UsageReported,
         Global::UsageTokens,
         Global::UsageFallbackAbsent,
+        Global::UsageFallbackStreamAbsent,
         Global::UsageFallbackUnreadable,
-        Global::UsageFallbackTooLarge,
+        Global::UsageFallbackEncoded,
         Global::UsageFallbackCutOff,
-        Global::UsageSkipped,
         Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
@@ -224,10 +226,10 @@ impl Global {
             Global::UsageReported => "floodgate.usage.reported",
             Global::UsageTokens => "floodgate.usage.tokens",
             Global::UsageFallbackAbsent => "floodgate.usage.fallback.absent",
+            Global::UsageFallbackStreamAbsent => "floodgate.usage.fallback.stream_absent",
             Global::UsageFallbackUnreadable => "floodgate.usage.fallback.unreadable",
-            Global::UsageFallbackTooLarge => "floodgate.usage.fallback.too_large",
+            Global::UsageFallbackEncoded => "floodgate.usage.fallback.encoded",
             Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
-            Global::UsageSkipped => "floodgate.usage.skipped",
             Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",

@@ -73,14 +73,9 @@ pub(super) enum Outcome<'a> {
     LeaseStored(Option<lease::Stored>),
     /// A call to the rate limit service is made.
     Asked,
-    /// A response's cost is known: what it reported (or the fallback and why), and the
-    /// events or bodies skipped while reading it.
-    Charged {
-        /// The cost.
-        usage: Usage,
-        /// Events or bodies longer than `max_scan_bytes`.
-        skipped: u32,
-    },
+    /// A response's cost is known: what it reported (or what is charged instead, and
+    /// why).
+    Charged(Usage),
     /// A charge was written to a local bucket; `debt_capped`: its debt stopped at one
     /// burst.
     Settled {
@@ -227,21 +222,21 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(Global::CasConflicts, stored.conflicts);
         }
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
-        Outcome::Charged { usage, skipped } => {
+        Outcome::Charged(usage) => {
             tally.add(
                 match usage {
                     Usage::Reported(_) => Global::UsageReported,
                     Usage::Fallback { why, .. } => match why {
                         NoUsage::Absent => Global::UsageFallbackAbsent,
+                        NoUsage::StreamAbsent => Global::UsageFallbackStreamAbsent,
                         NoUsage::Unreadable => Global::UsageFallbackUnreadable,
-                        NoUsage::TooLarge => Global::UsageFallbackTooLarge,
+                        NoUsage::Encoded => Global::UsageFallbackEncoded,
                         NoUsage::CutOff => Global::UsageFallbackCutOff,
                     },
                 },
                 1,
             );
             tally.add(Global::UsageTokens, usage.cost());
-            tally.add(Global::UsageSkipped, skipped);
         }
         Outcome::Settled { debt_capped } => {
             tally.add(Global::UsageDebtCapped, u32::from(debt_capped));

@@ -135,10 +135,13 @@ fn charge_of(l: &Limiter, t: &str, body: &[u8], ended: crate::usage::Ended) -> O
         panic!("admitted: {verdict:?}");
     };
     let mut meter = pass.meter.expect("a global response-cost rule is metered");
-    let rules = &l.config().rules;
-    meter.on_headers(rules, Some(b"application/json"), &mut FakeRequest::new(&[]));
-    meter.on_body(rules, body);
-    let charges = meter.finish(rules, ended);
+    let config = l.config();
+    meter.on_headers(
+        config,
+        &mut FakeRequest::new(&[("content-type", "application/json")]),
+    );
+    meter.on_body(config, body);
+    let charges = meter.finish(config, ended);
     l.settle(&charges, || Some(NOW), &store, &mut tally)
 }
 
