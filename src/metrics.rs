@@ -121,6 +121,8 @@ pub enum Global {
     /// Requests that went away before their response reported a usage: charged the
     /// fallback.
     UsageFallbackCutOff,
+    /// Responses that reported more than their rule's `max`: charged `max`.
+    UsageClamped,
     /// Charges that would have put a local bucket more than one burst into debt: the
     /// debt stops at one burst.
     UsageDebtCapped,
@@ -133,7 +135,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 47] = [
+    pub const ALL: [Global; 48] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -178,6 +180,7 @@ impl Global {
         Global::UsageFallbackUnreadable,
         Global::UsageFallbackEncoded,
         Global::UsageFallbackCutOff,
+        Global::UsageClamped,
         Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
@@ -230,6 +233,7 @@ impl Global {
             Global::UsageFallbackUnreadable => "floodgate.usage.fallback.unreadable",
             Global::UsageFallbackEncoded => "floodgate.usage.fallback.encoded",
             Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
+            Global::UsageClamped => "floodgate.usage.clamped",
             Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",

@@ -35,7 +35,7 @@ fn config() -> &'static Config {
             {"name":"anthropic","descriptors":[{"key":"t","value":"x"}],
              "local":{"capacity":1000,"refill_per_second":1},
              "cost":{"response":{"json":["message.usage.input_tokens","usage.output_tokens"],
-                                 "fallback":3}}},
+                                 "fallback":3,"max":500000}}},
             {"name":"openai","descriptors":[{"key":"t","value":"x"}],
              "local":{"capacity":1000,"refill_per_second":1},
              "cost":{"response":{"json":["usage.total_tokens","usage.output_tokens"]}}}]}"#;
@@ -105,7 +105,8 @@ pub fn run(data: &[u8]) {
                 (0, Usage::Fallback { cost, .. }) => assert_eq!(cost, 3, "the fallback"),
                 // The default fallback is the estimate (1).
                 (1, Usage::Fallback { cost, .. }) => assert_eq!(cost, 1, "the fallback"),
-                _ => {}
+                (0, Usage::Clamped { cost, .. }) => assert_eq!(cost, 500_000, "the max"),
+                (_, u) => assert!(u.cost() <= 1_000_000, "at most the max"),
             }
         }
     }

@@ -20,6 +20,11 @@ pub const MAX_PATH_SEGMENTS: usize = 8;
 pub const MAX_SEGMENT_BYTES: usize = 64;
 /// Tokens a request needs to be admitted when `estimate` is not set.
 pub const DEFAULT_ESTIMATE: u32 = 1;
+/// The most one response is charged when `max` is not set (unless the estimate or the
+/// fallback is larger): about the largest context window of today's models, so no real
+/// answer reaches it, while a buggy or hostile upstream's `4294967295` is charged this
+/// instead (and counted).
+pub const DEFAULT_MAX_RESPONSE_COST: u32 = 1_000_000;
 
 /// Where a rule's cost comes from, once validated (one of the two).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +47,10 @@ pub struct ResponseCost {
     /// before it reports any (default: the estimate, so that an answer without a usage
     /// keeps what it was admitted on; 0 charges nothing).
     pub fallback: u32,
+    /// The most one response is charged: a larger reported cost is charged this, and
+    /// counted ([`DEFAULT_MAX_RESPONSE_COST`] unless set; never below the estimate or the
+    /// fallback).
+    pub max: u32,
 }
 
 /// Where a response reports its cost.
@@ -171,6 +180,20 @@ fn response_cost(
             )
         })?,
     };
+    let max = match r.max {
+        None => DEFAULT_MAX_RESPONSE_COST.max(estimate).max(fallback),
+        Some(m) if m < u64::from(estimate.max(fallback)) => {
+            return Err(ConfigError::new(
+                format!("{at}.max"),
+                format!(
+                    "must be at least the estimate ({estimate}) and the fallback ({fallback}): a response may be charged those"
+                ),
+            ))
+        }
+        Some(m) => u32::try_from(m).map_err(|_| {
+            ConfigError::new(format!("{at}.max"), format!("must be at most {}", u32::MAX))
+        })?,
+    };
     if r.max_scan_bytes.is_some() {
         // Configurations written for the scanner that kept a copy of each event or body
         // still load: the setting only bounded that copy, and there is none any more.
@@ -182,6 +205,7 @@ fn response_cost(
         source,
         estimate,
         fallback,
+        max,
     })
 }
 

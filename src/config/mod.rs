@@ -11,8 +11,8 @@ mod validate;
 mod wire;
 
 pub use cost::{
-    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, MAX_DISTINCT_JSON_PATHS, MAX_JSON_PATHS,
-    MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_MAX_RESPONSE_COST,
+    MAX_DISTINCT_JSON_PATHS, MAX_JSON_PATHS, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,
 };
 
 use crate::bucket::Quota;

@@ -258,6 +258,7 @@ fn a_response_cost_parses_with_its_defaults_and_a_sum() {
             source: UsageSource::Json(vec![0]),
             estimate: 1,
             fallback: 1,
+            max: 1_000_000,
         })
     );
     assert_eq!(config.rules[0].cost_header, None);
@@ -267,6 +268,7 @@ fn a_response_cost_parses_with_its_defaults_and_a_sum() {
             source: UsageSource::Json(vec![1, 2]),
             estimate: 50,
             fallback: 0,
+            max: 1_000_000,
         })
     );
     // Each distinct path once, for all rules.

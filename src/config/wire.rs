@@ -83,6 +83,9 @@ pub struct ResponseCost {
     /// Tokens charged when the response reports no usage; default: the estimate.
     #[serde(default)]
     pub fallback: Option<u64>,
+    /// The most one response is charged.
+    #[serde(default)]
+    pub max: Option<u64>,
     /// Accepted and ignored (with a warning): it bounded a copy the scanner no longer
     /// keeps, and configurations that set it must keep loading.
     #[serde(default)]

@@ -226,6 +226,7 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             tally.add(
                 match usage {
                     Usage::Reported(_) => Global::UsageReported,
+                    Usage::Clamped { .. } => Global::UsageClamped,
                     Usage::Fallback { why, .. } => match why {
                         NoUsage::Absent => Global::UsageFallbackAbsent,
                         NoUsage::StreamAbsent => Global::UsageFallbackStreamAbsent,

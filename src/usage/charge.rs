@@ -24,6 +24,13 @@ pub struct Charge {
 pub enum Usage {
     /// The response reported this cost.
     Reported(u32),
+    /// It reported more than the rule's `max`: `max` is charged.
+    Clamped {
+        /// What it reported.
+        reported: u32,
+        /// The tokens charged (the rule's `max`).
+        cost: u32,
+    },
     /// It reported none: the rule's `fallback` is charged.
     Fallback {
         /// The tokens charged.
@@ -37,7 +44,9 @@ impl Usage {
     /// The tokens the request costs in total.
     pub fn cost(&self) -> u32 {
         match *self {
-            Usage::Reported(cost) | Usage::Fallback { cost, .. } => cost,
+            Usage::Reported(cost) | Usage::Clamped { cost, .. } | Usage::Fallback { cost, .. } => {
+                cost
+            }
         }
     }
 }
@@ -61,6 +70,10 @@ pub enum NoUsage {
 /// What a rule charges for what its response reported.
 pub(super) fn usage(cost: &ResponseCost, reported: Option<u32>, why: NoUsage) -> Usage {
     match reported {
+        Some(n) if n > cost.max => Usage::Clamped {
+            reported: n,
+            cost: cost.max,
+        },
         Some(n) => Usage::Reported(n),
         None => Usage::Fallback {
             cost: cost.fallback,

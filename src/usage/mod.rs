@@ -26,7 +26,8 @@
 //! host asks the upstream for `identity` on every request whose meter reads the body
 //! ([`ResponseMeter::reads_json`]), so only an upstream that ignores that sends one.
 //!
-//! A response that reports no usage is charged the rule's `fallback`, with the reason.
+//! A response that reports no usage is charged the rule's `fallback`, with the reason;
+//! one that reports more than the rule's `max` is charged `max`.
 
 mod charge;
 pub mod json;

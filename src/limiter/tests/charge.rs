@@ -158,6 +158,11 @@ fn a_finished_response_becomes_one_charge_of_its_reported_cost_or_the_fallback()
     // Cut off before any usage: the fallback (1 by default, sent as the default 1).
     let message = charge_of(&l, "acme", b"{\"choi", Ended::CutOff).unwrap();
     assert_eq!(sent_hits(&message), [None]);
+    // A usage past the rule's `max` (a million by default) is charged `max`: a hostile
+    // upstream cannot send the service `4294967295`.
+    let huge = br#"{"usage":{"total_tokens":4294967295}}"#;
+    let message = charge_of(&l, "acme", huge, Ended::Complete).unwrap();
+    assert_eq!(sent_hits(&message), [Some(1_000_000)]);
     let (l, _, _) = limiter(
         &budget(Some(100)).replace(r#""estimate": 100"#, r#""estimate": 100, "fallback": 30"#),
     );

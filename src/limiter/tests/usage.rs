@@ -150,6 +150,29 @@ fn a_response_that_cannot_be_charged_costs_the_fallback_and_is_counted() {
     );
 }
 
+/// An answer reporting `4294967295` tokens is charged the rule's `max` (a million by
+/// default), and the bucket's debt stops at one burst: the tenant waits about a minute
+/// (1 001 tokens at 16.67 per second), not eight years. Both are counted.
+#[test]
+fn a_huge_usage_is_clamped_and_locks_a_tenant_out_for_at_most_two_bursts() {
+    let (l, store, mut tally) = limiter(BUDGET);
+    let huge = used(u32::MAX);
+    exchange(&l, &store, &mut tally, "a", &huge, Ended::Complete, NOW).unwrap();
+    let rejected = exchange(&l, &store, &mut tally, "a", &used(1), Ended::Complete, NOW);
+    let Err(rejected) = rejected else {
+        panic!("in debt: rejected");
+    };
+    let Verdict::Reject(Reply::Http { headers, .. }) = *rejected else {
+        panic!("expected a 429, got {rejected:?}");
+    };
+    assert_eq!(headers[0], ("retry-after".into(), "61".to_string()));
+    let c = counts(&l, &mut tally);
+    let get = |name: &str| c.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+    assert_eq!(get("floodgate.usage.clamped"), 1);
+    assert_eq!(get("floodgate.usage.debt_capped"), 1);
+    assert_eq!(get("floodgate.usage.tokens"), 1_000_000);
+}
+
 #[test]
 fn rules_without_a_response_cost_build_no_meter() {
     let (l, store, mut tally) = limiter(

@@ -201,6 +201,31 @@ fn the_fallback_defaults_to_the_estimate() {
     );
 }
 
+/// A response reporting more than the rule's `max` is charged `max`, and says so; the
+/// default `max` is a million.
+#[test]
+fn a_cost_above_max_is_clamped() {
+    let body: &[&[u8]] = &[b"{\"usage\":{\"total_tokens\":4294967295}}"];
+    let usage = meter(OPENAI, "application/json", body, Ended::Complete);
+    assert_eq!(
+        usage,
+        Usage::Clamped {
+            reported: u32::MAX,
+            cost: 1_000_000
+        }
+    );
+    let capped = r#"{"json":"usage.total_tokens","max":5000}"#;
+    let usage = meter(capped, "application/json", body, Ended::Complete);
+    assert_eq!(usage.cost(), 5000);
+    let exact = meter(
+        capped,
+        "application/json",
+        &[b"{\"usage\":{\"total_tokens\":5000}}"],
+        Ended::Complete,
+    );
+    assert_eq!(exact, Usage::Reported(5000));
+}
+
 /// Rules reading the same body share one scan: each sums its own paths, and a path two
 /// rules read is found once for both.
 #[test]
