@@ -231,7 +231,8 @@ pub fn give_back(table: &Table, store: &impl SharedData, held: &[Held], now_ns: 
 /// need be) or given it back. Read, settle, compare-and-swap, settle again on conflict,
 /// so that no concurrent charge is lost. A bucket no longer in its slot (evicted
 /// meanwhile) is looked up again, placed afresh if need be, and charged the whole cost
-/// there: the debt is never dropped. Returns the table's events, or why it could not be written.
+/// there: the debt is never dropped (but stops at one burst, see [`bucket::settle`]).
+/// Returns whether the debt was capped, or why the bucket could not be written.
 pub fn settle(
     table: &Table,
     store: &impl SharedData,
@@ -239,7 +240,7 @@ pub fn settle(
     cost: u32,
     now_ns: u64,
     events: &mut TableEvents,
-) -> Result<(), LocalError> {
+) -> Result<bool, LocalError> {
     let take = &held.take;
     for _ in 0..MAX_ATTEMPTS {
         let found = table.find(store, take.fingerprint, now_ns)?;
@@ -249,9 +250,10 @@ pub fn settle(
         } else {
             0
         };
+        let settled = bucket::settle(found.state, now_ns, take.quota, held_here, cost);
         let slot = Slot {
             fingerprint: take.fingerprint,
-            tat: bucket::settle(found.state, now_ns, take.quota, held_here, cost),
+            tat: settled.state,
             rate_micro: take.quota.rate_micro(),
         };
         match table.write_found(store, &found, &slot) {
@@ -261,7 +263,7 @@ pub fn settle(
                     Origin::Evicted => events.evictions += 1,
                     Origin::Existing | Origin::Idle => {}
                 }
-                return Ok(());
+                return Ok(settled.debt_capped);
             }
             Err(SetError::Conflict) => events.conflicts += 1,
             Err(SetError::Store(e)) => return Err(LocalError::Store(e)),

@@ -355,6 +355,10 @@ impl Http {
                 });
             }
         }
+        #[cfg(feature = "response-cost")]
+        if pass.meter.as_ref().is_some_and(|m| m.reads_json()) {
+            metering::ask_for_identity();
+        }
         self.state = State::Passed(pass.response_headers, pass.meter);
     }
 }

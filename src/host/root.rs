@@ -81,6 +81,9 @@ fn configure() -> Result<Plugin, String> {
     let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    for warning in &config.warnings {
+        log::warn!("configuration: {warning}");
+    }
     #[cfg(not(feature = "response-cost"))]
     config
         .refuse_response_costs()

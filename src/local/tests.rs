@@ -314,7 +314,8 @@ fn concurrent_settlements_never_lose_a_charge() {
         let mut store = MemoryShared::default();
         store.yield_between = true;
         t.prepare(&store).unwrap();
-        let tk = take(42, 10, 0);
+        // Room for 200 charges of 2 and 1 of 3 without reaching the debt cap.
+        let tk = take(42, 1000, 0);
         let index = t.find(&store, tk.fingerprint, NOW).unwrap().index;
         let (conflicts, settled) = (Arc::new(AtomicU32::new(0)), Arc::new(AtomicU32::new(0)));
         let threads: Vec<_> = (0..4)
@@ -326,7 +327,7 @@ fn concurrent_settlements_never_lose_a_charge() {
                         let mut events = TableEvents::default();
                         let held = Held { take: tk, index };
                         match settle(&t, &store, &held, 3, NOW, &mut events) {
-                            Ok(()) => settled.fetch_add(1, Ordering::SeqCst),
+                            Ok(_) => settled.fetch_add(1, Ordering::SeqCst),
                             Err(e) => {
                                 assert_eq!(e, LocalError::Contention);
                                 0
@@ -353,8 +354,8 @@ fn concurrent_settlements_never_lose_a_charge() {
     assert!(saw_conflicts, "the test must exercise conflicts");
 }
 
-/// A bucket in debt denies with the exact wait, and a settlement cheaper than what was
-/// held gives the difference back.
+/// A bucket in debt denies with the exact wait, its debt stops at one burst, and a
+/// settlement cheaper than what was held gives the difference back.
 #[test]
 fn a_settled_bucket_goes_into_debt_or_gets_tokens_back() {
     let (t, store) = prepared(64);
@@ -366,11 +367,23 @@ fn a_settled_bucket_goes_into_debt_or_gets_tokens_back() {
     let checked = check(&t, &store, &[est]);
     assert!(checked.allowed);
     let mut events = TableEvents::default();
-    settle(&t, &store, &checked.held[0], 25, NOW, &mut events).unwrap();
+    assert_eq!(
+        settle(&t, &store, &checked.held[0], 15, NOW, &mut events),
+        Ok(false)
+    );
     assert_eq!(left(&t, &store, &est), 0);
     match &check(&t, &store, &[est]).decisions[0] {
-        // 25 taken from 10: 15 in debt, and 2 more needed: 17 s.
-        Decision::Deny { retry_in_ns, .. } => assert_eq!(*retry_in_ns, Some(17_000_000_000)),
+        // 15 taken from 10: 5 in debt, and 2 more needed: 7 s.
+        Decision::Deny { retry_in_ns, .. } => assert_eq!(*retry_in_ns, Some(7_000_000_000)),
+        other => panic!("expected a denial, got {other:?}"),
+    }
+    // However much more is charged, the debt stops at one burst (10): 12 s.
+    assert_eq!(
+        settle(&t, &store, &checked.held[0], u32::MAX, NOW, &mut events),
+        Ok(true)
+    );
+    match &check(&t, &store, &[est]).decisions[0] {
+        Decision::Deny { retry_in_ns, .. } => assert_eq!(*retry_in_ns, Some(12_000_000_000)),
         other => panic!("expected a denial, got {other:?}"),
     }
     let (t, store) = prepared(64);

@@ -4,7 +4,7 @@
 //! tenant (`x-tenant-id`).
 
 use floodgate_integration::client::get;
-use floodgate_integration::{client, configs, examples, paths, Envoy, LlmUpstream};
+use floodgate_integration::{client, configs, examples, llm_upstream, paths, Envoy, LlmUpstream};
 use serde_json::{json, Value};
 
 /// One rule per API style, each 1 000 tokens per minute per tenant.
@@ -26,17 +26,7 @@ fn budgets() -> Value {
 }
 
 async fn start(plugin: &Value) -> (Envoy, LlmUpstream) {
-    let upstream = LlmUpstream::start().await;
-    let filter = configs::wasm_filter(
-        "floodgate",
-        &paths::llm_wasm().display().to_string(),
-        &plugin.to_string(),
-    );
-    let yaml = configs::bootstrap(
-        vec![configs::listener("ingress", vec![filter], "upstream")],
-        vec![configs::cluster("upstream", upstream.addr(), false)],
-    );
-    (Envoy::start(&yaml, 2).await, upstream)
+    llm_upstream::behind_envoy(plugin).await
 }
 
 /// A request of `tenant` to `path` that will report `input` + `output` tokens.
