@@ -8,7 +8,7 @@
 //! charged. The bare scanner and the bare SSE reader are checked the same way.
 
 use floodgate::config::{Config, JsonPath};
-use floodgate::descriptor::{Lookup, Values};
+use floodgate::request::descriptor::{Lookup, Values};
 use floodgate::usage::json::JsonScanner;
 use floodgate::usage::sse::{Piece, SseReader};
 use floodgate::usage::{Ended, ResponseMeter, ResponseView, RuleMeter, Usage};

@@ -229,7 +229,7 @@ pub struct ResponseConfig {
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy
 /// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
-/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::response`]).
+/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::reply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderFields {
     /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).

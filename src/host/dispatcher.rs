@@ -13,7 +13,7 @@ use super::http::{Flow, Http};
 use super::memory;
 use super::root::Root;
 use super::types::Action;
-use crate::grpc::{self, Part};
+use crate::wire::grpc::{self, Part};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -6,13 +6,13 @@
 //! exactly one place, and a step can be read without the counting around it.
 
 use crate::config::FailureMode;
-use crate::descriptor::Refusal;
-use crate::lease;
-use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
-use crate::over_limit::Stored;
-use crate::rls::Failure;
+use crate::request::descriptor::Refusal;
+use crate::shared::lease;
+use crate::shared::local::TableEvents;
+use crate::shared::over_limit::Stored;
 use crate::usage::{NoUsage, Usage};
+use crate::wire::rls::Failure;
 
 /// Something that happened while deciding a request, to be counted.
 #[derive(Debug, Clone, Copy)]

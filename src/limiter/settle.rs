@@ -11,9 +11,9 @@ use super::charge::GlobalCharge;
 use super::record::{record, BucketFailure, Outcome};
 use super::Limiter;
 use crate::config::Limit;
-use crate::descriptor::Applied;
-use crate::local::{self, Held, LocalError, TableEvents, Take};
 use crate::metrics::Tally;
+use crate::request::descriptor::Applied;
+use crate::shared::local::{self, Held, LocalError, TableEvents, Take};
 use crate::shared::SharedData;
 use crate::usage::{Charge, ResponseMeter, RuleMeter};
 

@@ -2,8 +2,8 @@
 //! what the response reported when it is not.
 
 use crate::config::ResponseCost;
-use crate::descriptor::Values;
-use crate::local::Held;
+use crate::request::descriptor::Values;
+use crate::shared::local::Held;
 
 /// What one rule's request cost, once its response is done: the value
 /// `Limiter::settle` charges (locally) or reports (global rules: the stream-end charge).

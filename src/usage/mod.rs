@@ -36,8 +36,8 @@ pub mod sse;
 pub use charge::{Charge, NoUsage, Usage};
 
 use crate::config::{Config, ResponseCost, UsageSource};
-use crate::descriptor::{Lookup, Values};
-use crate::local::Held;
+use crate::request::descriptor::{Lookup, Values};
+use crate::shared::local::Held;
 use charge::usage;
 use json::{Chosen, JsonScanner};
 use smallvec::SmallVec;

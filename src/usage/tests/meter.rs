@@ -2,7 +2,7 @@
 //! read and why, the `max` clamp, and one scan for every rule of a response.
 
 use crate::config::Config;
-use crate::descriptor::Values;
+use crate::request::descriptor::Values;
 use crate::testing::FakeRequest;
 use crate::usage::*;
 

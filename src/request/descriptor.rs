@@ -7,8 +7,8 @@
 //! implement it with a list.
 
 use crate::config::{Entry, Limit, Match, Rule, Source};
-pub use crate::header_map::Lookup;
-use crate::local::PerBucket;
+pub use crate::request::header_map::Lookup;
+use crate::shared::local::PerBucket;
 use smallvec::SmallVec;
 
 /// What the rules may read from a request. Values are raw bytes: header values may hold

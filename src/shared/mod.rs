@@ -1,4 +1,14 @@
-//! The shared-data store as the bucket table sees it: a versioned key/value map.
+//! State kept in proxy-wasm shared data, where every worker thread of an Envoy sees it,
+//! and the store itself.
+//!
+//! - [`placement`]: where an entry lives (a keyed fingerprint) and the per-Envoy secret
+//!   that keys it;
+//! - [`table`]: the bucket table, a fixed number of slots; [`local`]: taking tokens from
+//!   its buckets, atomically per bucket (local rules, and global rules' fallbacks);
+//! - [`sets`]: fixed tables of small sets, as [`lease`] (quota grants from the rate limit
+//!   service) and [`over_limit`] (its remembered denials) keep them.
+//!
+//! **The store** as these modules see it: a versioned key/value map.
 //!
 //! proxy-wasm shared data is one map per `vm_id`, shared by every worker thread of an
 //! Envoy, with a compare-and-swap token per key. Two facts shape everything built on it
@@ -43,3 +53,10 @@ pub trait SharedData {
     /// would overwrite a concurrent update.
     fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError>;
 }
+
+pub mod lease;
+pub mod local;
+pub mod over_limit;
+pub mod placement;
+pub mod sets;
+pub mod table;

@@ -13,7 +13,7 @@ pub mod code;
 use code::{INTERNAL, OK, PERMISSION_DENIED, UNAUTHENTICATED, UNAVAILABLE, UNIMPLEMENTED, UNKNOWN};
 
 /// What came back for a rate limit call, as the transport saw it: the gRPC layer
-/// produces it, [`crate::rls::interpret`] gives it a meaning.
+/// produces it, [`crate::wire::rls::interpret`] gives it a meaning.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// The call could not be started (e.g. the cluster does not exist); host status.

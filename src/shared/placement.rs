@@ -1,8 +1,8 @@
 //! Where an entry lives in the shared-data tables, and the per-Envoy secret that makes it
 //! impossible to predict from outside.
 //!
-//! Every table in shared data (local and fallback buckets in [`crate::table`], quota
-//! leases in [`crate::lease`], the over-limit cache in [`crate::over_limit`]) finds an
+//! Every table in shared data (local and fallback buckets in [`crate::shared::table`], quota
+//! leases in [`crate::shared::lease`], the over-limit cache in [`crate::shared::over_limit`]) finds an
 //! entry by a 128-bit fingerprint of what identifies it, and keeps it in the slot or set
 //! the fingerprint picks (`fingerprint % size`). Were the hash keyed by constants, anyone
 //! with the source could compute offline which descriptor values land beside a victim's

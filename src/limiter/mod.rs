@@ -21,16 +21,16 @@
 //! later.
 
 use crate::config::{Config, FailureMode, Limit, RlsConfig};
-use crate::descriptor::{self, Refusal, RequestView};
-use crate::lease::LeaseTable;
-use crate::local::{Held, PerBucket, Take};
 use crate::metrics::Tally;
-use crate::over_limit::OverLimitCache;
-use crate::placement::PlacementKey;
-use crate::protocol::{self, Protocol};
-use crate::response::{self, Headers, Reply, Standing};
+use crate::reply::protocol::{self, Protocol};
+use crate::reply::{self, Headers, Reply, Standing};
+use crate::request::descriptor::{self, Refusal, RequestView};
+use crate::shared::lease::LeaseTable;
+use crate::shared::local::{Held, PerBucket, Take};
+use crate::shared::over_limit::OverLimitCache;
+use crate::shared::placement::PlacementKey;
+use crate::shared::table::Table;
 use crate::shared::SharedData;
-use crate::table::Table;
 use crate::usage::ResponseMeter;
 use cached::CacheKey;
 pub use charge::{ChargeOutcome, GlobalCharge};
@@ -70,7 +70,7 @@ pub struct Pass {
 pub struct Refill {
     /// The encoded `ShouldRateLimit` request (every descriptor with `hits_addend` 0).
     pub message: Vec<u8>,
-    /// The value of the quota header ([`crate::rls::QUOTA_HEADER`]).
+    /// The value of the quota header ([`crate::wire::rls::QUOTA_HEADER`]).
     pub quota: String,
     /// The lease keys of its descriptors, in order, for [`Limiter::refilled`].
     pub keys: Vec<u128>,
@@ -81,7 +81,7 @@ pub struct Refill {
 pub struct Ask {
     /// The encoded `ShouldRateLimit` request.
     pub message: Vec<u8>,
-    /// The value of the quota header ([`crate::rls::QUOTA_HEADER`]); empty: no header,
+    /// The value of the quota header ([`crate::wire::rls::QUOTA_HEADER`]); empty: no header,
     /// no quota asked for.
     pub quota: String,
     /// Carried to [`Limiter::answer`].
@@ -145,7 +145,7 @@ pub struct Limiter {
     leases: Option<LeaseTable>,
     /// Some rule's cost is reported by the response: only then is a meter built.
     response_costs: bool,
-    /// The secret every fingerprint is keyed with (see [`crate::placement`]); a cell
+    /// The secret every fingerprint is keyed with (see [`crate::shared::placement`]); a cell
     /// because a root context may have to adopt another VM's key after a startup race.
     placement: Cell<PlacementKey>,
 }
@@ -296,7 +296,7 @@ impl Limiter {
                         shadow_denied: local.shadow_denied,
                     };
                     record(finished, tally);
-                    let reply = response::rejection(
+                    let reply = reply::rejection(
                         &self.config.response,
                         &self.config.rules,
                         &local.standings,
@@ -328,7 +328,7 @@ impl Limiter {
                 return Verdict::Continue(pass);
             }
             LeaseStep::Ask(keys) => {
-                quota = crate::rls::quota_header_value(&(0..keys.len()).collect::<Vec<_>>());
+                quota = crate::wire::rls::quota_header_value(&(0..keys.len()).collect::<Vec<_>>());
                 pending.lease_keys = keys;
             }
         }
@@ -361,7 +361,7 @@ impl Limiter {
             request_headers: Vec::new(),
             meter: None,
             response_headers: if self.config.response.headers_on_allowed {
-                response::header_fields(&self.config.response, &self.config.rules, standings)
+                reply::header_fields(&self.config.response, &self.config.rules, standings)
             } else {
                 Vec::new()
             },
@@ -380,7 +380,7 @@ impl Limiter {
         record(Outcome::FailureMode(mode), tally);
         match mode {
             FailureMode::Allow => None,
-            FailureMode::Deny => Some(response::failure(
+            FailureMode::Deny => Some(reply::failure(
                 self.config.failure_status,
                 client_protocol(request),
             )),
@@ -396,7 +396,7 @@ fn client_protocol(request: &mut impl RequestView) -> Protocol {
 /// Refuses a request the limits cannot be applied to, counted once by cause.
 fn refuse(refusal: &Refusal, request: &mut impl RequestView, tally: &mut Tally) -> Verdict {
     record(Outcome::Refused(refusal), tally);
-    Verdict::Reject(response::refusal(refusal, client_protocol(request)))
+    Verdict::Reject(reply::refusal(refusal, client_protocol(request)))
 }
 
 mod answer;

@@ -1,8 +1,8 @@
 use super::*;
-use crate::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
-use crate::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
-use crate::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use crate::wire::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use crate::wire::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
 use proptest::prelude::*;
 
 fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
@@ -330,8 +330,8 @@ fn a_descriptor_grant_is_decoded_from_its_wire_bytes() {
 /// `quota` (field 7) is not read; and the verdict is the same with or without grants.
 #[test]
 fn unusable_grants_are_ignored_and_grants_never_change_the_verdict() {
-    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
-    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
     let until = Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
         seconds: 1_900_000_000,
         nanos: 0,

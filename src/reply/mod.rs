@@ -15,14 +15,17 @@
 //! Local buckets and the rate limit service's statuses are both described as a
 //! [`Standing`], so one set of rules makes the headers whatever decided the request.
 //!
+//! A reply speaks the client's protocol: [`protocol`] tells gRPC, gRPC-Web and plain HTTP
+//! apart from the request's `content-type`, as Envoy does.
+//!
 //! **Which rule rejected** is in the reply's details, which Envoy logs as
 //! `%RESPONSE_CODE_DETAILS%`: `floodgate_rate_limited{per-tenant}` ([`rejection_details`]).
 
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::{BodyFormat, ResponseConfig, Rule};
-use crate::descriptor::Refusal;
-use crate::grpc::code;
-use crate::protocol::{self, Protocol};
+use crate::request::descriptor::Refusal;
+use crate::wire::grpc::code;
+use protocol::Protocol;
 use std::borrow::Cow;
 
 /// Response headers: mostly fixed names, sometimes names a rate limit service sent.
@@ -351,6 +354,7 @@ fn status_reply(
 
 pub mod fields;
 pub mod problem;
+pub mod protocol;
 
 #[cfg(test)]
 mod tests;

@@ -29,7 +29,9 @@ pub enum Cause {
     LocalReply,
     /// This thread's tally was in use when a request needed it.
     TallyBusy,
-    /// A response body chunk could not be read for its usage.
+    /// A response body chunk could not be read for its usage (only the response-cost
+    /// build reads bodies).
+    #[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
     ResponseBody,
 }
 

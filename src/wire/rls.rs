@@ -5,19 +5,21 @@
 //! or nothing because the call could not even start) into a decision or a [`Failure`].
 //! Protocol quirks are handled here, each where it matters.
 
-use crate::proto::envoy::config::core::v3::HeaderValue;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
-use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
-use crate::response::{Headers, Standing};
-use crate::service_headers;
+use crate::reply::{Headers, Standing};
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
+    Code, DescriptorStatus,
+};
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::service_headers;
 use prost::Message;
 
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
-use crate::grpc::code;
+use crate::wire::grpc::code;
 /// What the transport brought back, re-exported where its meaning is decided.
-pub use crate::grpc::Answer;
+pub use crate::wire::grpc::Answer;
 
 /// The gRPC request header by which floodgate asks floodgate-server for quota leases:
 /// the 0-based indices of the request's descriptors it will spend a grant for, comma
@@ -326,7 +328,7 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
 /// for months and years, which have no fixed length (floodgate-server's `week` travels
 /// as `UNKNOWN`).
 fn unit_seconds(unit: i32) -> Option<u64> {
-    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
     match Unit::try_from(unit).ok()? {
         Unit::Second => Some(1),
         Unit::Minute => Some(60),
@@ -342,7 +344,7 @@ fn unit_seconds(unit: i32) -> Option<u64> {
 /// whole-request `RateLimitResponse.quota` (field 7) is not used: leases are per
 /// descriptor.
 fn grant(status: &DescriptorStatus) -> Option<Grant> {
-    use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
     let quota = status.quota.as_ref().filter(|q| q.requests > 0)?;
     let Some(ExpirationSpecifier::ValidUntil(t)) = &quota.expiration_specifier else {
         return None;

@@ -3,7 +3,7 @@
 //! its encoding. The cache ([`super::OverLimitCache`]) reads, decides with these and
 //! writes by compare-and-swap.
 
-use crate::response::{Headers, Standing};
+use crate::reply::{Headers, Standing};
 
 /// The most bytes one entry takes, the service's body and headers included.
 pub const ENTRY_MAX: usize = 512;
@@ -32,7 +32,7 @@ pub struct Over {
 /// One remembered denial of a whole set of descriptors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
-    /// Which set (see [`crate::placement::PlacementKey::denial`]).
+    /// Which set (see [`crate::shared::placement::PlacementKey::denial`]).
     pub fingerprint: u128,
     /// Host-clock instant (ns) until which the denial is trusted: the earliest reset of
     /// the descriptors the service said were over, and no later than the trust cap.

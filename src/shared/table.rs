@@ -40,7 +40,7 @@ const SLOT_LEN: usize = 40;
 /// What one slot holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
-    /// Identity of the bucket (see [`crate::placement::PlacementKey::bucket`]).
+    /// Identity of the bucket (see [`crate::shared::placement::PlacementKey::bucket`]).
     pub fingerprint: u128,
     /// The bucket's GCRA state.
     pub tat: Tat,

@@ -27,7 +27,7 @@ impl SubGrant {
 /// The leases of one (rule, descriptor values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lease {
-    /// Which descriptor (see [`crate::placement::PlacementKey::lease`]).
+    /// Which descriptor (see [`crate::shared::placement::PlacementKey::lease`]).
     pub fingerprint: u128,
     /// Size of the last grant received: the low-water mark is half of it.
     pub last_grant: u32,

@@ -107,7 +107,7 @@ fn the_standings_count_down_to_the_services_resets() {
     );
     assert_eq!(at[1].retry_ns, Some(2 * S));
     assert!(at.iter().all(|s| s.rejects() && s.remaining == 0));
-    assert_eq!(crate::response::retry_after_seconds(&at), Some(42));
+    assert_eq!(crate::reply::retry_after_seconds(&at), Some(42));
     // A position no rule is at any more (cannot happen for the same set) is left out.
     assert_eq!(d.standings(|_| None, 58 * S), Vec::new());
 }

@@ -4,13 +4,13 @@
 //!
 //! Keys can never be deleted and the first write of a key cannot be conditional (see
 //! [`crate::shared`]), so both tables have a fixed number of set keys, named
-//! `<prefix><index>` and created with [`crate::table::prepare_keys`] before traffic. A
+//! `<prefix><index>` and created with [`crate::shared::table::prepare_keys`] before traffic. A
 //! descriptor lives in the set its fingerprint picks ([`Sets::home`]). An update reads a
 //! set, decides from what it read, and writes with the token it read; on a conflict it
 //! reads and decides again ([`edit`]), a bounded number of times.
 
+use crate::shared::table::{prepare_keys, SlotKey};
 use crate::shared::{SetError, SharedData, StoreError};
-use crate::table::{prepare_keys, SlotKey};
 
 /// The shape of one table of sets: its key prefix, its count key, how many sets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

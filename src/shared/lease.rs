@@ -1,7 +1,7 @@
 //! The lease table: quota grants from the rate limit service, kept in shared data so that
 //! every worker of an Envoy spends them, by compare-and-swap, with no call.
 //!
-//! When floodgate asks for quota (the `x-floodgate-quota` header, see [`crate::rls`]) and
+//! When floodgate asks for quota (the `x-floodgate-quota` header, see [`crate::wire::rls`]) and
 //! the service admits the request, it may also take up to `N` more hits for us and answer
 //! a grant: `requests` hits, spendable until `valid_until`. A later request matching the
 //! same (rule, descriptor values) takes its cost from the grant ([`LeaseTable::spend`])
@@ -22,7 +22,7 @@
 //! check-only call in the background while the request goes on. The marker is cleared
 //! when a grant is stored; a lost call blocks refills only until its deadline.
 //!
-//! Memory is fixed like the over-limit cache's ([`crate::sets`]): `sets` keys created
+//! Memory is fixed like the over-limit cache's ([`crate::shared::sets`]): `sets` keys created
 //! before traffic, each holding at most [`WAYS`] entries of [`ENTRY_LEN`] bytes, keyed by
 //! the 128-bit fingerprint of the domain, rule and descriptor values, never the client's
 //! bytes. An entry with no live sub-grant and no flight is free. When a set is full of
@@ -36,7 +36,7 @@
 //! grant u32, flight deadline (ns, 0: none) u64, then per sub-grant remaining u32 and
 //! valid_until (wall clock, ns) u64.
 
-use crate::sets::{edit, Edit, Edited, Sets};
+use crate::shared::sets::{edit, Edit, Edited, Sets};
 use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
@@ -67,7 +67,7 @@ pub struct Spent {
 }
 
 /// What storing a grant did (gave up: the grant is lost, which only under-admits).
-pub use crate::sets::Stored;
+pub use crate::shared::sets::Stored;
 
 /// How much of a grant is kept, and for how long, whatever the service sent: a hostile or
 /// buggy service must not make one grant decide millions of requests, or years of them.

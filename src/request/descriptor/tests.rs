@@ -113,7 +113,7 @@ fn distinct_bytes_are_distinct_values_and_buckets() {
         let mut req = FakeRequest::new(&[(":path", "/")]).with("x-tenant", raw);
         let applied = applicable(&rules, MAX, &mut req).unwrap();
         assert_eq!(applied[0].values[0], raw);
-        let key = crate::placement::PlacementKey::from_bytes([7; 16]);
+        let key = crate::shared::placement::PlacementKey::from_bytes([7; 16]);
         assert!(seen.insert(key.bucket("all", q, &applied[0].values)));
     }
 }

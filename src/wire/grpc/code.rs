@@ -2,7 +2,7 @@
 //!
 //! Numbered as the public gRPC status code document numbers them. Only the codes some
 //! part of floodgate names are here: reading the service's answer ([`super::read_answer`],
-//! [`crate::rls::interpret`]) and answering clients ([`crate::response`]).
+//! [`crate::wire::rls::interpret`]) and answering clients ([`crate::reply`]).
 
 /// The call succeeded.
 pub const OK: u32 = 0;

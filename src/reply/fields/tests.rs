@@ -1,6 +1,6 @@
 use super::*;
 use crate::bucket::{decide, Decision, Quota, Tat};
-use crate::response::tests::rules;
+use crate::reply::tests::rules;
 use proptest::prelude::*;
 
 const SECOND: u64 = 1_000_000_000;

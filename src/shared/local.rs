@@ -18,8 +18,8 @@
 //! [`LocalError::Contention`], which the caller turns into the configured failure mode.
 
 use crate::bucket::{self, Decision, Quota};
+use crate::shared::table::{Found, Origin, Slot, Table};
 use crate::shared::{SetError, SharedData, StoreError};
-use crate::table::{Found, Origin, Slot, Table};
 use smallvec::SmallVec;
 
 /// Per-bucket results of one request, inline for up to four buckets (no heap on the

@@ -19,13 +19,13 @@
 //! again), more hits on a descriptor never turn it from over to within its limit, and so
 //! the same set, asking as much or more, gets the same answer.
 //!
-//! Memory is fixed like the bucket table's ([`crate::table`]): `sets` shared-data keys
+//! Memory is fixed like the bucket table's ([`crate::shared::table`]): `sets` shared-data keys
 //! created before traffic, each holding at most [`WAYS`] entries of at most
 //! [`ENTRY_MAX`] bytes. An entry is keyed by a 128-bit fingerprint of the domain and the
 //! set, never the client's bytes. Looking a request up is one read of its set. An expired
 //! entry is free; when a set is full of live entries, the one that expires first is
 //! evicted (counted). The service's `raw_body` and response headers (only those
-//! [`crate::service_headers`] let through) are kept in the entry so that the cached reply
+//! [`crate::wire::service_headers`] let through) are kept in the entry so that the cached reply
 //! is the service's; a denial whose body and headers do not fit is not cached (counted).
 //!
 //! Format (version 3, pinned by tests): key `floodgate/v3/olc/<index>`; key
@@ -37,7 +37,7 @@
 //! u16, value. (An Envoy that ran a version-2 module keeps its `floodgate/v2/olc/` keys
 //! until it restarts; nothing reads them.)
 
-use crate::sets::{edit, Edit, Sets};
+use crate::shared::sets::{edit, Edit, Sets};
 use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
@@ -57,7 +57,7 @@ pub const SETS_KEY: &str = "floodgate/v3/olc/sets";
 const WRITE_ATTEMPTS: u32 = 4;
 
 /// What storing a denial did (gave up: the denial is not remembered).
-pub use crate::sets::Stored;
+pub use crate::shared::sets::Stored;
 
 /// The cache's shape: how many sets of [`WAYS`] entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,11 +78,11 @@ impl OverLimitCache {
         self.sets.sets()
     }
 
-    fn home(&self, fingerprint: u128) -> crate::table::SlotKey {
+    fn home(&self, fingerprint: u128) -> crate::shared::table::SlotKey {
         self.sets.home(fingerprint)
     }
 
-    /// Creates the set keys before traffic, as [`crate::table::Table::prepare`] does for
+    /// Creates the set keys before traffic, as [`crate::shared::table::Table::prepare`] does for
     /// the bucket table. Returns the number of keys created.
     pub fn prepare(&self, store: &impl SharedData) -> Result<u32, StoreError> {
         self.sets.prepare(store)

@@ -1,6 +1,6 @@
 use super::*;
 use crate::bucket::{decide, Tat};
-use crate::descriptor::Refusal;
+use crate::request::descriptor::Refusal;
 use crate::testing::h;
 
 const SECOND: u64 = 1_000_000_000;
@@ -279,7 +279,7 @@ fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
             assert!(headers.iter().any(|(k, _)| k == "retry-after"));
             assert_eq!(
                 body,
-                crate::protocol::grpc_web_status_body(8, "rate limited", true)
+                crate::reply::protocol::grpc_web_status_body(8, "rate limited", true)
             );
         }
         other => panic!("{other:?}"),
