@@ -1,4 +1,4 @@
-//! The Kubernetes manifests under `deploy/` and `envoy/istio/`, read as `kubectl` would
+//! The Kubernetes manifests under `deploy/` and `examples/istio/`, read as `kubectl` would
 //! read them once rendered.
 //!
 //! The manifests are templates: `${NAME}` stands for what only the user knows (their

@@ -73,7 +73,7 @@ async fn the_docs_document_exactly_the_exported_metrics() {
     );
 }
 
-const ALERTS: &str = "envoy/prometheus/floodgate-alerts.yaml";
+const ALERTS: &str = "examples/prometheus/floodgate-alerts.yaml";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_alerts_use_only_exported_metrics() {
@@ -106,7 +106,7 @@ async fn the_alerts_use_only_exported_metrics() {
 
 fn promtool(args: &[&str]) {
     let out = Command::new(paths::program("promtool", "make promtool"))
-        .current_dir(paths::repo_root().join("envoy/prometheus"))
+        .current_dir(paths::repo_root().join("examples/prometheus"))
         .args(args)
         .output()
         .expect("run promtool");

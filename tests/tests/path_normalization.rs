@@ -83,7 +83,7 @@ fn every_plain_envoy_example_normalizes_the_path() {
 /// manager of every pod a WasmPlugin runs on.
 #[test]
 fn every_istio_plugin_runs_behind_a_normalizing_connection_manager() {
-    let documents = manifests::read("envoy/istio");
+    let documents = manifests::read("examples/istio");
     let plugins = of_kind(&documents, "WasmPlugin");
     assert!(!plugins.is_empty());
     for plugin in plugins {
