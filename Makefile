@@ -42,7 +42,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Every shipped or benched module goes through binaryen's wasm-opt at -O3 (the features
 # current Rust emits must be enabled, or it refuses the module). It drops the `name`
 # section too and shrinks the filter by about 12 %; no slowdown seen side by side
-# (`BENCH_VARIANTS`, README "The module's size").
+# (`BENCH_VARIANTS`, docs/decisions/module-size.md).
 WASM_OPT      := wasm-opt -O3 --enable-bulk-memory --enable-sign-ext \
                  --enable-nontrapping-float-to-int --enable-mutable-globals
 # The bench-only modules, as cargo packages and as the files `make bench` loads.

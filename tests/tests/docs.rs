@@ -1,6 +1,7 @@
 //! The documentation holds together: every relative link of every Markdown file resolves
 //! (files and anchors), pages stay short enough to read, each component has one metrics
-//! table, and the README's tour is what `make run` prints.
+//! table, the README's tour is what `make run` prints, and no file cites an issue number
+//! (nobody outside can open one: say what the behaviour is instead).
 
 use floodgate_integration::markdown;
 use floodgate_integration::paths::repo_root;
@@ -197,4 +198,102 @@ fn the_readme_tour_is_what_make_run_prints() {
         }
     }
     assert!(shown >= 6, "the tour shows {shown} command lines");
+}
+/// Where an issue number would be written: sources, docs, examples, manifests, scripts.
+fn cited_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.expect("dir entry").path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let skipped = [
+                "target",
+                "node_modules",
+                "corpus",
+                "artifacts",
+                "regressions",
+            ];
+            if path.is_dir() {
+                if !name.starts_with('.') && !skipped.contains(&name) {
+                    walk(&path, out);
+                }
+            } else if name == "Makefile"
+                || [
+                    ".rs", ".md", ".yaml", ".yml", ".toml", ".sh", ".lua", ".proto",
+                ]
+                .iter()
+                .any(|ext| name.ends_with(ext))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&repo_root(), &mut out);
+    out
+}
+
+/// Where `line` cites an issue by number: `issue 12`, `issues 11 and 12`, `#12`.
+fn issue_citation(line: &str) -> Option<usize> {
+    let lower = line.to_ascii_lowercase();
+    let bytes = lower.as_bytes();
+    for (at, _) in lower.match_indices("issue") {
+        let rest = lower[at + 5..].trim_start_matches('s');
+        let rest = rest.trim_start_matches([' ', '#']);
+        if rest.starts_with(|c: char| c.is_ascii_digit()) {
+            return Some(at);
+        }
+    }
+    for (at, _) in lower.match_indices('#') {
+        let before = at.checked_sub(1).map(|b| bytes[b]);
+        let digits = lower[at + 1..]
+            .bytes()
+            .take_while(u8::is_ascii_digit)
+            .count();
+        let after = bytes.get(at + 1 + digits).copied();
+        let word_before = before.is_some_and(|b| b.is_ascii_alphanumeric());
+        let word_after = after.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if digits > 0 && !word_before && !word_after {
+            return Some(at);
+        }
+    }
+    None
+}
+
+#[test]
+fn no_file_cites_an_issue_number() {
+    for (line, cites) in [
+        ("the over-limit cache (issue 11)", true),
+        ("Issue 13 item 8: a nested YAML", true),
+        ("see #12", true),
+        ("issues 11 and 12", true),
+        ("PKCS#8 or SEC1", false),
+        ("an issue with the key", false),
+        ("#[derive(Debug)]", false),
+        ("`cfg!(feature = \"x\")` #1a2b", false),
+    ] {
+        assert_eq!(issue_citation(line).is_some(), cites, "{line}");
+    }
+    let mut found = Vec::new();
+    for file in cited_files() {
+        let name = relative(&file);
+        if name == "tests/tests/docs.rs" {
+            continue; // the examples just above
+        }
+        for (number, line) in read(&file).lines().enumerate() {
+            if issue_citation(line).is_some() {
+                found.push(format!("{name}:{}: {}", number + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "issue numbers (say what the behaviour is instead):\n{}",
+        found.join("\n")
+    );
 }

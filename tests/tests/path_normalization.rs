@@ -190,7 +190,7 @@ async fn every_spelling_of_a_path_is_limited_together() {
         assert_eq!(reply.status(), expected);
     }
 
-    // What Envoy does not fold (README "Paths"): case, and a trailing slash, which a
+    // What Envoy does not fold (docs/configuration.md, "Paths"): case, and a trailing slash, which a
     // `source: path` descriptor keeps as another value.
     let upper = raw_http::get_from(client(0), envoy.listener("ingress"), "/API/login", &[]).await;
     assert_eq!(upper.status(), 200, "the prefix is case-sensitive");
