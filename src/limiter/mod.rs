@@ -258,7 +258,7 @@ impl Limiter {
             // Tokens this Envoy holds as leases were counted by the service already, so a
             // request that can pay from them is admitted whatever the cache says (a
             // denial can be remembered while grants are held: a call that raced a
-            // grant). Only for requests without local rules (see the README).
+            // grant). Only for requests without local rules (docs/leases-and-over-limit-cache.md).
             if takes.is_empty() {
                 if let LeaseStep::Decided(refill) =
                     self.spend_leases(&applied, &costs, &mut clock, store, tally)
