@@ -19,14 +19,30 @@ TRAP_WASM     := target/trap/$(WASM_TARGET)/release/floodgate.wasm
 LLM_WASM      := target/llm/$(WASM_TARGET)/release/floodgate-llm.wasm
 SERVER_DEBUG  := target/debug/floodgate-server
 SERVER        := target/release/floodgate-server
+# floodgate-server for its image: statically linked against musl, so the image holds the
+# one binary and no C library, loader or shell (`make server-static`).
+MUSL_TARGET   := x86_64-unknown-linux-musl
+SERVER_STATIC := target/$(MUSL_TARGET)/release/floodgate-server
 OCI_DIR       := target/oci
 # The image tag is the filter's version (never `latest`: Istio re-pulls `latest` on every change).
 OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+# floodgate-server's image is tagged with the server's version.
+SERVER_TAG    := $(shell sed -n 's/^version = "\(.*\)"/\1/p' server/Cargo.toml | head -n 1)
+# The commit the image is built from, as its `revision` annotation (none outside git).
+REVISION      := $(shell git rev-parse HEAD 2>/dev/null)
+# The manifest tests validate deploy/ and examples/istio/ against Kubernetes' own schemas
+# (kubernetes-validate from PyPI, strict about unknown fields) and Istio's CRDs (the npm
+# package @kubernetes-models/istio, pinned by tools/k8s-validate/package-lock.json).
+KUBE_VALIDATE_VERSION := 1.37.0
+# KUBE_VENV=DIR installs kubernetes-validate into a virtualenv of its own instead.
+KUBE_VENV     ?= $(VENV)
+KUBE_VALIDATE := $(KUBE_VENV)/bin/kubernetes-validate
+ISTIO_SCHEMAS := tools/k8s-validate/node_modules/.installed
 SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Every shipped or benched module goes through binaryen's wasm-opt at -O3 (the features
 # current Rust emits must be enabled, or it refuses the module). It drops the `name`
 # section too and shrinks the filter by about 12 %; no slowdown seen side by side
-# (`BENCH_VARIANTS`, README "The module's size").
+# (`BENCH_VARIANTS`, docs/decisions/module-size.md).
 WASM_OPT      := wasm-opt -O3 --enable-bulk-memory --enable-sign-ext \
                  --enable-nontrapping-float-to-int --enable-mutable-globals
 # The bench-only modules, as cargo packages and as the files `make bench` loads.
@@ -40,14 +56,16 @@ export FLOODGATE_LLM_WASM := $(abspath $(LLM_WASM))
 export FLOODGATE_TRAP_WASM := $(abspath $(TRAP_WASM))
 export FLOODGATE_SERVER := $(abspath $(SERVER_DEBUG))
 export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
+export FLOODGATE_SERVER_STATIC := $(abspath $(SERVER_STATIC))
+export FLOODGATE_KUBE_VALIDATE := $(abspath $(KUBE_VALIDATE))
 
-.PHONY: help setup wasm-target wasm-opt envoy redis oci-tools promtool wasm wasm-trap bench-wasm oci server server-debug test lint fmt run bench bench-tools bench-server costs costs-budget soak fuzz clean
+.PHONY: help setup wasm-target musl-target wasm-opt envoy redis oci-tools kube-validate promtool wasm wasm-trap bench-wasm oci server server-debug server-static test lint fmt run bench bench-tools bench-server costs costs-budget soak fuzz clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
 	@echo "make test   - every test (unit, property, end-to-end with real Envoy and Redis)"
 	@echo "make wasm   - build $(WASM) and $(LLM_WASM)"
-	@echo "make oci    - OCI image of the filter for Istio (layout + tar in $(OCI_DIR)/), no Docker"
+	@echo "make oci    - OCI images of the filter (for Istio) and of floodgate-server (layout + tar in $(OCI_DIR)/), no Docker"
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
@@ -55,10 +73,17 @@ help:
 	@echo "make soak   - SOAK_SECONDS (600) of mixed load while Redis, the server and the listener change"
 	@echo "make fuzz   - every fuzz target under libFuzzer, FUZZ_SECONDS (default 600) each"
 
-setup: wasm-target wasm-opt envoy redis oci-tools promtool
+setup: wasm-target musl-target wasm-opt envoy redis oci-tools kube-validate promtool
 
 wasm-target:
 	@rustup target list --installed | grep -qx $(WASM_TARGET) || rustup target add $(WASM_TARGET)
+
+# The musl target, and musl-gcc for any C code a dependency builds (cc-rs looks for it
+# when it compiles for this target).
+musl-target:
+	@rustup target list --installed | grep -qx $(MUSL_TARGET) || rustup target add $(MUSL_TARGET)
+	@command -v musl-gcc >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq musl-tools; }
 
 wasm-opt:
 	@command -v wasm-opt >/dev/null || { $(SUDO) apt-get update -qq && \
@@ -82,7 +107,19 @@ oci-tools:
 	@command -v skopeo >/dev/null && command -v docker-registry >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq skopeo docker-registry; }
 
-# promtool checks and unit-tests the example alerting rules (envoy/prometheus/).
+kube-validate: $(KUBE_VALIDATE) $(ISTIO_SCHEMAS)
+
+$(KUBE_VALIDATE):
+	python3 -m venv $(KUBE_VENV)
+	$(KUBE_VENV)/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==$(KUBE_VALIDATE_VERSION)
+
+$(ISTIO_SCHEMAS): tools/k8s-validate/package.json tools/k8s-validate/package-lock.json
+	@command -v npm >/dev/null || { $(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq nodejs npm; }
+	npm ci --prefix tools/k8s-validate --no-audit --no-fund --silent
+	touch $@
+
+# promtool checks and unit-tests the example alerting rules (examples/prometheus/).
 promtool:
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
@@ -100,10 +137,16 @@ wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate
 	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
 
-# An OCI image layout of the filter (Istio's wasm "compat" format) and a tar of it, built
-# without Docker; prints the image digest (WasmPlugin `sha256`) and the module's sha256.
-oci: wasm
+# OCI image layouts, and a tar of each, built without Docker: the filter (Istio's wasm
+# "compat" format; prints the image digest, WasmPlugin `sha256`, and the module's sha256)
+# and floodgate-server (a runnable image of the static binary; prints the digest to pin).
+oci: wasm server-static
 	cargo run -q -p floodgate-oci -- --wasm $(WASM) --out $(OCI_DIR) --tag $(OCI_TAG)
+	cargo run -q -p floodgate-oci -- --server $(SERVER_STATIC) --out $(OCI_DIR) --tag $(SERVER_TAG) \
+		--annotation org.opencontainers.image.version=$(SERVER_TAG) \
+		--annotation org.opencontainers.image.licenses=Apache-2.0 \
+		--annotation "org.opencontainers.image.description=floodgate-server: an Envoy rate limit service (RLS v3)" \
+		$(if $(REVISION),--annotation org.opencontainers.image.revision=$(REVISION))
 
 # The module with the `trap-on-header` test feature (what Envoy does when a module crashes).
 # Built in the same target directory as the shipped module, so the dependencies are built
@@ -128,6 +171,10 @@ server:
 
 server-debug:
 	cargo build -p floodgate-server
+
+# The binary the image carries: release, statically linked (musl), no C library needed.
+server-static: musl-target
+	cargo build --release --target $(MUSL_TARGET) -p floodgate-server
 
 # bench-wasm: the cost model's budget test counts the bench floors too.
 test: setup wasm wasm-trap oci server-debug bench-wasm

@@ -11,16 +11,16 @@
 
 use crate::input::Fields;
 use floodgate::config::Config;
-use floodgate::descriptor::{self, Lookup, RequestView};
 use floodgate::limiter::{Limiter, Verdict};
 use floodgate::metrics::Tally;
-use floodgate::proto::envoy::service::ratelimit::v3::RateLimitRequest;
-use floodgate::rls::Answer;
+use floodgate::request::descriptor::{self, Lookup, RequestView};
+use floodgate::shared::placement::PlacementKey;
 use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
+use floodgate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use floodgate::wire::rls::Answer;
 use prost::Message;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::OnceLock;
 
 /// Every kind of descriptor source, match, cost and limit, with a table of 8 buckets so
 /// that a few inputs fill it.
@@ -100,14 +100,19 @@ pub fn run(data: &[u8]) {
     tally.drain().for_each(drop);
 }
 
-/// The limiter for [`CONFIG`], built once: parsing is not what this target fuzzes.
+/// The limiter for [`CONFIG`], built once per thread (it is not `Sync`: its placement key
+/// may change under it, as in a VM): parsing is not what this target fuzzes.
 fn limiter() -> &'static Limiter {
-    static LIMITER: OnceLock<Limiter> = OnceLock::new();
-    LIMITER.get_or_init(|| match Config::parse(CONFIG.as_bytes()) {
-        Ok(config) => Limiter::new(config),
-        // Ours, and pinned by the replay test: a refusal is a bug in this target.
-        Err(e) => unreachable!("the descriptors target's configuration is refused: {e}"),
-    })
+    thread_local! {
+        static LIMITER: &'static Limiter = Box::leak(Box::new(
+            match Config::parse(CONFIG.as_bytes()) {
+                Ok(config) => Limiter::new(config, PlacementKey::from_bytes([0x5a; 16])),
+                // Ours, and pinned by the replay test: a refusal is a bug in this target.
+                Err(e) => unreachable!("the descriptors target's configuration is refused: {e}"),
+            },
+        ));
+    }
+    LIMITER.with(|l| *l)
 }
 
 /// The request the fields describe, and the bytes after them.

@@ -18,8 +18,11 @@
 //! `/proc/PID/stat` over the measured seconds (Linux only; `-` elsewhere). On a small
 //! machine the three compete for the same cores, so these say what a change saves.
 //!
+//! Then TLS (`support/tls.rs`): the same server plaintext and over mutual TLS, and the
+//! cost of a handshake.
+//!
 //! Environment: `BENCH_SECS` (measurement seconds per scenario, default 3); `BENCH_STORE`
-//! (`memory`, `redis`, or both by default); `BENCH_STREAMS` (comma-separated stream counts,
+//! (`memory`, `redis`, `tls`, or all by default); `BENCH_STREAMS` (comma-separated stream counts,
 //! default `1,16,64`; one row alone is handy under `perf`); `BENCH_SERVER_ARGS` (extra
 //! floodgate-server flags, whitespace-separated, e.g. `--worker-threads 1`).
 
@@ -36,7 +39,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tonic::transport::Channel;
+use tonic::transport::{Channel, ClientTlsConfig};
+
+#[path = "support/tls.rs"]
+mod tls;
 
 #[path = "rls/redis.rs"]
 mod redis_rows;
@@ -190,11 +196,17 @@ async fn compare() -> Result<(), BoxError> {
         Err(_) => vec![1, 16, 64],
     };
     let which = std::env::var("BENCH_STORE").unwrap_or_default();
-    if which != "redis" {
+    if which.is_empty() || which == "memory" {
         compare_memory(secs, &streams).await?;
     }
-    if which != "memory" {
+    if which != "memory" && which != "tls" {
         redis_rows::compare(secs, &streams).await?;
+    }
+    if which.is_empty() || which == "tls" {
+        let dir = tempfile::tempdir()?;
+        let config = dir.path().join("bench.yaml");
+        std::fs::write(&config, CONFIG)?;
+        tls::compare(&config, secs, &streams).await?;
     }
     Ok(())
 }
@@ -250,6 +262,22 @@ fn server_command(config: &std::path::Path, extra: &[&str]) -> Command {
     cmd
 }
 
+/// One request for `client=value` in domain `bench`.
+fn request(value: String) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: "bench".into(),
+        descriptors: vec![RateLimitDescriptor {
+            entries: vec![Entry {
+                key: "client".into(),
+                value,
+            }],
+            limit: None,
+            hits_addend: None,
+        }],
+        hits_addend: 0,
+    }
+}
+
 /// Runs `streams` concurrent callers against `addr` for `secs` (after a 1 s warm-up),
 /// watching the CPU of `pids` over the measured seconds.
 async fn load(
@@ -259,14 +287,26 @@ async fn load(
     secs: u64,
     pids: &[u32],
 ) -> Result<Outcome, BoxError> {
+    load_with(addr, None, streams, many, secs, pids).await
+}
+
+/// [`load`], over TLS with `tls`.
+async fn load_with(
+    addr: SocketAddr,
+    tls: Option<&ClientTlsConfig>,
+    streams: usize,
+    many: bool,
+    secs: u64,
+    pids: &[u32],
+) -> Result<Outcome, BoxError> {
     let connections = streams.div_ceil(16);
     let mut channels = Vec::with_capacity(connections);
     for _ in 0..connections {
-        channels.push(
-            Channel::from_shared(format!("http://{addr}"))?
-                .connect()
-                .await?,
-        );
+        let channel = match tls {
+            None => Channel::from_shared(format!("http://{addr}"))?,
+            Some(t) => Channel::from_shared(format!("https://{addr}"))?.tls_config(t.clone())?,
+        };
+        channels.push(channel.connect().await?);
     }
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -284,18 +324,7 @@ async fn load(
                 } else {
                     "hot".to_owned()
                 };
-                let req = RateLimitRequest {
-                    domain: "bench".into(),
-                    descriptors: vec![RateLimitDescriptor {
-                        entries: vec![Entry {
-                            key: "client".into(),
-                            value,
-                        }],
-                        limit: None,
-                        hits_addend: None,
-                    }],
-                    hits_addend: 0,
-                };
+                let req = request(value);
                 let started = Instant::now();
                 let r = client.should_rate_limit(req).await?;
                 if r.get_ref().overall_code != Code::Ok as i32 {

@@ -1,10 +1,14 @@
-//! Command-line flags.
+//! Command-line flags (and, for the settings the reference service reads from its
+//! environment, those variables: a flag wins over a variable).
 
+pub mod redis;
+pub mod tls;
+
+use self::redis::RedisArgs;
 use crate::config::LoadOptions;
 use crate::listener::{automatic_max_connections, Caps, HttpLimits, Limits, Timeouts};
 use crate::rls::{HeaderNames, Options as RlsOptions, ResponseHeaders, Trust};
 use crate::store::memory::DEFAULT_CAPACITY;
-use crate::store::redis::{RedisOptions, Target};
 use crate::store::Counting;
 use clap::Parser;
 use std::net::SocketAddr;
@@ -96,26 +100,13 @@ pub struct Args {
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]
     pub memory_capacity: usize,
 
-    /// Keep counters in Redis instead of in memory, so that every replica shares them:
-    /// redis://HOST:PORT (also redis://USER:PASSWORD@HOST:PORT/DB). Without it (or
-    /// --redis-cluster), counters live in this process's memory.
-    #[arg(long, value_name = "URL", conflicts_with = "redis_cluster")]
-    pub redis_url: Option<String>,
+    /// The Redis store (without a target: the memory store).
+    #[command(flatten)]
+    pub redis: RedisArgs,
 
-    /// Keep counters in a Redis Cluster, found through these seed nodes: comma-separated
-    /// redis://HOST:PORT URLs (any few nodes of the cluster).
-    #[arg(long, value_name = "URLS", value_delimiter = ',')]
-    pub redis_cluster: Vec<String>,
-
-    /// The longest one Redis call may take, connecting included, before the request answers
-    /// UNAVAILABLE, in milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
-    pub redis_timeout_ms: u64,
-
-    /// Redis calls allowed in flight at once; beyond that, requests answer UNAVAILABLE at
-    /// once instead of queueing (bounds memory while Redis is slow or away).
-    #[arg(long, value_name = "CALLS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
-    pub redis_max_in_flight: u32,
+    /// TLS and mutual TLS on the gRPC port, and who may send charges and quota requests.
+    #[command(flatten)]
+    pub tls: self::tls::TlsArgs,
 
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
     /// open-files limit (ulimit -n) less 100 and less --http-max-connections, at most
@@ -208,23 +199,24 @@ impl Args {
         }
     }
 
-    /// The Redis store's options, or `None` for the memory store.
-    pub fn redis(&self) -> Option<RedisOptions> {
-        let target = match (&self.redis_url, self.redis_cluster.is_empty()) {
-            (Some(url), _) => Target::Single(url.clone()),
-            (None, false) => Target::Cluster(self.redis_cluster.clone()),
-            (None, true) => return None,
-        };
-        Some(RedisOptions {
-            target,
-            timeout: Duration::from_millis(self.redis_timeout_ms),
-            max_in_flight: self.redis_max_in_flight as usize,
-            counting: self.counting,
-        })
+    /// The Redis store's options (`None`: the memory store), from the flags and the
+    /// process's environment; see [`redis`].
+    pub fn redis(&self) -> Result<redis::Resolved, String> {
+        self.redis
+            .resolve(self.counting, &|name| std::env::var(name).ok(), &|path| {
+                std::fs::read(path)
+            })
     }
 
-    /// How the RLS layer answers, from the protocol flags.
-    pub fn rls(&self) -> RlsOptions {
+    /// The gRPC port's TLS and who may spend, from the flags and the process's
+    /// environment; see [`tls`].
+    pub fn grpc_tls(&self) -> Result<self::tls::Resolved, String> {
+        self.tls.resolve(&|name| std::env::var(name).ok())
+    }
+
+    /// How the RLS layer answers, from the protocol flags and who may spend (`permits`,
+    /// from [`Args::grpc_tls`]).
+    pub fn rls(&self, permits: &self::tls::Resolved) -> RlsOptions {
         let headers = if self.limit_response_headers {
             ResponseHeaders::Reference(HeaderNames {
                 limit: self.limit_header.clone(),
@@ -241,6 +233,8 @@ impl Args {
             shadow_mode: self.shadow_mode,
             near_limit_ratio: self.near_limit_ratio,
             dynamic_metadata: self.response_dynamic_metadata,
+            charges: permits.charges.clone(),
+            quota: permits.quota.clone(),
             trust: Trust {
                 allow_charges: !self.refuse_charges,
                 allow_quota: !self.refuse_quota,

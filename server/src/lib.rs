@@ -19,6 +19,8 @@
 //! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.
 //! - [`reload`]: polls the configuration and swaps in valid changes.
 //! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags.
+//! - [`listener`], [`tls`]: the gRPC port's connections (bounded, timed) and their TLS
+//!   and mutual TLS (rotated certificates, an identity allow-list).
 //! - [`proto`]: the generated RLS types, public so tests and tools share them.
 
 #![warn(missing_docs)]
@@ -35,3 +37,4 @@ pub mod reload;
 pub mod rls;
 pub mod server;
 pub mod store;
+pub mod tls;

@@ -35,17 +35,19 @@ mod conn;
 pub mod frames;
 pub mod http;
 pub mod metrics;
+mod transport;
 
 pub use admit::{Admission, Caps};
 pub use conn::{AnyByte, Guarded, Http2, Timeouts, Watch};
 pub use metrics::{Closed, ConnectionMetrics, Port};
+pub use transport::{PeerInfo, Transport};
 
 use accept::Acceptor;
 use futures_util::stream::{self, Stream};
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// File descriptors kept for everything but client connections when a cap is derived
 /// from the process's own limit: Redis connections (one per Cluster node), configuration
@@ -126,17 +128,36 @@ pub struct HttpLimits {
 /// The connections `listener` accepts for the gRPC port, for tonic's
 /// `serve_with_incoming`. Never yields an error: failures are counted, logged and waited
 /// out in [`Acceptor::next`].
+///
+/// With `tls`, each connection is wrapped in TLS *beneath* the guard: the frame watcher
+/// and HTTP/2 see plaintext, and the handshake deadline covers the TLS handshake and the
+/// HTTP/2 preface together (the handshake runs inside the connection's own reads and
+/// writes, concurrently with every other; see [`crate::tls`]).
 pub fn incoming(
     listener: TcpListener,
     limits: Limits,
     metrics: Arc<ConnectionMetrics>,
-) -> impl Stream<Item = Result<Guarded<TcpStream, Http2>, io::Error>> {
+    tls: Option<Arc<crate::tls::Acceptor>>,
+) -> impl Stream<Item = Result<Guarded<Transport, Http2>, io::Error>> {
     let acceptor = Acceptor::new(listener, Port::Grpc, Admission::new(limits.caps), metrics);
-    stream::unfold(acceptor, move |mut acceptor| async move {
-        let (stream, ticket) = acceptor.next().await;
-        let metrics = acceptor.metrics().clone();
-        let conn = Guarded::new(stream, Http2::default(), ticket, limits.timeouts, metrics);
-        Some((Ok(conn), acceptor))
+    stream::unfold(acceptor, move |mut acceptor| {
+        let tls = tls.clone();
+        async move {
+            let (stream, ticket) = acceptor.next().await;
+            let metrics = acceptor.metrics().clone();
+            let transport = match &tls {
+                Some(t) => Transport::Tls(Box::new(t.accept(stream))),
+                None => Transport::Plain(stream),
+            };
+            let conn = Guarded::new(
+                transport,
+                Http2::default(),
+                ticket,
+                limits.timeouts,
+                metrics,
+            );
+            Some((Ok(conn), acceptor))
+        }
     })
 }
 

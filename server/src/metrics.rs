@@ -31,6 +31,7 @@
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
+//! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
 mod domains;
 mod format;
@@ -45,6 +46,7 @@ pub use outcome::Outcome;
 
 use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;
+use crate::tls::TlsMetrics;
 use lock_free::{LatencyHistogram, StoreUp};
 use prometheus_client::encoding::{prometheus_text, text};
 use prometheus_client::metrics::counter::Counter;
@@ -174,6 +176,8 @@ pub struct Metrics {
     health: Arc<Health>,
     /// The gRPC port's connections (see [`crate::listener`]).
     pub connections: Arc<ConnectionMetrics>,
+    /// TLS handshakes, certificate reloads and identity refusals (see [`crate::tls`]).
+    pub tls: Arc<TlsMetrics>,
     /// The HTTP port's connections.
     pub http_connections: Arc<ConnectionMetrics>,
 }
@@ -240,6 +244,8 @@ impl Metrics {
         let (latency, store_cells) = register_store(&mut registry, store, &health);
         let connections = Arc::new(ConnectionMetrics::new(Port::Grpc));
         connections.register(&mut registry);
+        let tls = Arc::new(TlsMetrics::default());
+        tls.register(&mut registry);
         let http_connections = Arc::new(ConnectionMetrics::new(Port::Http));
         http_connections.register(&mut registry);
         Metrics {
@@ -257,6 +263,7 @@ impl Metrics {
             store_cells,
             health,
             connections,
+            tls,
             http_connections,
         }
     }

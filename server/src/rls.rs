@@ -16,6 +16,7 @@ pub use headers::{HeaderNames, ResponseHeaders};
 
 use crate::algorithm::{Algorithm, Decision, Limit};
 use crate::config::{self, Rule};
+use crate::listener::PeerInfo;
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
 use crate::proto::rls::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 
+pub mod permit;
 pub mod quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
@@ -50,6 +52,10 @@ pub struct Options {
     pub dynamic_metadata: bool,
     /// What callers may ask for beyond a decision (`--refuse-charges`, `--refuse-quota`).
     pub trust: Trust,
+    /// Of those allowed, who may send charges (`--charge-identities`, see [`permit`]).
+    pub charges: permit::Who,
+    /// Of those allowed, who may ask for quota leases (`--quota-identities`).
+    pub quota: permit::Who,
 }
 
 impl Default for Options {
@@ -60,6 +66,8 @@ impl Default for Options {
             near_limit_ratio: 0.8,
             dynamic_metadata: false,
             trust: Trust::default(),
+            charges: permit::Who::Anyone,
+            quota: permit::Who::Anyone,
         }
     }
 }
@@ -239,7 +247,7 @@ fn respond(
     for s in &mut statuses {
         match (&s.quota, over) {
             // An over-limit request grants nothing. The stores take no grant then; on
-            // Redis Cluster a slot may have committed one in the race the README
+            // Redis Cluster a slot may have committed one in the race `docs/server/stores.md`
             // describes, and those hits stay unspent rather than be spent by a caller
             // that was told no.
             (Some(_), true) => s.quota = None,
@@ -346,9 +354,19 @@ impl<S: Store> RateLimitService for RlsService<S> {
             .trust
             .allows(kind)
             .inspect_err(|_| self.metrics.error(ErrorKind::PermissionDenied))?;
+        let (metadata, extensions, req) = request.into_parts();
+        let identities = extensions
+            .get::<PeerInfo>()
+            .map_or(&[][..], PeerInfo::identities);
+        if kind == CallKind::Charge && !self.options.charges.admits(identities) {
+            self.metrics.error(ErrorKind::PermissionDenied);
+            self.metrics.tls.refused(permit::Refused::Charge);
+            return Err(Status::permission_denied(format!(
+                "this client's identity may not send {CHARGE_HEADER}"
+            )));
+        }
         // Every value of the quota header (sent twice is malformed); as bytes, since a
         // non-ASCII value is malformed too, not an error.
-        let (metadata, _, req) = request.into_parts();
         let mut header: Vec<&[u8]> = metadata
             .get_all(QUOTA_HEADER)
             .iter()
@@ -358,6 +376,10 @@ impl<S: Store> RateLimitService for RlsService<S> {
             // Refused quota is answered as if not asked: no lease, never an error (an
             // error would turn every call of a filter that asks into its failure mode).
             self.metrics.quota_header_refused();
+            header.clear();
+        } else if !header.is_empty() && !self.options.quota.admits(identities) {
+            // The same for a caller whose identity may not lease.
+            self.metrics.tls.refused(permit::Refused::Quota);
             header.clear();
         }
         self.decide_call(req, &header, kind)

@@ -1,6 +1,6 @@
 //! Running the service: bind, announce readiness, serve gRPC and HTTP, stop gracefully.
 
-use crate::cli::Args;
+use crate::cli::{self, Args};
 use crate::config::{self, source, ConfigError};
 use crate::http;
 use crate::listener;
@@ -12,6 +12,7 @@ use crate::store::health::Health;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
 use crate::store::Store;
+use crate::tls::Acceptor;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,6 +43,9 @@ pub enum ServerError {
     /// The Redis options cannot work (a malformed URL).
     #[error("{0}")]
     Redis(String),
+    /// The gRPC port's TLS settings or files cannot work.
+    #[error("gRPC TLS: {0}")]
+    Tls(String),
     /// Serving failed.
     #[error("{0}")]
     Serve(String),
@@ -60,13 +64,21 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
         tracing::info!("shutting down");
         let _ = stop_tx.send(true);
     });
-    match args.redis() {
+    let grpc_tls = args.grpc_tls().map_err(ServerError::Tls)?;
+    let redis = args.redis().map_err(ServerError::Redis)?;
+    if redis.password_on_argv {
+        tracing::warn!(
+            "the Redis password is on the command line, where every local user can read it \
+             (ps); use --redis-password-file or REDIS_AUTH"
+        );
+    }
+    match redis.options {
         None => {
             let store =
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
-            serve(args, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, stop).await
         }
         Some(options) => {
             let health = Arc::new(Health::default());
@@ -74,15 +86,16 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
             let store = RedisStore::connect(options, health.clone())
                 .await
                 .map_err(ServerError::Redis)?;
-            tracing::info!(?target, up = store.is_up(), "Redis store");
+            tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
-            serve(args, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, stop).await
         }
     }
 }
 
 async fn serve<S: Store>(
     args: Args,
+    grpc_tls: cli::tls::Resolved,
     files: source::Files,
     shared: config::Shared,
     store: S,
@@ -90,6 +103,7 @@ async fn serve<S: Store>(
     stop: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
     metrics.register_config(&shared.get());
+    let acceptor = tls_acceptor(&grpc_tls, &metrics, &stop)?;
 
     let grpc = bind(args.grpc_addr).await?;
     let http = bind(args.http_addr).await?;
@@ -108,30 +122,12 @@ async fn serve<S: Store>(
         ));
     }
 
-    let open_files = listener::open_files_limit();
-    let limits = args.connection_limits(open_files);
-    let http_limits = args.http_limits();
-    tracing::info!(
-        open_files,
-        max_connections = limits.caps.total,
-        max_connections_per_peer = limits.caps.per_peer,
-        handshake_timeout = ?limits.timeouts.handshake,
-        idle_timeout = ?limits.timeouts.idle,
-        http_max_connections = http_limits.caps.total,
-        http_max_connections_per_peer = http_limits.caps.per_peer,
-        http_header_timeout = ?http_limits.header_timeout,
-        http_idle_timeout = ?http_limits.idle_timeout,
-        "connection limits"
-    );
-    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
-    {
-        tracing::warn!("{w}");
-    }
-    let service = RlsService::new(shared, store, metrics.clone(), args.rls());
+    let (limits, http_limits) = connection_limits(&args);
+    let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     let grpc_server = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(
-            listener::incoming(grpc, limits, metrics.connections.clone()),
+            listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
             stopped(stop.clone()),
         );
     let http_server = listener::http::serve(
@@ -159,6 +155,52 @@ async fn serve<S: Store>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The gRPC port's TLS acceptor, if TLS is on, watching its files for rotation until `stop`.
+fn tls_acceptor(
+    grpc_tls: &cli::tls::Resolved,
+    metrics: &Metrics,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Arc<Acceptor>>, ServerError> {
+    let Some(settings) = &grpc_tls.tls else {
+        return Ok(None);
+    };
+    let acceptor =
+        Arc::new(Acceptor::new(settings.clone(), metrics.tls.clone()).map_err(ServerError::Tls)?);
+    tracing::info!(
+        cert = %settings.cert.display(),
+        client_certificates = settings.client_ca.is_some(),
+        allowed_identities = settings.allowed.len(),
+        "gRPC over TLS"
+    );
+    tokio::spawn(acceptor.clone().watch(stop.clone()));
+    Ok(Some(acceptor))
+}
+
+/// The gRPC and HTTP ports' connection limits, logged, with a warning when together they
+/// could exceed the open-files limit.
+fn connection_limits(args: &Args) -> (listener::Limits, listener::HttpLimits) {
+    let open_files = listener::open_files_limit();
+    let limits = args.connection_limits(open_files);
+    let http_limits = args.http_limits();
+    tracing::info!(
+        open_files,
+        max_connections = limits.caps.total,
+        max_connections_per_peer = limits.caps.per_peer,
+        handshake_timeout = ?limits.timeouts.handshake,
+        idle_timeout = ?limits.timeouts.idle,
+        http_max_connections = http_limits.caps.total,
+        http_max_connections_per_peer = http_limits.caps.per_peer,
+        http_header_timeout = ?http_limits.header_timeout,
+        http_idle_timeout = ?http_limits.idle_timeout,
+        "connection limits"
+    );
+    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
+    {
+        tracing::warn!("{w}");
+    }
+    (limits, http_limits)
 }
 
 /// The readiness line: one line, flushed, nothing else ever goes to stdout.

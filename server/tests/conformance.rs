@@ -205,6 +205,7 @@ async fn redis_store_counting(
 ) -> RedisStore {
     let options = RedisOptions {
         target,
+        access: Default::default(),
         // Generous: tests share two cores with Redis and each other.
         timeout: Duration::from_secs(5),
         max_in_flight: 1024,

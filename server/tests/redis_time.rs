@@ -106,6 +106,7 @@ async fn on_redis_time_a_denial_lasts_exactly_the_reported_duration() {
     let server = RedisServer::start();
     let options = RedisOptions {
         target: Target::Single(server.url()),
+        access: Default::default(),
         timeout: Duration::from_secs(2),
         max_in_flight: 16,
         counting: Default::default(),

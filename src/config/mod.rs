@@ -11,9 +11,8 @@ mod validate;
 mod wire;
 
 pub use cost::{
-    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_FALLBACK,
-    DEFAULT_MAX_SCAN_BYTES, MAX_JSON_PATHS, MAX_MAX_SCAN_BYTES, MAX_PATH_SEGMENTS,
-    MAX_SEGMENT_BYTES,
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_MAX_RESPONSE_COST,
+    MAX_DISTINCT_JSON_PATHS, MAX_JSON_PATHS, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,
 };
 
 use crate::bucket::Quota;
@@ -48,10 +47,24 @@ pub const DEFAULT_RLS_TIMEOUT_MS: u32 = 20;
 pub const DEFAULT_OVER_LIMIT_CACHE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.over_limit_cache_slots`.
 pub const MAX_OVER_LIMIT_CACHE_SLOTS: u32 = 65_536;
+/// How long a remembered denial is trusted at most when
+/// `rls.over_limit_cache_max_seconds` is not set: a service that restarted with empty
+/// memory, or was reconfigured, is asked again within this time.
+pub const DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS: u32 = 60;
+/// The largest accepted `rls.over_limit_cache_max_seconds` (one day).
+pub const MAX_OVER_LIMIT_CACHE_MAX_SECONDS: u32 = 86_400;
 /// Grants the lease table holds when `rls.lease_slots` is not set.
 pub const DEFAULT_LEASE_SLOTS: u32 = 1024;
 /// The largest accepted `rls.lease_slots`.
 pub const MAX_LEASE_SLOTS: u32 = 65_536;
+/// The most hits of one grant the lease table keeps when `rls.max_grant_requests` is not
+/// set: floodgate-server's own bound on `quota.requests`.
+pub const DEFAULT_MAX_GRANT_REQUESTS: u32 = 1_000_000;
+/// How long one grant may be spent at most when `rls.max_grant_valid_ms` is not set:
+/// floodgate-server's own bound on `quota.valid_ms`, one hour.
+pub const DEFAULT_MAX_GRANT_VALID_MS: u32 = 3_600_000;
+/// The largest accepted `rls.max_grant_valid_ms` (one day).
+pub const MAX_MAX_GRANT_VALID_MS: u32 = 86_400_000;
 /// The longest accepted `rls.timeout_ms`.
 pub const MAX_RLS_TIMEOUT_MS: u32 = 60_000;
 
@@ -74,6 +87,13 @@ pub struct Config {
     pub failure_status: u16,
     /// The rate limit service, present exactly when some rule is global.
     pub rls: Option<RlsConfig>,
+    /// Every distinct JSON path the rules' response costs read, once: a response is
+    /// scanned a single time for all the paths its rules read
+    /// ([`UsageSource::Json`] holds indexes in this table).
+    pub json_paths: Vec<JsonPath>,
+    /// Settings accepted but without effect, each with why: the host logs them when it
+    /// loads the configuration, so that nobody relies on them unawares.
+    pub warnings: Vec<String>,
 }
 
 /// The rate limit service (RLS v3) that global rules ask.
@@ -90,9 +110,19 @@ pub struct RlsConfig {
     /// The over-limit cache (`rls.cache_over_limit`, on by default): how many denials
     /// this Envoy remembers so that it need not ask again; `None`: switched off.
     pub over_limit_cache_slots: Option<NonZeroU32>,
+    /// The longest a remembered denial is trusted before the service is asked again,
+    /// whatever reset it reported (`rls.over_limit_cache_max_seconds`, default 60 s).
+    pub over_limit_cache_max_seconds: u32,
     /// How many (rule, descriptor values) the lease table holds grants for
     /// (`rls.lease_slots`, default 1024); used only when some rule leases.
     pub lease_slots: NonZeroU32,
+    /// The most hits of one grant kept, the rest dropped (`rls.max_grant_requests`,
+    /// default 1 000 000): a hostile or buggy service cannot make one grant decide
+    /// millions of requests.
+    pub max_grant_requests: u32,
+    /// The longest one grant may be spent from its arrival (`rls.max_grant_valid_ms`,
+    /// default one hour), whatever `valid_until` said.
+    pub max_grant_valid_ms: u32,
 }
 
 /// What limits a rule's requests.
@@ -199,7 +229,7 @@ pub struct ResponseConfig {
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy
 /// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
-/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::response`]).
+/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::reply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderFields {
     /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).

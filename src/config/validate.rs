@@ -1,13 +1,15 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Costs};
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
     DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
-    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
+    DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_MAX_GRANT_REQUESTS, DEFAULT_MAX_GRANT_VALID_MS,
+    DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
     MAX_ENTRIES, MAX_LEASE_SLOTS, MAX_MAX_BUCKETS, MAX_MAX_DESCRIPTOR_VALUE_BYTES,
-    MAX_OVER_LIMIT_CACHE_SLOTS, MAX_RLS_TIMEOUT_MS, MAX_RULES,
+    MAX_MAX_GRANT_VALID_MS, MAX_OVER_LIMIT_CACHE_MAX_SECONDS, MAX_OVER_LIMIT_CACHE_SLOTS,
+    MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
@@ -32,8 +34,9 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
     let max_value = max_descriptor_value_bytes(wire.max_descriptor_value_bytes)?;
     let mut names = HashSet::new();
     let mut rules = Vec::with_capacity(wire.rules.len());
+    let mut costs = Costs::default();
     for (i, r) in wire.rules.into_iter().enumerate() {
-        let rule = rule(&format!("rules[{i}]"), r, max_value)?;
+        let rule = rule(&format!("rules[{i}]"), r, max_value, &mut costs)?;
         if !names.insert(rule.name.clone()) {
             return Err(ConfigError::new(
                 format!("rules[{i}].name"),
@@ -72,6 +75,8 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
             Some(s) => status("failure_status", s)?,
         },
         rls,
+        json_paths: costs.paths,
+        warnings: costs.warnings,
     })
 }
 
@@ -106,12 +111,36 @@ fn rls(r: wire::Rls) -> Result<RlsConfig, ConfigError> {
         timeout_ms,
         failure_mode: failure_mode(r.failure_mode),
         over_limit_cache_slots: over_limit_cache(r.cache_over_limit, r.over_limit_cache_slots)?,
+        over_limit_cache_max_seconds: bounded(
+            "rls.over_limit_cache_max_seconds",
+            r.over_limit_cache_max_seconds,
+            u64::from(DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS),
+            u64::from(MAX_OVER_LIMIT_CACHE_MAX_SECONDS),
+            "(one day)",
+        )
+        .map(|s| u32::try_from(s).unwrap_or(MAX_OVER_LIMIT_CACHE_MAX_SECONDS))?,
         lease_slots: slots(
             "rls.lease_slots",
             r.lease_slots,
             DEFAULT_LEASE_SLOTS,
             MAX_LEASE_SLOTS,
         )?,
+        max_grant_requests: bounded(
+            "rls.max_grant_requests",
+            r.max_grant_requests,
+            u64::from(DEFAULT_MAX_GRANT_REQUESTS),
+            u64::from(u32::MAX),
+            "",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(u32::MAX))?,
+        max_grant_valid_ms: bounded(
+            "rls.max_grant_valid_ms",
+            r.max_grant_valid_ms,
+            u64::from(DEFAULT_MAX_GRANT_VALID_MS),
+            u64::from(MAX_MAX_GRANT_VALID_MS),
+            "(one day)",
+        )
+        .map(|n| u32::try_from(n).unwrap_or(MAX_MAX_GRANT_VALID_MS))?,
     })
 }
 
@@ -129,6 +158,25 @@ fn over_limit_cache(
     Ok(on.unwrap_or(true).then_some(n))
 }
 
+/// A whole number (field `at`): `default` when unset, 1 to `max`; `max_note` follows the
+/// maximum in the error, saying what it is.
+fn bounded(
+    at: &str,
+    n: Option<u64>,
+    default: u64,
+    max: u64,
+    max_note: &str,
+) -> Result<u64, ConfigError> {
+    match n.unwrap_or(default) {
+        0 => Err(ConfigError::new(at, "must be at least 1")),
+        n if n > max => Err(ConfigError::new(
+            at,
+            format!("must be at most {max} {max_note}").trim_end(),
+        )),
+        n => Ok(n),
+    }
+}
+
 /// A table size in shared data (field `at`): `default` when unset, 1 to `max`.
 fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32, ConfigError> {
     let n = n.unwrap_or(u64::from(default));
@@ -141,7 +189,7 @@ fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32,
         .ok_or_else(|| ConfigError::new(at, "must be at least 1"))
 }
 
-fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {
+fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<Rule, ConfigError> {
     let name = rule_name(&format!("{at}.name"), r.name)?;
     let matcher = match r.matcher {
         None => Match::default(),
@@ -183,7 +231,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
     };
     let (cost_header, response_cost) = match r.cost {
         None => (None, None),
-        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit)? {
+        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit, costs)? {
             Cost::RequestHeader(header) => (Some(header), None),
             Cost::Response(response) => (None, Some(response)),
         },

@@ -2,8 +2,9 @@
 //!
 //! Envoy creates one root context per VM: the main thread's first, then one per worker.
 //! Each parses and validates the configuration (a bad one makes `on_configure` return
-//! false, so Envoy refuses the filter), makes sure the bucket table exists in shared
-//! data, defines the metrics and flushes this thread's tally once per tick.
+//! false, so Envoy refuses the filter), agrees with the other VMs on the placement key
+//! ([`crate::shared::placement`]), makes sure the tables exist in shared data, defines the
+//! metrics, and once per tick checks the placement key and flushes this thread's tally.
 
 use super::failure::HostFailure;
 use super::hostcalls;
@@ -11,10 +12,11 @@ use super::memory;
 use super::shared::HostShared;
 use super::types::MetricType;
 use crate::config::Config;
-use crate::grpc;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
-use crate::rls;
+use crate::shared::placement::PlacementKey;
+use crate::wire::grpc;
+use crate::wire::rls;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -60,9 +62,11 @@ impl Root {
         }
     }
 
-    /// Flushes this thread's metric tally.
+    /// Checks the placement key against the stored one and flushes this thread's
+    /// metric tally.
     pub fn tick(&mut self) {
         if let Some(plugin) = &self.plugin {
+            plugin.reconcile_placement();
             plugin.flush();
         }
     }
@@ -77,11 +81,19 @@ fn configure() -> Result<Plugin, String> {
     let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    for warning in &config.warnings {
+        log::warn!("configuration: {warning}");
+    }
     #[cfg(not(feature = "response-cost"))]
     config
         .refuse_response_costs()
         .map_err(|e| format!("invalid configuration: {e}"))?;
-    let limiter = Limiter::new(config);
+    let agreed = PlacementKey::load_or_create(&HostShared, hostcalls::random_bytes::<16>)
+        .map_err(|e| format!("cannot agree on the placement key in shared data ({e:?})"))?;
+    if agreed.drawn {
+        log::info!("placement key drawn and stored in shared data");
+    }
+    let limiter = Limiter::new(config, agreed.key);
     // A global-only configuration without fallbacks takes no buckets: no table.
     let local = limiter.needs_table();
     let created = if local {
@@ -105,7 +117,7 @@ fn configure() -> Result<Plugin, String> {
         log::info!(
             "lease table: {} sets of {} entries ({created} created)",
             leases.sets(),
-            crate::lease::WAYS
+            crate::shared::lease::WAYS
         );
     }
     // The over-limit cache's keys, before traffic like the bucket table's.
@@ -119,7 +131,7 @@ fn configure() -> Result<Plugin, String> {
         log::info!(
             "over-limit cache: {} sets of {} entries ({created} created)",
             cache.sets(),
-            crate::over_limit::WAYS
+            crate::shared::over_limit::WAYS
         );
     }
     let metric_ids = metrics::definitions(&limiter.config().rules)
@@ -186,6 +198,20 @@ impl Plugin {
         let mut pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
         pairs.push((rls::QUOTA_HEADER, quota));
         std::borrow::Cow::Owned(memory::encode_pairs(&pairs))
+    }
+
+    /// Takes the placement key stored in shared data if it is not this VM's: VMs that
+    /// raced to create it converge here, within a tick (see [`crate::shared::placement`]). One
+    /// shared-data read per tick when they agree; a failure is tried again next tick.
+    fn reconcile_placement(&self) {
+        match self.limiter.placement().reconcile(&HostShared) {
+            Ok(None) => {}
+            Ok(Some(stored)) => {
+                log::warn!("placement key: another VM stored its own first; adopted it");
+                self.limiter.adopt_placement(stored);
+            }
+            Err(e) => log::warn!("placement key: cannot check it in shared data ({e:?})"),
+        }
     }
 
     /// Counts a host failure (see [`super::failure`]) for the next flush.

@@ -3,9 +3,9 @@
 
 use super::{Limiter, Pending};
 use crate::config::{Limit, Rule};
-use crate::descriptor::{self, Applied};
-use crate::local::Take;
-use crate::rls;
+use crate::request::descriptor::Applied;
+use crate::shared::local::Take;
+use crate::wire::rls;
 
 impl Limiter {
     /// The encoded request for the global rules among `applied` (`costs` in the same
@@ -41,7 +41,7 @@ impl Limiter {
                 else {
                     return None;
                 };
-                let fingerprint = descriptor::fallback_fingerprint(&rule.name, quota, &a.values);
+                let fingerprint = self.placement().fallback(&rule.name, quota, &a.values);
                 Some((
                     a.rule,
                     Take {

@@ -1,41 +1,45 @@
-//! The over-limit cache step (see [`crate::over_limit`]): before a call, a request whose
-//! enforced global descriptor is a remembered denial for its cost is rejected from the
-//! cache; after a call, the descriptors the service denied are remembered.
+//! The over-limit cache step (see [`crate::shared::over_limit`]): before a call, a request whose
+//! whole set of global descriptors is a remembered denial for its costs is rejected from
+//! the cache; after a call the service answered OVER_LIMIT, the set is remembered.
 //!
-//! One remembered descriptor is enough to reject: the service would deny the request
-//! whatever its other descriptors say. The reply carries every remembered descriptor's
-//! standing (so `retry-after` is the longest wait among them, as in the service's own
-//! answer), and the body and headers the service sent with the denial. Shadow rules are
-//! never looked up nor remembered: they do not reject.
+//! The set is every global rule that applies (shadow ones included: they are sent, and
+//! the service decides the request from all it is sent), so a denial never rejects a
+//! request with other descriptors, which the service may well admit (`replaces`,
+//! `quota_mode`). Looking up is one shared-data read per request, whatever the number of
+//! global rules. The reply carries the standing of every enforced descriptor the service
+//! said was over (so `retry-after` is the longest wait among them, as in the service's
+//! own answer), and the body and headers the service sent with the denial. A request
+//! whose global rules are all shadow rules is never looked up: it cannot be rejected.
 
+use super::ask::admission_hits;
 use super::record::{record, Outcome};
 use super::{client_protocol, Clock, Limiter};
 use crate::config::Limit;
-use crate::descriptor::{self, Applied, RequestView};
 use crate::metrics::Tally;
-use crate::over_limit::Denial;
-use crate::response::{self, Reply, Standing};
-use crate::rls::Decided;
+use crate::reply::{self, Reply, Standing};
+use crate::request::descriptor::{Applied, RequestView};
+use crate::shared::over_limit::{Denial, Over};
 use crate::shared::SharedData;
+use crate::wire::rls::Decided;
 
-/// A global rule asked about, as the cache knows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A request's global descriptors, as the cache knows them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct CacheKey {
-    /// The descriptor's identity in the cache.
+    /// The set's identity in the cache.
     pub fingerprint: u128,
-    /// The request's cost for it.
-    pub cost: u32,
+    /// The hits asked for each descriptor, in descriptor order.
+    pub costs: Vec<u32>,
 }
 
-/// What looking the request's descriptors up found.
+/// What looking the request up found.
 pub(super) struct Lookup {
-    /// One key per global rule applied, in descriptor order (empty when the cache is off).
-    pub keys: Vec<CacheKey>,
+    /// The request's set (`None` when the cache is off or nothing could reject it).
+    pub key: Option<CacheKey>,
     /// The reply, when a remembered denial rejects the request.
     pub reply: Option<Reply>,
-    /// The rules whose remembered denial rejects it, for [`Outcome::CacheLookedUp`].
+    /// The rules of the over descriptors of that denial, for [`Outcome::CacheLookedUp`].
     pub rejected_by: Vec<usize>,
-    /// Look-ups that failed in shared data.
+    /// Look-ups that failed in shared data (0 or 1).
     pub failed: u32,
 }
 
@@ -56,7 +60,7 @@ impl Lookup {
 }
 
 impl Limiter {
-    /// Looks up the enforced global rules among `applied` (one shared-data read each).
+    /// Looks the set of global rules among `applied` up (one shared-data read).
     pub(super) fn look_up_denials(
         &self,
         applied: &[Applied],
@@ -65,127 +69,129 @@ impl Limiter {
         store: &impl SharedData,
         request: &mut impl RequestView,
     ) -> Lookup {
-        let none = Lookup {
-            keys: Vec::new(),
+        let mut lookup = Lookup {
+            key: None,
             reply: None,
             rejected_by: Vec::new(),
             failed: 0,
         };
         let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
-            return none;
+            return lookup;
         };
-        // (rule, key, shadow) for each global rule, in descriptor order.
-        let global: Vec<(usize, CacheKey, bool)> = applied
+        // The global rules, in descriptor order, with the hits each is asked for.
+        let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs)
             .filter_map(|(a, &cost)| {
                 let rule = &self.config.rules[a.rule];
-                matches!(rule.limit, Limit::Global { .. }).then(|| {
-                    let fingerprint =
-                        descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values);
-                    (a.rule, CacheKey { fingerprint, cost }, rule.shadow)
-                })
+                matches!(rule.limit, Limit::Global { .. }).then(|| (a, admission_hits(rule, cost)))
             })
             .collect();
-        let keys = || global.iter().map(|&(_, key, _)| key).collect();
-        if global.iter().all(|&(_, _, shadow)| shadow) {
-            return none;
+        if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
+            return lookup;
         }
-        let Some(now) = clock.now() else {
-            // No clock: nothing to compare with; the call decides.
-            return Lookup {
-                keys: keys(),
-                ..none
-            };
-        };
-        // (rule, denial) for each enforced rule remembered as over for this cost.
-        let mut found: Vec<(usize, Denial)> = Vec::new();
-        let mut failed = 0;
-        for &(rule, key, _) in global.iter().filter(|&&(_, _, shadow)| !shadow) {
-            match cache.lookup(store, key.fingerprint, key.cost, now) {
-                Ok(Some(denial)) => found.push((rule, denial)),
-                Ok(None) => {}
-                Err(_) => failed += 1,
-            }
-        }
-        let rejected_by: Vec<usize> = found.iter().map(|&(rule, _)| rule).collect();
-        let keys = keys();
-        let Some((_, first)) = found.first() else {
-            return Lookup {
-                keys,
-                failed,
-                ..none
-            };
-        };
-        let standings: Vec<Standing> = found
+        let set = global
             .iter()
-            .map(|(rule, d)| d.standing(*rule, now))
-            .collect();
-        let body = (!first.body.is_empty()).then_some(first.body.as_slice());
-        let reply = response::rejection(
+            .map(|(a, _)| (self.config.rules[a.rule].name.as_str(), &a.values[..]));
+        let key = CacheKey {
+            fingerprint: self.placement().denial(&rls.domain, set),
+            costs: global.iter().map(|&(_, hits)| hits).collect(),
+        };
+        // No clock: nothing to compare with; the call decides.
+        let found = clock.now().map(|now| {
+            let found = cache.lookup(store, key.fingerprint, &key.costs, now);
+            (now, found)
+        });
+        lookup.key = Some(key);
+        let denial = match found {
+            Some((now, Ok(Some(denial)))) => (now, denial),
+            Some((_, Err(_))) => {
+                lookup.failed = 1;
+                return lookup;
+            }
+            _ => return lookup,
+        };
+        let (now, denial) = denial;
+        let rule_at = |position: u8| global.get(usize::from(position)).map(|(a, _)| a.rule);
+        let standings: Vec<Standing> = denial.standings(rule_at, now);
+        lookup.rejected_by = standings.iter().map(|s| s.rule).collect();
+        let body = (!denial.body.is_empty()).then_some(denial.body.as_slice());
+        lookup.reply = Some(reply::rejection(
             &self.config.response,
             &self.config.rules,
             &standings,
             body,
-            first.reply_headers(),
+            denial.reply_headers(),
             client_protocol(request),
-        );
-        Lookup {
-            keys,
-            reply: Some(reply),
-            rejected_by,
-            failed,
-        }
+        ));
+        lookup
     }
 
-    /// Remembers the descriptors the service denied in `decided` (`keys` and `shadows`
-    /// one per descriptor), if every enforced one it denied can be: it said until when
-    /// (`duration_until_reset` > 0), and the body and headers fit an entry.
-    pub(super) fn remember_denials(
+    /// Remembers the denial in `decided` (an OVER_LIMIT answer; `shadows` one per
+    /// descriptor) for the request's set `key`, if it can be: the service said of every
+    /// descriptor over until when (`duration_until_reset` > 0), and the body and headers
+    /// fit an entry. It is trusted until the earliest of those resets, shadow rules'
+    /// included (any one of them may be what the service's answer rests on), and no
+    /// longer than `rls.over_limit_cache_max_seconds`.
+    pub(super) fn remember_denial(
         &self,
-        keys: &[CacheKey],
+        key: &CacheKey,
         shadows: &[bool],
         decided: &Decided,
         now: u64,
         store: &impl SharedData,
         tally: &mut Tally,
     ) {
-        let Some(cache) = &self.over_limit else {
+        let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
             return;
         };
-        if keys.is_empty() || decided.standings.len() != keys.len() {
+        if decided.standings.len() != key.costs.len() {
             // The service did not say which descriptors are over, nor until when.
             return;
         }
-        let headers: Vec<(String, String)> = decided
-            .response_headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
-            .collect();
-        let mut denials = Vec::new();
-        for ((key, standing), &shadow) in keys.iter().zip(&decided.standings).zip(shadows) {
-            if standing.allowed || shadow {
+        let mut earliest = u64::MAX;
+        let mut over = Vec::new();
+        for (position, (standing, &shadow)) in decided.standings.iter().zip(shadows).enumerate() {
+            if standing.allowed {
                 continue;
             }
             let Some(wait) = standing.reset_ns.filter(|&ns| ns > 0) else {
                 return;
             };
-            denials.push(Denial {
-                fingerprint: key.fingerprint,
-                until_ns: now.saturating_add(wait),
-                min_cost: key.cost,
-                limit: standing.limit,
-                body: decided.raw_body.clone(),
-                headers: headers.clone(),
-            });
+            earliest = earliest.min(wait);
+            if !shadow {
+                over.push(Over {
+                    // At most 64 rules: a position fits.
+                    position: u8::try_from(position).unwrap_or(u8::MAX),
+                    limit: standing.limit,
+                    reset_at_ns: now.saturating_add(wait),
+                });
+            }
         }
-        if denials.iter().any(|d| !d.fits()) {
+        if over.is_empty() {
+            return;
+        }
+        // Trusted no longer than the cap, whatever the service said: a service restarted
+        // with empty memory (or reconfigured) is asked again within it. The reply still
+        // counts down to the service's own reset.
+        let cap = u64::from(rls.over_limit_cache_max_seconds).saturating_mul(1_000_000_000);
+        let denial = Denial {
+            fingerprint: key.fingerprint,
+            until_ns: now.saturating_add(earliest.min(cap)),
+            costs: key.costs.clone(),
+            over,
+            body: decided.raw_body.clone(),
+            headers: decided
+                .response_headers
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        };
+        if !denial.fits() {
             record(Outcome::CacheTooLarge, tally);
             return;
         }
-        for denial in denials {
-            let stored = cache.store(store, denial, now);
-            record(Outcome::CacheStored(stored.as_ref().ok().copied()), tally);
-        }
+        let stored = cache.store(store, denial, now);
+        record(Outcome::CacheStored(stored.as_ref().ok().copied()), tally);
     }
 }

@@ -1,4 +1,4 @@
-//! The lease step (see [`crate::lease`]): a request whose every global rule leases is
+//! The lease step (see [`crate::shared::lease`]): a request whose every global rule leases is
 //! decided from the grants in shared data when each of its global descriptors has a live
 //! grant holding its cost; otherwise it calls, asking for quota for all of them. After a
 //! call, and after a background refill, the grants that came back are stored.
@@ -18,11 +18,11 @@
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
 use crate::config::Limit;
-use crate::descriptor::{self, Applied};
-use crate::lease::{Stored, SubGrant, Taken};
 use crate::metrics::Tally;
-use crate::rls::{self, Answer, Grant};
+use crate::request::descriptor::Applied;
+use crate::shared::lease::{GrantBounds, Stored, Taken};
 use crate::shared::SharedData;
+use crate::wire::rls::{self, Answer, Grant};
 
 /// What the lease step found for a request.
 pub(super) enum LeaseStep {
@@ -72,7 +72,7 @@ impl Limiter {
             .iter()
             .map(|(a, _)| {
                 let rule = &self.config.rules[a.rule];
-                descriptor::over_limit_fingerprint(&rls.domain, &rule.name, &a.values)
+                self.placement().lease(&rls.domain, &rule.name, &a.values)
             })
             .collect();
         let Some(now) = clock.now() else {
@@ -136,7 +136,8 @@ impl Limiter {
     }
 
     /// Stores the grants of an answer (`grants`, one per descriptor asked, or empty) for
-    /// the descriptors whose lease keys are `keys` (one per descriptor), at `now`.
+    /// the descriptors whose lease keys are `keys` (one per descriptor), at `now`, each
+    /// cut to `rls.max_grant_requests` hits and `rls.max_grant_valid_ms` (counted).
     pub(super) fn store_grants(
         &self,
         keys: &[u128],
@@ -148,15 +149,19 @@ impl Limiter {
         let (Some(leases), Some(now)) = (&self.leases, now) else {
             return;
         };
-        if grants.len() != keys.len() {
+        let Some(rls) = self.rls().filter(|_| grants.len() == keys.len()) else {
             return;
-        }
+        };
+        let bounds = GrantBounds {
+            max_requests: rls.max_grant_requests,
+            max_valid_ns: u64::from(rls.max_grant_valid_ms).saturating_mul(1_000_000),
+        };
         for (&key, grant) in keys.iter().zip(grants) {
             let Some(grant) = grant else { continue };
-            let sub = SubGrant {
-                remaining: grant.requests,
-                valid_until_ns: grant.valid_until_ns,
-            };
+            let (sub, clamped) = bounds.clamp(grant.requests, grant.valid_until_ns, now);
+            if clamped {
+                record(Outcome::LeaseClamped, tally);
+            }
             let stored: Option<Stored> = leases.store(store, key, sub, now).ok();
             record(Outcome::LeaseStored(stored), tally);
         }

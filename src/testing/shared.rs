@@ -17,12 +17,18 @@ struct Inner {
     map: HashMap<String, (Vec<u8>, u32)>,
     next_cas: u32,
     sets: usize,
+    gets: usize,
 }
 
 impl MemoryShared {
     /// Number of keys ever created.
     pub fn keys(&self) -> usize {
         self.inner.lock().unwrap().map.len()
+    }
+
+    /// Number of reads.
+    pub fn reads(&self) -> usize {
+        self.inner.lock().unwrap().gets
     }
 
     /// Number of successful writes of any kind.
@@ -40,7 +46,8 @@ impl MemoryShared {
 impl SharedData for MemoryShared {
     fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
         self.pause();
-        let inner = self.inner.lock().unwrap();
+        let mut inner = self.inner.lock().unwrap();
+        inner.gets += 1;
         Ok(inner.map.get(key).map(|(value, cas)| Versioned {
             value: value.clone(),
             cas: *cas,

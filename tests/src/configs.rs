@@ -30,7 +30,7 @@ pub fn wasm_filter(name: &str, file: &str, configuration: &str) -> Value {
                     "runtime": "envoy.wasm.runtime.v8",
                     "code": {"local": {"filename": file}}
                 },
-                // As the README recommends ("When the module crashes").
+                // As docs/failures.md recommends ("When the module crashes").
                 "failure_policy": "FAIL_RELOAD",
                 "configuration": {
                     "@type": "type.googleapis.com/google.protobuf.StringValue",
@@ -229,4 +229,42 @@ pub fn native_ratelimit(
             cluster("ratelimit", rls, true),
         ],
     )
+}
+
+/// `bootstrap` with its `ratelimit` cluster reached over TLS: the server's certificate
+/// must chain to `ca` and name `localhost`; with `client`, Envoy presents that
+/// certificate and key (mutual TLS). ALPN `h2`, as gRPC over TLS wants.
+pub fn rls_over_tls(
+    bootstrap: &str,
+    ca: &std::path::Path,
+    client: Option<(&std::path::Path, &std::path::Path)>,
+) -> String {
+    let mut b: Value = serde_json::from_str(bootstrap).expect("bootstrap is JSON");
+    let mut common = json!({
+        "alpn_protocols": ["h2"],
+        "validation_context": {
+            "trusted_ca": {"filename": ca.display().to_string()},
+            "match_typed_subject_alt_names": [{"san_type": "DNS", "matcher": {"exact": "localhost"}}]
+        }
+    });
+    if let Some((cert, key)) = client {
+        common["tls_certificates"] = json!([{
+            "certificate_chain": {"filename": cert.display().to_string()},
+            "private_key": {"filename": key.display().to_string()}
+        }]);
+    }
+    let clusters = b["static_resources"]["clusters"]
+        .as_array_mut()
+        .expect("clusters");
+    for c in clusters.iter_mut().filter(|c| c["name"] == "ratelimit") {
+        c["transport_socket"] = json!({
+            "name": "envoy.transport_sockets.tls",
+            "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+                "sni": "localhost",
+                "common_tls_context": common
+            }
+        });
+    }
+    b.to_string()
 }

@@ -1,101 +1,30 @@
-//! The Istio manifests under `envoy/istio/`, read the way Istio reads them.
-//!
-//! The manifests are templates: `${NAME}` stands for what only the user knows (their
-//! image reference, the digest `make oci` printed), rendered with `envsubst` as the README
-//! shows. [`render`] does the same substitution for the tests.
+//! The Istio manifests under `examples/istio/`, with floodgate-server's under `deploy/` (the
+//! global mode's limiter), read the way Istio reads them.
 
-use crate::paths;
-use serde::Deserialize;
+use crate::manifests;
 use serde_json::{Number, Value};
-use std::collections::BTreeMap;
 
-/// The variables the manifests may use, each with a value of the right shape for tests.
-pub const TEMPLATE_VARIABLES: [(&str, &str); 3] = [
-    ("FLOODGATE_IMAGE", "registry.example.com/floodgate:0.1.0"),
-    (
-        "FLOODGATE_DIGEST",
-        "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-    ),
-    (
-        "FLOODGATE_SERVER_IMAGE",
-        "registry.example.com/floodgate-server:0.1.0",
-    ),
-];
+pub use crate::manifests::{
+    labels, named, of_kind, render, server_deployments, Document, TEMPLATE_VARIABLES,
+};
 
-/// One YAML document of a manifest file, as JSON.
-#[derive(Debug, Clone)]
-pub struct Document {
-    /// The file it came from, relative to the repository root.
-    pub file: String,
-    /// The document.
-    pub value: Value,
-}
-
-impl Document {
-    /// `kind/namespace/name`, for messages.
-    pub fn id(&self) -> String {
-        format!(
-            "{} {}/{}/{}",
-            self.file,
-            self.value["kind"].as_str().unwrap_or("?"),
-            self.value["metadata"]["namespace"].as_str().unwrap_or(""),
-            self.value["metadata"]["name"].as_str().unwrap_or("?")
-        )
-    }
-}
-
-/// Replaces every `${NAME}` of [`TEMPLATE_VARIABLES`] in `text`, as `envsubst` does;
-/// panics on any other `${…}`, so a new placeholder cannot appear undocumented.
-pub fn render(file: &str, text: &str) -> String {
-    let mut out = text.to_string();
-    for (name, value) in TEMPLATE_VARIABLES {
-        out = out.replace(&format!("${{{name}}}"), value);
-    }
-    if let Some(at) = out.find("${") {
-        let rest: String = out[at..].chars().take(40).collect();
-        panic!("{file}: unknown template variable at {rest:?}");
-    }
-    out
-}
-
-/// Every document of every `envoy/istio/*.yaml`, rendered, in file order.
+/// Every document of `examples/istio/` and then of `deploy/`, rendered, in file order.
 pub fn documents() -> Vec<Document> {
-    let dir = paths::repo_root().join("envoy/istio");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("yaml"))
-        .collect();
-    files.sort();
-    let mut documents = Vec::new();
-    for path in files {
-        let file = format!(
-            "envoy/istio/{}",
-            path.file_name().expect("file name").to_string_lossy()
-        );
-        let text = render(
-            &file,
-            &std::fs::read_to_string(&path).expect("read manifest"),
-        );
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let value = Value::deserialize(doc).unwrap_or_else(|e| panic!("{file}: {e}"));
-            if !value.is_null() {
-                documents.push(Document {
-                    file: file.clone(),
-                    value,
-                });
-            }
-        }
-    }
+    let mut documents = manifests::read("examples/istio");
+    documents.extend(manifests::deploy());
     documents
 }
 
-/// The documents of one `kind`.
-pub fn of_kind<'a>(documents: &'a [Document], kind: &str) -> Vec<&'a Document> {
-    documents
-        .iter()
-        .filter(|d| d.value["kind"] == kind)
-        .collect()
+/// Every WasmPlugin (there is at least one).
+pub fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
+    let plugins = of_kind(documents, "WasmPlugin");
+    assert!(!plugins.is_empty(), "no WasmPlugin in examples/istio/");
+    plugins
+}
+
+/// Whether a WasmPlugin runs the filter in global mode (it names a rate limit service).
+pub fn is_global(plugin: &Document) -> bool {
+    plugin.value["spec"]["pluginConfig"].get("rls").is_some()
 }
 
 /// The filter configuration Istio gives Envoy for a WasmPlugin: `pluginConfig` is a
@@ -124,16 +53,6 @@ fn as_struct(value: Value) -> Value {
     }
 }
 
-/// The labels a selector (`matchLabels` or `labels`) requires.
-pub fn labels(selector: &Value) -> BTreeMap<String, String> {
-    selector
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,11 +65,5 @@ mod tests {
             plugin_configuration(&plugin),
             r#"{"a":20,"b":0.5,"c":[1,2]}"#
         );
-    }
-
-    #[test]
-    #[should_panic(expected = "unknown template variable")]
-    fn an_undocumented_placeholder_is_refused() {
-        render("x.yaml", "url: ${SOMETHING_ELSE}");
     }
 }

@@ -147,31 +147,12 @@ pub struct Pulled {
 /// tar+gzip media type, the variant annotation, `plugin.wasm` inside, a wasm module.
 /// `blob` fetches (and checks) a blob by descriptor.
 pub fn follow_manifest(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec<u8>) -> Pulled {
-    let manifest: Value = serde_json::from_slice(manifest_bytes).expect("manifest JSON");
-    assert_eq!(manifest["schemaVersion"], 2);
-    assert_eq!(manifest["mediaType"], MANIFEST);
+    let image = follow_image(manifest_bytes, blob);
     assert_eq!(
-        manifest["annotations"]["module.wasm.image/variant"], "compat",
+        image.manifest["annotations"]["module.wasm.image/variant"], "compat",
         "Istio's compat variant needs this annotation with an OCI layer"
     );
-    assert_eq!(manifest["config"]["mediaType"], CONFIG);
-    let config_bytes = blob("config", &manifest["config"]);
-    let config: Value = serde_json::from_slice(&config_bytes).expect("config JSON");
-
-    let layers = manifest["layers"].as_array().expect("layers");
-    assert_eq!(layers.len(), 1, "the compat variant has exactly one layer");
-    assert_eq!(layers[0]["mediaType"], LAYER);
-    let layer = blob("layer", &layers[0]);
-    let mut layer_tar = Vec::new();
-    GzDecoder::new(layer.as_slice())
-        .read_to_end(&mut layer_tar)
-        .expect("layer is gzip");
-    assert_eq!(
-        config["rootfs"]["diff_ids"],
-        serde_json::json!([sha256(&layer_tar)]),
-        "the config's diff_id is the uncompressed layer's digest"
-    );
-    let unpacked = Layout::from_tar(&layer_tar);
+    let unpacked = Layout::from_tar(&image.layer_tar);
     assert_eq!(
         unpacked.paths(),
         vec!["plugin.wasm"],
@@ -180,11 +161,81 @@ pub fn follow_manifest(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec
     let plugin = unpacked.file("plugin.wasm").to_vec();
     assert!(plugin.starts_with(b"\0asm"), "plugin.wasm is a wasm module");
     Pulled {
+        digest: image.digest,
+        manifest: image.manifest,
+        config: image.config,
+        plugin,
+    }
+}
+
+/// What a puller ends up with for a one-layer image (both of ours: the compat image and
+/// floodgate-server's runnable one).
+#[derive(Debug)]
+pub struct Image {
+    /// The manifest's digest: the image digest.
+    pub digest: String,
+    /// The manifest.
+    pub manifest: Value,
+    /// The image config (`config` holds how to run it).
+    pub config: Value,
+    /// The single layer, uncompressed.
+    pub layer_tar: Vec<u8>,
+}
+
+/// Follows a one-layer image's manifest as a runtime does: an OCI manifest, its config,
+/// one tar+gzip layer whose uncompressed digest is the config's diff_id. `blob` fetches
+/// (and checks) a blob by descriptor.
+pub fn follow_image(manifest_bytes: &[u8], blob: impl Fn(&str, &Value) -> Vec<u8>) -> Image {
+    let manifest: Value = serde_json::from_slice(manifest_bytes).expect("manifest JSON");
+    assert_eq!(manifest["schemaVersion"], 2);
+    assert_eq!(manifest["mediaType"], MANIFEST);
+    assert_eq!(manifest["config"]["mediaType"], CONFIG);
+    let config: Value =
+        serde_json::from_slice(&blob("config", &manifest["config"])).expect("config JSON");
+    let layers = manifest["layers"].as_array().expect("layers");
+    assert_eq!(layers.len(), 1, "exactly one layer");
+    assert_eq!(layers[0]["mediaType"], LAYER);
+    let mut layer_tar = Vec::new();
+    GzDecoder::new(blob("layer", &layers[0]).as_slice())
+        .read_to_end(&mut layer_tar)
+        .expect("layer is gzip");
+    assert_eq!(
+        config["rootfs"]["diff_ids"],
+        serde_json::json!([sha256(&layer_tar)]),
+        "the config's diff_id is the uncompressed layer's digest"
+    );
+    Image {
         digest: sha256(manifest_bytes),
         manifest,
         config,
-        plugin,
+        layer_tar,
     }
+}
+
+/// Every entry of a layer tar: path, mode, whether a directory, contents.
+pub fn entries(layer_tar: &[u8]) -> Vec<(String, u32, bool, Vec<u8>)> {
+    let mut archive = tar::Archive::new(layer_tar);
+    let mut found = Vec::new();
+    for entry in archive.entries().expect("tar entries") {
+        let mut entry = entry.expect("tar entry");
+        let header = entry.header().clone();
+        let mut body = Vec::new();
+        entry.read_to_end(&mut body).expect("read tar entry");
+        found.push((
+            entry.path().expect("path").to_string_lossy().into_owned(),
+            header.mode().expect("mode"),
+            header.entry_type().is_dir(),
+            body,
+        ));
+    }
+    found
+}
+
+/// Unpacks a layer into `root` as a runtime does, modes included.
+pub fn unpack(layer_tar: &[u8], root: &Path) {
+    let mut archive = tar::Archive::new(layer_tar);
+    archive.set_preserve_permissions(true);
+    archive.unpack(root).expect("unpack the layer");
 }
 
 /// Pulls image `tag` out of a layout, checking every step.

@@ -64,6 +64,41 @@ pub fn server() -> PathBuf {
     )
 }
 
+/// floodgate-server's static (musl) build, the binary its image carries
+/// (`make server-static`).
+pub fn server_static() -> PathBuf {
+    existing(
+        "FLOODGATE_SERVER_STATIC",
+        "target/x86_64-unknown-linux-musl/release/floodgate-server",
+        "make server-static",
+    )
+}
+
+/// `kubernetes-validate`, which checks manifests against Kubernetes' own schemas.
+pub fn kube_validate() -> PathBuf {
+    existing(
+        "FLOODGATE_KUBE_VALIDATE",
+        ".venv/bin/kubernetes-validate",
+        "make kube-validate",
+    )
+}
+
+/// The script that checks Istio resources against Istio's CRD schemas, with its npm
+/// dependencies installed beside it.
+pub fn istio_validate() -> PathBuf {
+    existing(
+        "FLOODGATE_ISTIO_SCHEMAS",
+        "tools/k8s-validate/node_modules/.installed",
+        "make kube-validate",
+    );
+    repo_root().join("tools/k8s-validate/istio.mjs")
+}
+
+/// The version of floodgate-server's crate: the tag `make oci` gives its image.
+pub fn server_version() -> String {
+    crate_version(&repo_root().join("server/Cargo.toml"))
+}
+
 /// Where `make oci` writes the image: `FLOODGATE_OCI`, or `target/oci`.
 pub fn oci_dir() -> PathBuf {
     existing("FLOODGATE_OCI", "target/oci", "make oci")
@@ -72,7 +107,13 @@ pub fn oci_dir() -> PathBuf {
 /// The version of the filter crate (the root `Cargo.toml`'s `[package] version`): the
 /// tag `make oci` gives the image.
 pub fn filter_version() -> String {
-    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).expect("Cargo.toml");
+    crate_version(&repo_root().join("Cargo.toml"))
+}
+
+/// The `[package] version` of a `Cargo.toml`.
+fn crate_version(path: &std::path::Path) -> String {
+    // A leading newline, so that a `[package]` on the first line is found too.
+    let manifest = format!("\n{}", std::fs::read_to_string(path).expect("Cargo.toml"));
     let package = manifest
         .split("\n[package]\n")
         .nth(1)

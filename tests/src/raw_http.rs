@@ -2,10 +2,10 @@
 //! bytes that are not UTF-8) and responses read as the bytes on the wire, so that a
 //! test can see exactly which header lines came back.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::net::{TcpSocket, TcpStream};
 
 /// How long a response may take before the test calls it hung.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,6 +69,27 @@ impl RawResponse {
 /// name repeated if listed twice) and `connection: close`, and reads the response
 /// until Envoy closes the connection. Panics if that takes longer than 10 s.
 pub async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &[u8])]) -> RawResponse {
+    let stream = TcpStream::connect(addr).await.expect("connect to envoy");
+    exchange(stream, path, headers).await
+}
+
+/// Like [`get`], from the local address `from` (any of 127.0.0.0/8 reaches a listener on
+/// 127.0.0.1): a distinct client address for rules keyed by `remote_address`.
+pub async fn get_from(
+    from: IpAddr,
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &[u8])],
+) -> RawResponse {
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket
+        .bind(SocketAddr::new(from, 0))
+        .unwrap_or_else(|e| panic!("bind {from}: {e}"));
+    let stream = socket.connect(addr).await.expect("connect to envoy");
+    exchange(stream, path, headers).await
+}
+
+async fn exchange(mut stream: TcpStream, path: &str, headers: &[(&str, &[u8])]) -> RawResponse {
     let mut request = format!("GET {path} HTTP/1.1\r\nhost: test\r\n").into_bytes();
     for (name, value) in headers {
         request.extend_from_slice(name.as_bytes());
@@ -77,7 +98,6 @@ pub async fn get(addr: SocketAddr, path: &str, headers: &[(&str, &[u8])]) -> Raw
         request.extend_from_slice(b"\r\n");
     }
     request.extend_from_slice(b"connection: close\r\n\r\n");
-    let mut stream = TcpStream::connect(addr).await.expect("connect to envoy");
     stream.write_all(&request).await.expect("send request");
     let mut bytes = Vec::new();
     tokio::time::timeout(READ_TIMEOUT, stream.read_to_end(&mut bytes))

@@ -116,34 +116,74 @@ impl Registry {
         bytes
     }
 
-    /// Pulls `repository:tag` as Istio does for an `oci://` URL: the manifest by tag,
-    /// then its blobs, checking every digest; returns what it found and the digest the
-    /// registry reported for the tag.
-    pub async fn pull(&self, repository: &str, tag: &str) -> (oci::Pulled, String) {
+    /// The manifest stored under `repository:tag`, the digest the registry reported, and
+    /// every blob it references (config and layers) by digest, each checked against its
+    /// descriptor.
+    async fn fetch(&self, repository: &str, tag: &str) -> (Vec<u8>, String, Blobs) {
         let (manifest, reported) = self.manifest(repository, tag).await;
         let parsed: Value = serde_json::from_slice(&manifest).expect("manifest JSON");
-        let mut blobs = std::collections::HashMap::new();
+        let mut blobs = Blobs::new();
         let descriptors = std::iter::once(&parsed["config"])
             .chain(parsed["layers"].as_array().into_iter().flatten());
         for descriptor in descriptors {
             let bytes = self.blob(repository, "blob", descriptor).await;
             blobs.insert(descriptor["digest"].to_string(), bytes);
         }
-        let pulled = oci::follow_manifest(&manifest, |what, descriptor| {
-            let bytes = blobs
-                .get(&descriptor["digest"].to_string())
-                .unwrap_or_else(|| panic!("{what} was not fetched"))
-                .clone();
-            oci::check_descriptor(what, descriptor, &bytes);
-            bytes
-        });
-        (pulled, reported)
+        (manifest, reported, blobs)
+    }
+
+    /// Pulls `repository:tag` as Istio does for an `oci://` URL: the manifest by tag,
+    /// then its blobs, checking every digest; returns what it found and the digest the
+    /// registry reported for the tag.
+    pub async fn pull(&self, repository: &str, tag: &str) -> (oci::Pulled, String) {
+        let (manifest, reported, blobs) = self.fetch(repository, tag).await;
+        (oci::follow_manifest(&manifest, lookup(&blobs)), reported)
+    }
+
+    /// Pulls a runnable image `repository:tag` as a container runtime does: the manifest
+    /// by tag, then its config and layer, checking every digest; returns it with the
+    /// digest the registry reported for the tag.
+    pub async fn pull_image(&self, repository: &str, tag: &str) -> (oci::Image, String) {
+        let (manifest, reported, blobs) = self.fetch(repository, tag).await;
+        (oci::follow_image(&manifest, lookup(&blobs)), reported)
     }
 
     /// Everything the registry logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("registry.log")).unwrap_or_default()
     }
+}
+
+/// Fetched blobs by their descriptor's digest (as JSON text).
+type Blobs = std::collections::HashMap<String, Vec<u8>>;
+
+/// A blob source over fetched blobs, checking each against the descriptor asking for it.
+fn lookup(blobs: &Blobs) -> impl Fn(&str, &Value) -> Vec<u8> + '_ {
+    move |what, descriptor| {
+        let bytes = blobs
+            .get(&descriptor["digest"].to_string())
+            .unwrap_or_else(|| panic!("{what} was not fetched"))
+            .clone();
+        oci::check_descriptor(what, descriptor, &bytes);
+        bytes
+    }
+}
+
+/// `skopeo copy --preserve-digests SOURCE DESTINATION` into a plain-HTTP registry (the
+/// push command of `docs/istio.md`); panics with skopeo's output if it fails.
+pub fn skopeo_copy(source: &str, destination: &str) {
+    let out = Command::new(paths::program("skopeo", "make oci-tools"))
+        .args(["copy", "--dest-tls-verify=false", "--preserve-digests"])
+        .arg(source)
+        .arg(destination)
+        .output()
+        .expect("run skopeo");
+    assert!(
+        out.status.success(),
+        "skopeo copy {source} {destination}:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 impl Drop for Registry {

@@ -3,6 +3,7 @@
 use crate::paths;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
@@ -132,6 +133,14 @@ fn spawn(
         .stderr(log)
         .spawn()
         .expect("spawn floodgate-server");
+    let (grpc, http) = ready_addresses(&mut child, &dir.path().join("server.log"));
+    (child, grpc, http)
+}
+
+/// Waits (up to 60 s) for a floodgate-server child's ready line on its piped stdout and
+/// returns the gRPC and HTTP addresses it names; panics with the log at `log` if none
+/// comes.
+pub fn ready_addresses(child: &mut Child, log: &Path) -> (SocketAddr, SocketAddr) {
     let stdout = child.stdout.take().expect("stdout");
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
@@ -142,9 +151,9 @@ fn spawn(
         }
     });
     let ready = rx
-        .recv_timeout(Duration::from_secs(30))
+        .recv_timeout(Duration::from_secs(60))
         .unwrap_or_else(|_| {
-            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+            let log = std::fs::read_to_string(log).unwrap_or_default();
             panic!("floodgate-server did not get ready:\n{log}")
         });
     let addr = |key: &str| -> SocketAddr {
@@ -154,5 +163,5 @@ fn spawn(
             .and_then(|a| a.parse().ok())
             .unwrap_or_else(|| panic!("no {key} in ready line {ready:?}"))
     };
-    (child, addr("grpc="), addr("http="))
+    (addr("grpc="), addr("http="))
 }

@@ -1,33 +1,16 @@
-//! The Istio manifests in `envoy/istio/` stay true to the code: every `pluginConfig` passes
+//! The Istio manifests in `examples/istio/` stay true to the code: every `pluginConfig` passes
 //! the filter's own validation (the code its root context runs) and loads in the pinned
 //! Envoy, and the pieces of the global mode point at each other (plugin → cluster →
-//! Service → container; plugin domain → server configuration).
+//! Service → container in `deploy/`; plugin domain → server configuration). The
+//! NetworkPolicy that admits the plugin's pods is checked in `network_policy.rs`.
 
 use floodgate::config::Config;
-use floodgate_integration::istio::{self, Document};
+use floodgate_integration::istio::{
+    self, is_global, named, server_deployments, wasm_plugins, Document,
+};
 use floodgate_integration::{configs, paths, Envoy};
 use serde_json::Value;
 use std::net::SocketAddr;
-
-fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
-    let plugins = istio::of_kind(documents, "WasmPlugin");
-    assert!(!plugins.is_empty(), "no WasmPlugin in envoy/istio/");
-    plugins
-}
-
-fn is_global(plugin: &Document) -> bool {
-    plugin.value["spec"]["pluginConfig"].get("rls").is_some()
-}
-
-/// The one document of `kind` named `name`.
-fn named<'a>(documents: &'a [Document], kind: &str, name: &str) -> &'a Document {
-    let found: Vec<_> = istio::of_kind(documents, kind)
-        .into_iter()
-        .filter(|d| d.value["metadata"]["name"] == name)
-        .collect();
-    assert_eq!(found.len(), 1, "exactly one {kind} named {name}");
-    found[0]
-}
 
 #[test]
 fn every_plugin_config_passes_the_filters_own_validation() {
@@ -166,47 +149,55 @@ fn the_global_plugin_calls_an_http2_cluster_added_to_the_same_pods() {
     }
 }
 
+/// A Service port by name.
+fn service_port<'a>(service: &'a Document, name: &str) -> &'a Value {
+    service.value["spec"]["ports"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["name"] == name)
+        .unwrap_or_else(|| panic!("{}: no port named {name}", service.id()))
+}
+
 #[test]
 fn the_rls_cluster_reaches_the_servers_grpc_port() {
     let documents = istio::documents();
     let service = named(&documents, "Service", "floodgate-server");
-    let deployment = named(&documents, "Deployment", "floodgate-server");
     let namespace = service.value["metadata"]["namespace"]
         .as_str()
         .expect("namespace");
-    let grpc = service.value["spec"]["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["name"] == "grpc")
-        .expect("Service port named grpc");
+    let grpc = service_port(service, "grpc");
     assert_eq!(grpc["appProtocol"], "grpc");
 
-    // The container port the Service targets, and the address the binary listens on.
-    let container = &deployment.value["spec"]["template"]["spec"]["containers"][0];
-    let container_port = container["ports"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|p| p["name"] == grpc["targetPort"])
-        .expect("container port the Service's grpc port targets");
-    let args: Vec<&str> = container["args"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let listen: SocketAddr = args
-        .iter()
-        .find_map(|a| a.strip_prefix("--grpc-addr="))
-        .expect("--grpc-addr")
-        .parse()
-        .expect("--grpc-addr is an address");
-    assert!(
-        listen.ip().is_unspecified(),
-        "--grpc-addr must listen beyond the pod's loopback"
-    );
-    assert_eq!(container_port["containerPort"], listen.port());
+    // The container port the Service targets, and the address the binary listens on, in
+    // every variant of the Deployment.
+    for deployment in server_deployments(&documents) {
+        let id = deployment.id();
+        let container = &deployment.value["spec"]["template"]["spec"]["containers"][0];
+        let container_port = container["ports"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["name"] == grpc["targetPort"])
+            .unwrap_or_else(|| panic!("{id}: no container port the Service's grpc port targets"));
+        let args: Vec<&str> = container["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let listen: SocketAddr = args
+            .iter()
+            .find_map(|a| a.strip_prefix("--grpc-addr="))
+            .unwrap_or_else(|| panic!("{id}: --grpc-addr"))
+            .parse()
+            .expect("--grpc-addr is an address");
+        assert!(
+            listen.ip().is_unspecified(),
+            "{id}: --grpc-addr must listen beyond the pod's loopback"
+        );
+        assert_eq!(container_port["containerPort"], listen.port(), "{id}");
+    }
 
     for (_, cluster) in global_plugin_clusters(&documents) {
         let endpoint = &cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]

@@ -1,25 +1,10 @@
-//! The README's push commands work: skopeo copies the layout (directory and tar) into a
+//! The push commands of `docs/istio.md` work: skopeo copies the layout (directory and tar) into a
 //! real registry with the digest unchanged, and pulling it back the way Istio does gives
 //! the built filter. The digest the registry reports for the tag is the one `make oci`
 //! printed, so `WasmPlugin.spec.sha256` can be set before pushing.
 
+use floodgate_integration::registry::skopeo_copy;
 use floodgate_integration::{paths, Registry};
-use std::process::Command;
-
-fn skopeo_copy(source: &str, destination: &str) {
-    let out = Command::new(paths::program("skopeo", "make oci-tools"))
-        .args(["copy", "--dest-tls-verify=false", "--preserve-digests"])
-        .arg(source)
-        .arg(destination)
-        .output()
-        .expect("run skopeo");
-    assert!(
-        out.status.success(),
-        "skopeo copy {source} {destination}:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn skopeo_pushes_the_layout_and_the_registry_serves_the_built_filter() {

@@ -6,9 +6,12 @@
 //! HTTP layer close the connection. No task per connection; nothing on the request path
 //! but a few comparisons per frame and a clock read when a call's frame passes.
 //!
-//! `Guarded` wraps whatever stream the HTTP layer reads (a TCP stream now; a TLS stream
-//! later, so that the watcher sees plaintext frames), and holds the connection's
-//! [`Ticket`], so its place under the port's caps is given back when it closes.
+//! `Guarded` wraps whatever stream the HTTP layer reads (TCP, or on the gRPC port a
+//! [`super::Transport`] that may be TLS, so that the watcher sees plaintext frames), and
+//! holds the connection's [`Ticket`], so its place under the port's caps is given back
+//! when it closes. Under TLS the HTTP/2 server first waits to *write* its SETTINGS, which
+//! cannot happen before the TLS handshake: the timer polled on writes is what closes a
+//! client stalled mid-handshake.
 
 use super::admit::Ticket;
 use super::frames::Frames;

@@ -5,13 +5,14 @@
 //! [`super::QUOTA_HEADER`] asks for **quota leases**, hits taken ahead for the caller to
 //! spend itself. floodgate's filter sends both; Envoy's native `ratelimit` filter neither.
 //!
-//! The service cannot tell one caller from another (until TLS client identities come), so
-//! whoever reaches the gRPC port may send them: a charge spends a tenant's limit into debt
+//! Over plaintext the service cannot tell one caller from another, so whoever reaches the
+//! gRPC port may send them: a charge spends a tenant's limit into debt
 //! (at most one limit, see [`crate::algorithm::charge`]) and a lease takes its hits ahead.
 //! [`Trust`] is the operator's switch for each (`--refuse-charges`, `--refuse-quota`): a
 //! refused charge is answered `PERMISSION_DENIED` and counts nothing; a refused quota
 //! header is answered as if it were absent (a decision with no lease), since an error
-//! would turn every call of a filter that asks into its failure mode.
+//! would turn every call of a filter that asks into its failure mode. Over mutual TLS the
+//! operator can also name *who* may, by client identity ([`super::permit`]).
 
 use tonic::Status;
 

@@ -5,7 +5,9 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod certs;
 pub mod redis;
+pub mod sentinel;
 pub mod sockets;
 
 use floodgate_server::proto::rls::rate_limit_response::Code;
@@ -23,6 +25,19 @@ use tonic::transport::Channel;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_floodgate-server");
 
+/// The reference service's variables the server reads.
+const REFERENCE_VARIABLES: &[&str] = &[
+    "REDIS_TYPE",
+    "REDIS_URL",
+    "REDIS_AUTH",
+    "REDIS_SENTINEL_AUTH",
+    "REDIS_TLS",
+    "REDIS_TLS_CACERT",
+    "REDIS_TLS_CLIENT_CERT",
+    "REDIS_TLS_CLIENT_KEY",
+    "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION",
+];
+
 /// A running server, killed on drop.
 pub struct Server {
     child: Child,
@@ -36,6 +51,17 @@ impl Server {
     /// Starts the server on `config` with extra flags and waits for its ready line.
     pub fn start(config: &Path, extra: &[&str]) -> Server {
         Server::start_command(Command::new(BIN), config, extra)
+    }
+
+    /// As [`Server::start`], with these environment variables set (and nothing else of
+    /// the test's environment that a variable of the reference service could name).
+    pub fn start_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut command = Command::new(BIN);
+        for name in REFERENCE_VARIABLES {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied());
+        Server::start_command(command, config, extra)
     }
 
     /// As [`Server::start`], with the process's open-files limit (`ulimit -n`) set to
@@ -168,6 +194,13 @@ impl Server {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap();
         kb * 1024
+    }
+
+    /// The process's command line as `ps` shows it to every local user.
+    pub fn argv(&self) -> String {
+        std::fs::read(format!("/proc/{}/cmdline", self.child.id()))
+            .map(|b| String::from_utf8_lossy(&b).replace('\0', " "))
+            .unwrap_or_default()
     }
 
     /// The process id.

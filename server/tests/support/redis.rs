@@ -15,6 +15,8 @@ pub struct RedisServer {
     pub port: u16,
     dir: tempfile::TempDir,
     extra: Vec<String>,
+    /// `redis-cli` arguments that reach it over TLS (empty: plaintext).
+    tls_cli: Vec<String>,
 }
 
 impl RedisServer {
@@ -34,6 +36,7 @@ impl RedisServer {
                 port,
                 dir,
                 extra: extra.clone(),
+                tls_cli: Vec::new(),
             };
             if server.wait_ready(Duration::from_secs(10)) {
                 return server;
@@ -41,6 +44,57 @@ impl RedisServer {
             // Lost the port between probing and binding: dropped (killed), try another.
         }
         panic!("could not start redis-server on a free port");
+    }
+
+    /// A server that speaks only TLS (`--port 0 --tls-port`), with `cert`/`key` as its
+    /// certificate, clients checked against `ca` when `auth_clients` (`tls-auth-clients`).
+    /// Ready once `redis-cli --tls` gets `PONG` with `client` (a leaf the CA signed).
+    pub fn start_tls(
+        ca: &Path,
+        server: (&Path, &Path),
+        client: (&Path, &Path),
+        auth_clients: bool,
+        extra: &[&str],
+    ) -> RedisServer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port(false);
+        let mut args: Vec<String> = ["--tls-port", &port.to_string(), "--port", "0"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        for (flag, path) in [
+            ("--tls-cert-file", server.0),
+            ("--tls-key-file", server.1),
+            ("--tls-ca-cert-file", ca),
+        ] {
+            args.push(flag.to_owned());
+            args.push(path.display().to_string());
+        }
+        args.push("--tls-auth-clients".to_owned());
+        args.push(if auth_clients { "yes" } else { "no" }.to_owned());
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        let mut s = RedisServer {
+            child: Some(spawn_args(dir.path(), &args)),
+            port,
+            dir,
+            extra: args,
+            tls_cli: ["--tls", "--cacert"]
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([
+                    ca.display().to_string(),
+                    "--cert".into(),
+                    client.0.display().to_string(),
+                    "--key".into(),
+                    client.1.display().to_string(),
+                ])
+                .collect(),
+        };
+        assert!(
+            s.wait_ready(Duration::from_secs(10)),
+            "TLS redis-server on {port}"
+        );
+        s
     }
 
     /// `redis://127.0.0.1:PORT`.
@@ -78,7 +132,11 @@ impl RedisServer {
     /// Starts it again on the same port (empty: persistence is off) and waits for `PING`.
     pub fn restart(&mut self) {
         self.kill();
-        self.child = Some(spawn(self.port, self.dir.path(), &self.extra));
+        self.child = Some(if self.tls_cli.is_empty() {
+            spawn(self.port, self.dir.path(), &self.extra)
+        } else {
+            spawn_args(self.dir.path(), &self.extra)
+        });
         assert!(
             self.wait_ready(Duration::from_secs(10)),
             "redis-server did not come back on port {}",
@@ -92,12 +150,29 @@ impl RedisServer {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
                 return false; // exited: the port was taken
             }
-            if ping(self.port) {
+            if self.answers() {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
         false
+    }
+}
+
+impl RedisServer {
+    /// Whether it answers `PING` (over TLS with `redis-cli` when it speaks TLS).
+    pub fn answers(&self) -> bool {
+        if self.tls_cli.is_empty() {
+            return ping(self.port);
+        }
+        Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(&self.tls_cli)
+            .arg("PING")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"PONG"))
     }
 }
 
@@ -108,12 +183,18 @@ impl Drop for RedisServer {
 }
 
 fn spawn(port: u16, dir: &Path, extra: &[String]) -> Child {
+    let mut args = vec!["--port".to_owned(), port.to_string()];
+    args.extend_from_slice(extra);
+    spawn_args(dir, &args)
+}
+
+fn spawn_args(dir: &Path, args: &[String]) -> Child {
     Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--bind", "127.0.0.1"])
         .args(["--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(dir)
-        .args(extra)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -174,6 +255,7 @@ impl RedisCluster {
                     port,
                     dir,
                     extra,
+                    tls_cli: Vec::new(),
                 };
                 assert!(
                     s.wait_ready(Duration::from_secs(10)),

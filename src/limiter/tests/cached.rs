@@ -7,7 +7,7 @@ use super::*;
 const S: u64 = 1_000_000_000;
 
 /// Two global rules (one costed) and a local rule.
-const TWO_GLOBAL: &str = r#"{
+pub(super) const TWO_GLOBAL: &str = r#"{
   "rls": {"cluster": "ratelimit", "domain": "edge"},
   "rules": [
     {"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
@@ -18,12 +18,12 @@ const TWO_GLOBAL: &str = r#"{
   ]
 }"#;
 
-fn req(tenant_id: &str, cost: u32) -> FakeRequest {
+pub(super) fn req(tenant_id: &str, cost: u32) -> FakeRequest {
     tenant(tenant_id).with("x-cost", cost.to_string().as_bytes())
 }
 
 /// The service's denial: `codes` per descriptor, 30 s until reset, a body and a header.
-fn denial_message(codes: &[Code]) -> RateLimitResponse {
+pub(super) fn denial_message(codes: &[Code]) -> RateLimitResponse {
     let Answer::Response(bytes) = rls_answer(Code::OverLimit, codes) else {
         unreachable!()
     };
@@ -31,7 +31,7 @@ fn denial_message(codes: &[Code]) -> RateLimitResponse {
     r.raw_body = b"over quota\n".to_vec();
     for s in &mut r.statuses {
         s.current_limit = Some(
-            crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit {
+            crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit {
                 name: String::new(),
                 requests_per_unit: 10,
                 unit: 3,
@@ -42,12 +42,12 @@ fn denial_message(codes: &[Code]) -> RateLimitResponse {
 }
 
 /// [`denial_message`] as the service sends it.
-fn denial(codes: &[Code]) -> Answer {
+pub(super) fn denial(codes: &[Code]) -> Answer {
     Answer::Response(denial_message(codes).encode_to_vec())
 }
 
 /// Asks and answers one request at `now`.
-fn through(
+pub(super) fn through(
     l: &Limiter,
     store: &MemoryShared,
     tally: &mut Tally,
@@ -212,33 +212,6 @@ fn a_denial_expires_at_its_instant() {
 }
 
 #[test]
-fn one_remembered_descriptor_rejects_a_request_with_several_global_rules() {
-    let (l, store, mut tally) = limiter(TWO_GLOBAL);
-    let mut both = req("a", 1).with("x-plan", b"gold");
-    // tenant OK, plan over: only the plan is remembered.
-    through(
-        &l,
-        &store,
-        &mut tally,
-        &mut both,
-        denial(&[Code::Ok, Code::OverLimit]),
-        NOW,
-    );
-    let mut again = req("a", 1).with("x-plan", b"gold");
-    assert!(matches!(
-        l.check(&mut again, || Some(NOW + S), &store, &mut tally),
-        Verdict::Reject(_)
-    ));
-    let mut other_tenant = req("z", 1).with("x-plan", b"gold");
-    assert!(matches!(
-        l.check(&mut other_tenant, || Some(NOW + S), &store, &mut tally),
-        Verdict::Reject(_)
-    ));
-    // The tenant alone was not over: it asks.
-    ask(l.check(&mut req("a", 1), || Some(NOW + S), &store, &mut tally));
-}
-
-#[test]
 fn denials_without_an_instant_or_for_shadow_rules_are_not_remembered() {
     let (l, store, mut tally) = limiter(TWO_GLOBAL);
     let mut r = denial_message(&[Code::OverLimit]);
@@ -287,7 +260,7 @@ fn denials_without_an_instant_or_for_shadow_rules_are_not_remembered() {
 fn a_denial_too_large_to_keep_is_not_remembered_and_counted() {
     let (l, store, mut tally) = limiter(TWO_GLOBAL);
     let mut r = denial_message(&[Code::OverLimit]);
-    r.raw_body = vec![b'x'; crate::over_limit::ENTRY_MAX];
+    r.raw_body = vec![b'x'; crate::shared::over_limit::ENTRY_MAX];
     through(
         &l,
         &store,

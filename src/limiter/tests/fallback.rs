@@ -3,12 +3,12 @@
 use super::{ask, counts, limiter, rls_answer, tenant, NOW};
 use crate::bucket;
 use crate::limiter::*;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
-use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
-use crate::response::{DETAILS, FAILURE_DETAILS};
-use crate::rls::Answer;
+use crate::reply::{DETAILS, FAILURE_DETAILS};
 use crate::testing::MemoryShared;
 use crate::testing::{h, FakeRequest};
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::rls::Answer;
 use proptest::prelude::*;
 use prost::Message;
 
@@ -275,13 +275,13 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
     assert!(counted.contains(&("floodgate.failure_mode_denied".into(), 4)));
     assert!(!counted.iter().any(|(n, _)| n.contains("fallback")));
     // Rejected, they consumed nothing: the fallback bucket was never written...
-    let fallback = descriptor::fallback_fingerprint(
+    let fallback = l.placement().fallback(
         "guarded",
         bucket::Quota::new(2, 0).unwrap(),
         &[b"a".to_vec()],
     );
     let found = l.table().find(&store, fallback, NOW).unwrap();
-    assert_eq!(found.origin, crate::table::Origin::Empty);
+    assert_eq!(found.origin, crate::shared::table::Origin::Empty);
     // ...and the local burst of 3 is whole.
     for _ in 0..3 {
         ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
@@ -349,11 +349,13 @@ fn fallback_buckets_are_apart_from_local_ones() {
         ),
         Verdict::Continue(_)
     ));
-    let fallback =
-        descriptor::fallback_fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()]);
+    let fallback = l
+        .placement()
+        .fallback("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()]);
     assert_ne!(
         fallback,
-        descriptor::fingerprint("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()])
+        l.placement()
+            .bucket("g", bucket::Quota::new(1, 0).unwrap(), &[b"a".to_vec()])
     );
 }
 
@@ -372,7 +374,7 @@ fn a_fallback_that_cannot_be_used_takes_the_local_failure_mode() {
     );
     assert_eq!(
         verdict,
-        Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+        Verdict::Reject(reply::failure(500, crate::reply::protocol::Protocol::Http))
     );
     assert_eq!(
         counts(&l, &mut tally),

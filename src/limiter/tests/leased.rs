@@ -2,8 +2,8 @@
 //! nothing across a request's global rules, refilling in the background, expiry.
 
 use super::*;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
 
 const S: u64 = 1_000_000_000;
 
@@ -240,7 +240,9 @@ fn an_over_limit_answer_stores_no_grant() {
         &mut tally,
     );
     assert!(matches!(verdict, Verdict::Reject(_)));
-    let key = descriptor::over_limit_fingerprint("edge", "tenant-global", &[b"acme".to_vec()]);
+    let key = l
+        .placement()
+        .lease("edge", "tenant-global", &[b"acme".to_vec()]);
     assert_eq!(l.lease_table().unwrap().get(&store, key).unwrap(), None);
 }
 

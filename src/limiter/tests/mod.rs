@@ -2,15 +2,17 @@
 //! local rules' tests.
 
 use super::*;
-use crate::descriptor::parse_cost;
 use crate::metrics::definitions;
-use crate::proto::envoy::config::core::v3::HeaderValue;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
-use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
-use crate::response::{DETAILS, FAILURE_DETAILS};
-use crate::rls::Answer;
+use crate::reply::{DETAILS, FAILURE_DETAILS};
+use crate::request::descriptor::parse_cost;
 use crate::testing::{h, FakeRequest};
 use crate::testing::{Broken, MemoryShared};
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
+    Code, DescriptorStatus,
+};
+use crate::wire::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use crate::wire::rls::Answer;
 use prost::Message;
 use std::borrow::Cow;
 
@@ -19,7 +21,7 @@ pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
     let tally = Tally::new(config.rules.len());
-    let limiter = Limiter::new(config);
+    let limiter = Limiter::new(config, crate::testing::PLACEMENT);
     let store = MemoryShared::default();
     // As the host does: a global-only configuration gets no bucket table, and the
     // over-limit cache its own keys when it is on.
@@ -276,9 +278,11 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod charge;
+mod denial_sets;
 mod fallback;
 mod fields;
 mod global;
 mod leased;
 mod refusal;
+mod trust;
 mod usage;

@@ -16,6 +16,9 @@ pub const MTIME: u64 = 0;
 pub const FILE_MODE: u32 = 0o644;
 /// Permissions of a directory.
 pub const DIR_MODE: u32 = 0o755;
+/// Permissions of a program: runnable and readable by all, written by no one at run time
+/// (the image's non-root user cannot replace it).
+pub const EXECUTABLE_MODE: u32 = 0o755;
 
 /// One entry of an archive.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +27,8 @@ pub enum Item<'a> {
     Dir(&'a str),
     /// A regular file with its contents.
     File(&'a str, &'a [u8]),
+    /// A program: a regular file with its contents, mode [`EXECUTABLE_MODE`].
+    Executable(&'a str, &'a [u8]),
 }
 
 /// A POSIX (ustar) tar of `items`, in the order given, owned by 0:0 with fixed times and
@@ -44,17 +49,28 @@ pub fn tar(items: &[Item<'_>]) -> io::Result<Vec<u8>> {
                 header.set_cksum();
                 builder.append(&header, io::empty())?;
             }
-            Item::File(path, bytes) => {
-                header.set_entry_type(EntryType::Regular);
-                header.set_mode(FILE_MODE);
-                header.set_size(bytes.len() as u64);
-                header.set_path(path)?;
-                header.set_cksum();
-                builder.append(&header, bytes)?;
+            Item::File(path, bytes) => append_file(&mut builder, header, path, bytes, FILE_MODE)?,
+            Item::Executable(path, bytes) => {
+                append_file(&mut builder, header, path, bytes, EXECUTABLE_MODE)?
             }
         }
     }
     builder.into_inner()
+}
+
+fn append_file(
+    builder: &mut tar::Builder<Vec<u8>>,
+    mut header: Header,
+    path: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> io::Result<()> {
+    header.set_entry_type(EntryType::Regular);
+    header.set_mode(mode);
+    header.set_size(bytes.len() as u64);
+    header.set_path(path)?;
+    header.set_cksum();
+    builder.append(&header, bytes)
 }
 
 /// `bytes` gzip-compressed at the best level, with a header that carries no time, no
@@ -77,7 +93,12 @@ mod tests {
 
     #[test]
     fn tar_entries_carry_fixed_metadata_and_keep_their_order() {
-        let data = tar(&[Item::Dir("blobs"), Item::File("blobs/a", b"hello")]).unwrap();
+        let data = tar(&[
+            Item::Dir("blobs"),
+            Item::File("blobs/a", b"hello"),
+            Item::Executable("bin/run", b"\x7fELF"),
+        ])
+        .unwrap();
         let mut archive = tar::Archive::new(data.as_slice());
         let mut seen = Vec::new();
         for entry in archive.entries().unwrap() {
@@ -100,6 +121,7 @@ mod tests {
             vec![
                 ("blobs/".to_string(), DIR_MODE, vec![]),
                 ("blobs/a".to_string(), FILE_MODE, b"hello".to_vec()),
+                ("bin/run".to_string(), EXECUTABLE_MODE, b"\x7fELF".to_vec()),
             ]
         );
     }

@@ -54,16 +54,51 @@ pub struct Manifest {
     pub annotations: Annotations,
 }
 
-/// The image config: the platform and the digests of the uncompressed layers.
+/// The image config: the platform, how a container of it runs (runnable images only) and
+/// the digests of the uncompressed layers.
 #[derive(Debug, Clone, Serialize)]
 pub struct ImageConfig {
     /// CPU architecture of the contents.
     pub architecture: String,
     /// Operating system of the contents.
     pub os: String,
+    /// How a container runtime starts it; absent for an image that is only a carrier
+    /// (the wasm compat image), so that image's config stays as it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<RuntimeConfig>,
     /// The layers as the runtime unpacks them.
     pub rootfs: RootFs,
 }
+
+/// The execution parameters of a runnable image, the image config's `config` object: what
+/// Kubernetes and every OCI runtime read to start a container. Names are the spec's.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct RuntimeConfig {
+    /// `UID:GID` the process runs as. Numeric, so that Kubernetes' `runAsNonRoot` can
+    /// check it without a passwd file in the image.
+    pub user: String,
+    /// The ports the program listens on, as `PORT/tcp`.
+    pub exposed_ports: BTreeMap<String, Empty>,
+    /// The program and its fixed arguments.
+    pub entrypoint: Vec<String>,
+    /// Default arguments after the entrypoint's; a pod's `args` replace them.
+    pub cmd: Vec<String>,
+    /// Directories meant to be mounted (the configuration).
+    pub volumes: BTreeMap<String, Empty>,
+    /// The working directory of the process.
+    pub working_dir: String,
+    /// The signal that asks the program to stop gracefully.
+    pub stop_signal: String,
+    /// Labels: the same key/value pairs as the manifest's annotations, for tools that
+    /// show only the config's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: Annotations,
+}
+
+/// An empty JSON object, `{}`: the value the spec gives each port and volume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Empty {}
 
 /// The uncompressed layer digests, in layer order.
 #[derive(Debug, Clone, Serialize)]
@@ -113,6 +148,7 @@ mod tests {
         let c = ImageConfig {
             architecture: "wasm".into(),
             os: "wasip1".into(),
+            config: None,
             rootfs: RootFs {
                 kind: "layers".into(),
                 diff_ids: vec![Digest::of(b"")],
@@ -120,5 +156,25 @@ mod tests {
         };
         let json = String::from_utf8(to_json(&c).unwrap()).unwrap();
         assert!(json.contains("\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:e3b0"));
+        assert!(!json.contains("\"config\""), "no runtime config: {json}");
+    }
+
+    #[test]
+    fn runtime_config_uses_the_specs_pascal_case_names_and_empty_objects() {
+        let c = RuntimeConfig {
+            user: "65532:65532".into(),
+            exposed_ports: BTreeMap::from([("8081/tcp".to_string(), Empty {})]),
+            entrypoint: vec!["/bin/x".into()],
+            cmd: vec!["--flag".into()],
+            volumes: BTreeMap::from([("/etc/x".to_string(), Empty {})]),
+            working_dir: "/".into(),
+            stop_signal: "SIGTERM".into(),
+            labels: Annotations::new(),
+        };
+        let json = String::from_utf8(to_json(&c).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            "{\"User\":\"65532:65532\",\"ExposedPorts\":{\"8081/tcp\":{}},\"Entrypoint\":[\"/bin/x\"],\"Cmd\":[\"--flag\"],\"Volumes\":{\"/etc/x\":{}},\"WorkingDir\":\"/\",\"StopSignal\":\"SIGTERM\"}"
+        );
     }
 }

@@ -5,6 +5,7 @@ use crate::archive::{self, Item};
 use crate::digest::Digest;
 use crate::document::{
     self, Annotations, Descriptor, ImageConfig, Index, LayoutMarker, Manifest, RootFs,
+    RuntimeConfig,
 };
 use crate::media;
 use std::fmt;
@@ -51,7 +52,7 @@ impl Blob {
 /// A complete image, ready to be written as a layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Image {
-    /// The gzip-compressed tar holding `plugin.wasm`.
+    /// The gzip-compressed tar of the one layer (`plugin.wasm`, or the server's files).
     pub layer: Blob,
     /// The image config.
     pub config: Blob,
@@ -63,8 +64,9 @@ pub struct Image {
     pub marker: Vec<u8>,
     /// The tag the index names the manifest with.
     pub tag: String,
-    /// SHA-256 of the `.wasm` itself (what `sha256` means for `file://`/`https://` URLs).
-    pub wasm_digest: Digest,
+    /// SHA-256 of the file the image carries: the `.wasm` (what a WasmPlugin's `sha256`
+    /// means for `file://`/`https://` URLs), or the server's binary.
+    pub payload_digest: Digest,
 }
 
 impl Image {
@@ -85,6 +87,8 @@ impl Image {
 pub enum BuildError {
     /// The input does not start with the WebAssembly magic number.
     NotWasm,
+    /// The server binary cannot run alone in the image (see [`crate::elf`]).
+    NotStatic(crate::elf::ElfError),
     /// The tag is not a valid OCI tag.
     BadTag(String),
     /// Writing the archive failed.
@@ -99,6 +103,7 @@ impl fmt::Display for BuildError {
             BuildError::NotWasm => {
                 f.write_str("input is not a WebAssembly module (no \\0asm magic number)")
             }
+            BuildError::NotStatic(e) => write!(f, "cannot run alone in the image: {e}"),
             BuildError::BadTag(tag) => write!(
                 f,
                 "tag {tag:?} is not a valid OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]*, at most {MAX_TAG_LEN})"
@@ -139,22 +144,60 @@ pub fn build(wasm: &[u8], title: &str, tag: &str) -> Result<Image, BuildError> {
     if !wasm.starts_with(WASM_MAGIC) {
         return Err(BuildError::NotWasm);
     }
-    if !is_valid_tag(tag) {
-        return Err(BuildError::BadTag(tag.to_string()));
-    }
-
     let layer_tar = archive::tar(&[Item::File(media::PLUGIN_FILE, wasm)])?;
-    let layer = Blob::new(media::LAYER_TAR_GZIP, archive::gzip(&layer_tar)?);
+    assemble(Parts {
+        layer_tar,
+        architecture: media::ARCHITECTURE,
+        os: media::OS,
+        runtime: None,
+        annotations: Annotations::from([
+            (
+                media::VARIANT_ANNOTATION.to_string(),
+                media::VARIANT_COMPAT.to_string(),
+            ),
+            (media::TITLE_ANNOTATION.to_string(), title.to_string()),
+        ]),
+        tag,
+        payload: wasm,
+    })
+}
+
+/// What differs between two images: the one layer's tar, the platform, how it runs, the
+/// manifest's annotations, the tag, and the file it carries.
+pub(crate) struct Parts<'a> {
+    /// The single layer, before compression.
+    pub layer_tar: Vec<u8>,
+    /// The config's `architecture`.
+    pub architecture: &'a str,
+    /// The config's `os`.
+    pub os: &'a str,
+    /// The config's `config` (runnable images only).
+    pub runtime: Option<RuntimeConfig>,
+    /// The manifest's annotations.
+    pub annotations: Annotations,
+    /// The tag the index names the manifest with.
+    pub tag: &'a str,
+    /// The file the image exists to carry, for [`Image::payload_digest`].
+    pub payload: &'a [u8],
+}
+
+/// Compresses the layer and writes the config, manifest, index and marker around it.
+pub(crate) fn assemble(parts: Parts<'_>) -> Result<Image, BuildError> {
+    if !is_valid_tag(parts.tag) {
+        return Err(BuildError::BadTag(parts.tag.to_string()));
+    }
+    let layer = Blob::new(media::LAYER_TAR_GZIP, archive::gzip(&parts.layer_tar)?);
 
     let config = Blob::new(
         media::IMAGE_CONFIG,
         document::to_json(&ImageConfig {
-            architecture: media::ARCHITECTURE.to_string(),
-            os: media::OS.to_string(),
+            architecture: parts.architecture.to_string(),
+            os: parts.os.to_string(),
+            config: parts.runtime,
             rootfs: RootFs {
                 kind: "layers".to_string(),
                 // The runtime-facing identity of the layer is its uncompressed tar.
-                diff_ids: vec![Digest::of(&layer_tar)],
+                diff_ids: vec![Digest::of(&parts.layer_tar)],
             },
         })?,
     );
@@ -166,13 +209,7 @@ pub fn build(wasm: &[u8], title: &str, tag: &str) -> Result<Image, BuildError> {
             media_type: media::IMAGE_MANIFEST.to_string(),
             config: config.descriptor(Annotations::new()),
             layers: vec![layer.descriptor(Annotations::new())],
-            annotations: Annotations::from([
-                (
-                    media::VARIANT_ANNOTATION.to_string(),
-                    media::VARIANT_COMPAT.to_string(),
-                ),
-                (media::TITLE_ANNOTATION.to_string(), title.to_string()),
-            ]),
+            annotations: parts.annotations,
         })?,
     );
 
@@ -181,7 +218,7 @@ pub fn build(wasm: &[u8], title: &str, tag: &str) -> Result<Image, BuildError> {
         media_type: media::IMAGE_INDEX.to_string(),
         manifests: vec![manifest.descriptor(Annotations::from([(
             media::REF_NAME_ANNOTATION.to_string(),
-            tag.to_string(),
+            parts.tag.to_string(),
         )]))],
     })?;
     let marker = document::to_json(&LayoutMarker {
@@ -194,8 +231,8 @@ pub fn build(wasm: &[u8], title: &str, tag: &str) -> Result<Image, BuildError> {
         manifest,
         index,
         marker,
-        tag: tag.to_string(),
-        wasm_digest: Digest::of(wasm),
+        tag: parts.tag.to_string(),
+        payload_digest: Digest::of(parts.payload),
     })
 }
 
@@ -264,7 +301,7 @@ mod tests {
         );
         assert_eq!(config["architecture"], "wasm");
         assert_eq!(config["os"], "wasip1");
-        assert_eq!(image.wasm_digest, Digest::of(wasm));
+        assert_eq!(image.payload_digest, Digest::of(wasm));
     }
 
     #[test]

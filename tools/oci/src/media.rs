@@ -44,3 +44,9 @@ pub const ARCHITECTURE: &str = "wasm";
 
 /// See [`ARCHITECTURE`].
 pub const OS: &str = "wasip1";
+
+/// Platform of floodgate-server's image: what Kubernetes nodes check before running it.
+pub const LINUX_ARCHITECTURE: &str = "amd64";
+
+/// See [`LINUX_ARCHITECTURE`].
+pub const LINUX_OS: &str = "linux";

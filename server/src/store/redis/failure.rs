@@ -56,6 +56,9 @@ impl From<RedisError> for Failure {
             || e.is_connection_dropped()
             || e.is_connection_refusal()
             || e.is_cluster_error()
+            // A master cut off from its replicas: the master is about to be elsewhere.
+            // (A demoted one's READONLY is a refusal, below: the store cannot decide.)
+            || e.kind() == ErrorKind::Server(ServerErrorKind::MasterDown)
         {
             Failure::Connectivity(m)
         } else if e.kind() == ErrorKind::AuthenticationFailed

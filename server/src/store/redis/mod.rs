@@ -24,6 +24,16 @@
 //! exhausts a limit of one slot, the other slots may still consume for a request that is
 //! answered over the limit. Each slot's own counters are always exact.
 //!
+//! # Redis Sentinel (`--redis-sentinel`)
+//! The probe asks the sentinels where the master is and moves to it after a failover
+//! ([`sentinel`]); between the old master's death and the move, calls fail as in any
+//! outage. Nothing is retried, so nothing is counted twice.
+//!
+//! # Credentials and TLS
+//! [`access`]: passwords from a file or the environment, held where `Debug` cannot show
+//! them, URLs shown redacted ([`target::redact`]); `rediss://` over rustls with a CA file
+//! and an optional client certificate.
+//!
 //! # Outages
 //! Every call is bounded by the timeout (`--redis-timeout-ms`) and by a cap on calls in
 //! flight (`--redis-max-in-flight`, beyond which calls fail at once), so nothing piles up
@@ -42,17 +52,22 @@
 //! the two-phase Redis Cluster path, [`failure`] what a call's failure was, [`outage`] the
 //! breaker, log throttle and probe; this file ties them into one call: refuse when down, bound, time, call, record.
 
+pub mod access;
 pub mod deadline;
 pub mod key;
+pub mod target;
 
 mod cluster;
 mod conn;
 mod failure;
 mod outage;
 mod script;
+mod sentinel;
 
+pub use access::{Access, Auth, Secret, TlsMaterial};
 pub use outage::{LOG_EVERY, PROBE_EVERY};
 pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
+pub use target::Target;
 
 use super::batch::{rejected, report_unconsumed};
 use super::health::Health;
@@ -68,20 +83,13 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
-/// Where Redis is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
-    /// One Redis server (or a proxy in front of several): `redis://HOST:PORT[/DB]`.
-    Single(String),
-    /// Redis Cluster, found through these seed nodes.
-    Cluster(Vec<String>),
-}
-
 /// How to reach Redis and how long to wait for it.
 #[derive(Debug, Clone)]
 pub struct RedisOptions {
     /// Where Redis is.
     pub target: Target,
+    /// Credentials and TLS, apart from the URL.
+    pub access: Access,
     /// The longest one call (connecting included) may take before it answers UNAVAILABLE.
     pub timeout: Duration,
     /// Calls in flight beyond which new calls fail at once.
@@ -227,7 +235,7 @@ impl Inner {
 
     /// The times a call starting now passes to the script. A fake clock (tests) has no
     /// deadline; neither has Redis Cluster, whose nodes' clocks each differ from the one
-    /// the probe reads (the README states its bound instead).
+    /// the probe reads (`docs/server/stores.md` states its bound instead).
     fn call_times(&self) -> CallTimes {
         if let Some(c) = self.clock.get() {
             return CallTimes {
@@ -236,7 +244,7 @@ impl Inner {
             };
         }
         let not_after = match self.conn {
-            Conn::Single(_) => self
+            Conn::Single(_) | Conn::Sentinel(_) => self
                 .redis_clock
                 .not_after(self.redis_clock.local_us(), self.options.timeout),
             Conn::Cluster { .. } => None,
@@ -269,6 +277,11 @@ impl Inner {
             Conn::Single(manager) => {
                 let items: Vec<&Check> = batch.iter().collect();
                 let mut conn = manager.clone();
+                self.call(&mut conn, &items, mode, now).await
+            }
+            Conn::Sentinel(sentinel) => {
+                let items: Vec<&Check> = batch.iter().collect();
+                let mut conn = sentinel.master()?;
                 self.call(&mut conn, &items, mode, now).await
             }
             Conn::Cluster { conn, .. } => {

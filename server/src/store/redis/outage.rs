@@ -125,6 +125,18 @@ impl Inner {
     /// write while out of memory or unable to persist, before running it).
     pub(super) async fn probe(&self) {
         let t = self.options.timeout;
+        // Sentinel: find the master first, within its own timeout (asking the sentinels
+        // and connecting to a new master are two round trips more than the probe's own).
+        match tokio::time::timeout(t * 3, self.conn.follow(&self.redis_clock)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(f)) => return self.outage.failed(&f, true),
+            Err(_) => {
+                return self.outage.failed(
+                    &Failure::Connectivity(format!("no master found within {:?}", t * 3)),
+                    true,
+                )
+            }
+        }
         let probe = async {
             self.conn.ping(&self.redis_clock).await?;
             self.run_empty_decision().await
@@ -146,6 +158,10 @@ impl Inner {
         match &self.conn {
             Conn::Single(manager) => {
                 let mut conn = manager.clone();
+                self.call(&mut conn, &[], Mode::Peek, &times).await?;
+            }
+            Conn::Sentinel(sentinel) => {
+                let mut conn = sentinel.master()?;
                 self.call(&mut conn, &[], Mode::Peek, &times).await?;
             }
             Conn::Cluster { conn, .. } => {

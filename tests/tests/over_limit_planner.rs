@@ -1,0 +1,473 @@
+//! The over-limit cache never rejects a request the service would admit: a property test
+//! of the filter's own decision code (`floodgate::limiter::Limiter`, over an in-memory
+//! shared data) against floodgate-server's own planner and memory store
+//! (`RlsService::decide_asking`), sharing one fake clock.
+//!
+//! Each case is a random server configuration (a limit per descriptor key and some per
+//! value, each maybe `replaces`-ing others, in `quota_mode`, in `shadow_mode`, granting
+//! quota leases; the server maybe in global shadow mode), a random filter configuration
+//! (three global rules, each maybe a shadow rule, leasing or not, with a cost header or
+//! not) and a random sequence of requests bringing random subsets of descriptors and
+//! costs, time moving on between them. Every call the filter asks for (and every
+//! background lease refill) is answered by the service. Whenever the filter rejects a
+//! request without a call, the same request is put to the service, which must deny it.
+
+use floodgate::config::Config;
+use floodgate::limiter::{Limiter, Pass, Verdict};
+use floodgate::metrics::Tally;
+use floodgate::request::descriptor::{Lookup, RequestView};
+use floodgate::shared::placement::PlacementKey;
+use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
+use floodgate::wire::rls::Answer;
+use floodgate_server::clock::Clock;
+use floodgate_server::config::source::Files;
+use floodgate_server::metrics::Metrics;
+use floodgate_server::proto::rls::rate_limit_response::Code;
+use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
+use floodgate_server::rls::{Options, RlsService};
+use floodgate_server::store::memory::MemoryStore;
+use proptest::prelude::*;
+use prost::Message;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The descriptor keys, the request header each comes from, and the values requests use.
+const KEYS: [(&str, &str, [&str; 2]); 3] = [
+    ("tenant", "x-tenant", ["acme", "beta"]),
+    ("plan", "x-plan", ["premium", "basic"]),
+    ("team", "x-team", ["alpha", "omega"]),
+];
+
+const START_NS: u64 = 1_700_000_000_250_000_000;
+
+/// One clock for the filter and the service.
+#[derive(Clone)]
+struct FakeClock(Arc<AtomicU64>);
+
+impl Clock for FakeClock {
+    fn now_ns(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Each key's value and CAS token, and the last token handed out.
+type Map = (HashMap<String, (Vec<u8>, u32)>, u32);
+
+/// Shared data with the host's semantics (a missing key is written whatever the token).
+#[derive(Default)]
+struct Shared(RefCell<Map>);
+
+impl SharedData for Shared {
+    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+        let map = self.0.borrow();
+        Ok(map.0.get(key).map(|(value, cas)| Versioned {
+            value: value.clone(),
+            cas: *cas,
+        }))
+    }
+
+    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+        let mut map = self.0.borrow_mut();
+        map.1 += 1;
+        let next = map.1;
+        match map.0.get_mut(key) {
+            Some(entry) if entry.1 != cas => Err(SetError::Conflict),
+            Some(entry) => {
+                *entry = (value.to_vec(), next);
+                Ok(())
+            }
+            None => {
+                map.0.insert(key.to_owned(), (value.to_vec(), next));
+                Ok(())
+            }
+        }
+    }
+
+    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let mut map = self.0.borrow_mut();
+        map.1 += 1;
+        let next = map.1;
+        map.0.insert(key.to_owned(), (value.to_vec(), next));
+        Ok(())
+    }
+}
+
+/// A request as a list of headers.
+#[derive(Debug, Clone)]
+struct Request(Vec<(String, String)>);
+
+impl RequestView for Request {
+    fn header(&mut self, name: &str) -> Lookup {
+        match self.0.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => Lookup::One(v.as_bytes().to_vec()),
+            None => Lookup::Absent,
+        }
+    }
+    fn content_type(&mut self) -> Option<Vec<u8>> {
+        None
+    }
+    fn raw_path(&mut self) -> Option<Vec<u8>> {
+        Some(b"/".to_vec())
+    }
+    fn method(&mut self) -> Option<Vec<u8>> {
+        Some(b"GET".to_vec())
+    }
+    fn authority(&mut self) -> Option<Vec<u8>> {
+        Some(b"test".to_vec())
+    }
+    fn peer_address(&mut self) -> Option<String> {
+        Some("10.0.0.1:1000".into())
+    }
+}
+
+/// One limit of the service's configuration.
+#[derive(Debug, Clone)]
+struct Limit {
+    key: usize,
+    /// A limit for one value of the key (index into its values), or for any value.
+    value: Option<usize>,
+    requests_per_unit: u32,
+    per_minute: bool,
+    algorithm: &'static str,
+    quota_mode: bool,
+    shadow_mode: bool,
+    /// Indices into the configuration's limits whose names this one replaces.
+    replaces: Vec<usize>,
+    quota: Option<u32>,
+}
+
+fn limit() -> impl Strategy<Value = Limit> {
+    (
+        0..KEYS.len(),
+        prop::option::of(0usize..2),
+        1u32..4,
+        any::<bool>(),
+        prop::sample::select(vec![
+            "fixed_window",
+            "token_bucket",
+            "sliding_window_counter",
+            "sliding_window_log",
+        ]),
+        prop::bool::weighted(0.3),
+        prop::bool::weighted(0.2),
+        prop::collection::vec(0usize..6, 0..2),
+        prop::option::weighted(0.3, 1u32..4),
+    )
+        .prop_map(
+            |(
+                key,
+                value,
+                requests_per_unit,
+                per_minute,
+                algorithm,
+                quota_mode,
+                shadow_mode,
+                replaces,
+                quota,
+            )| Limit {
+                key,
+                value,
+                requests_per_unit,
+                per_minute,
+                algorithm,
+                quota_mode,
+                shadow_mode,
+                replaces,
+                quota,
+            },
+        )
+}
+
+/// The service's YAML: the limits, one per (key, value) at most (the first generated).
+fn server_yaml(limits: &[Limit]) -> String {
+    let mut seen = Vec::new();
+    let mut out = String::from("domain: edge\ndescriptors:\n");
+    for (i, l) in limits.iter().enumerate() {
+        if seen.contains(&(l.key, l.value)) {
+            continue;
+        }
+        seen.push((l.key, l.value));
+        let (key, _, values) = KEYS[l.key];
+        out.push_str(&format!("  - key: {key}\n"));
+        if let Some(v) = l.value {
+            out.push_str(&format!("    value: {}\n", values[v]));
+        }
+        out.push_str(&format!(
+            "    quota_mode: {}\n    shadow_mode: {}\n",
+            l.quota_mode, l.shadow_mode
+        ));
+        let replaces: Vec<String> = l
+            .replaces
+            .iter()
+            .filter(|&&r| r != i)
+            .map(|r| format!("{{name: limit{r}}}"))
+            .collect();
+        out.push_str(&format!(
+            "    rate_limit: {{name: limit{i}, unit: {}, requests_per_unit: {}, algorithm: {}, replaces: [{}]}}\n",
+            if l.per_minute { "minute" } else { "second" },
+            l.requests_per_unit,
+            l.algorithm,
+            replaces.join(", ")
+        ));
+        if let Some(q) = l.quota {
+            out.push_str(&format!("    quota: {{requests: {q}, valid_ms: 2000}}\n"));
+        }
+    }
+    out
+}
+
+/// One filter rule per key: (shadow, leases, cost header).
+fn plugin(rules: &[(bool, bool, bool)]) -> String {
+    let rules: Vec<serde_json::Value> = KEYS
+        .iter()
+        .zip(rules)
+        .map(|(&(key, header, _), &(shadow, lease, cost))| {
+            let mut r = serde_json::json!({
+                "name": key,
+                "descriptors": [{"key": key, "header": header}],
+                "global": {"quota": lease},
+                "shadow": shadow,
+            });
+            if cost {
+                r["cost"] = serde_json::json!({"header": "x-cost"});
+            }
+            r
+        })
+        .collect();
+    serde_json::json!({
+        "rls": {"cluster": "ratelimit", "domain": "edge"},
+        "rules": rules,
+    })
+    .to_string()
+}
+
+/// One request: for each key, the value it brings (or none), its cost, and the time
+/// before it (ms).
+type Step = ([Option<usize>; 3], u32, u64);
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        [
+            prop::option::of(0usize..2),
+            prop::option::of(0usize..2),
+            prop::option::of(0usize..2),
+        ],
+        1u32..3,
+        prop::sample::select(vec![0u64, 0, 0, 10, 200, 700, 1_100, 61_000]),
+    )
+}
+
+fn headers(step: &Step) -> Request {
+    let mut h: Vec<(String, String)> = KEYS
+        .iter()
+        .zip(step.0)
+        .filter_map(|(&(_, header, values), v)| Some((header.to_owned(), values[v?].to_owned())))
+        .collect();
+    h.push(("x-cost".into(), step.1.to_string()));
+    Request(h)
+}
+
+struct World {
+    limiter: Limiter,
+    /// The same configuration with the cache off: what the filter would send for a
+    /// request, to put it to the service when the cache rejected it.
+    asker: Limiter,
+    shared: Shared,
+    tally: Tally,
+    service: RlsService<MemoryStore<FakeClock>>,
+    clock: FakeClock,
+}
+
+impl World {
+    fn new(limits: &[Limit], rules: &[(bool, bool, bool)], shadow_mode: bool) -> World {
+        let files = Files {
+            root: PathBuf::from("limits.yaml"),
+            files: vec![(PathBuf::from("limits.yaml"), server_yaml(limits))],
+        };
+        let config = floodgate_server::config::parse(&files).expect("the generated config loads");
+        let clock = FakeClock(Arc::new(AtomicU64::new(START_NS)));
+        let options = Options {
+            shadow_mode,
+            ..Options::default()
+        };
+        let service = RlsService::new(
+            floodgate_server::config::Shared::new(config),
+            MemoryStore::with_clock(10_000, clock.clone()),
+            Arc::new(Metrics::new("memory")),
+            options,
+        );
+        let json = plugin(rules);
+        let parse = |json: &str| Config::parse(json.as_bytes()).expect("the plugin config");
+        let key = PlacementKey::from_bytes([9; 16]);
+        let limiter = Limiter::new(parse(&json), key);
+        let off = json.replace(
+            r#""domain":"edge""#,
+            r#""domain":"edge","cache_over_limit":false"#,
+        );
+        let asker = Limiter::new(parse(&off), key);
+        let shared = Shared::default();
+        if let Some(leases) = limiter.lease_table() {
+            leases.prepare(&shared).expect("lease table");
+        }
+        if let Some(cache) = limiter.over_limit_cache() {
+            cache.prepare(&shared).expect("cache");
+        }
+        let tally = Tally::new(limiter.config().rules.len());
+        World {
+            limiter,
+            asker,
+            shared,
+            tally,
+            service,
+            clock,
+        }
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    async fn call(&self, message: &[u8], quota: &str) -> RateLimitResponse {
+        let request = RateLimitRequest::decode(message).expect("the filter's request decodes");
+        let header: Vec<&[u8]> = if quota.is_empty() {
+            vec![]
+        } else {
+            vec![quota.as_bytes()]
+        };
+        self.service
+            .decide_asking(request, &header)
+            .await
+            .expect("the service answers")
+    }
+
+    async fn refill(&mut self, pass: Pass) {
+        if let Some(refill) = pass.refill {
+            let answer = self.call(&refill.message, &refill.quota).await;
+            let now = self.now();
+            let answer = Answer::Response(answer.encode_to_vec());
+            let (limiter, shared, tally) = (&self.limiter, &self.shared, &mut self.tally);
+            limiter.refilled(&refill.keys, answer, || Some(now), shared, tally);
+        }
+    }
+
+    /// One request through the filter: whether the cache rejected it (and the service,
+    /// asked the same, denies it too); `Err` when the cache rejected what the service
+    /// admits.
+    async fn request(&mut self, step: &Step) -> Result<bool, String> {
+        self.clock.0.fetch_add(step.2 * 1_000_000, Ordering::SeqCst);
+        let now = self.now();
+        let mut req = headers(step);
+        let verdict = {
+            let (limiter, shared, tally) = (&self.limiter, &self.shared, &mut self.tally);
+            limiter.check(&mut req, || Some(now), shared, tally)
+        };
+        match verdict {
+            Verdict::Continue(pass) => {
+                self.refill(pass).await;
+                Ok(false)
+            }
+            Verdict::Ask(ask) => {
+                let answer = self.call(&ask.message, &ask.quota).await;
+                let answer = Answer::Response(answer.encode_to_vec());
+                let verdict = {
+                    let (limiter, shared, tally) = (&self.limiter, &self.shared, &mut self.tally);
+                    limiter.answer(ask.pending, answer, &mut req, || Some(now), shared, tally)
+                };
+                if let Verdict::Continue(pass) = verdict {
+                    self.refill(pass).await;
+                }
+                Ok(false)
+            }
+            Verdict::Reject(_) => {
+                // Rejected without a call: by the over-limit cache (only global rules).
+                let mut fresh = Tally::new(self.asker.config().rules.len());
+                let scratch = Shared::default();
+                let Verdict::Ask(ask) =
+                    self.asker
+                        .check(&mut req, || Some(now), &scratch, &mut fresh)
+                else {
+                    return Err("the cache-less filter did not ask".into());
+                };
+                let answer = self.call(&ask.message, "").await;
+                if answer.overall_code != Code::OverLimit as i32 {
+                    return Err(format!(
+                        "rejected from the cache, but the service admits it: {:?} -> {answer:?}",
+                        req.0
+                    ));
+                }
+                Ok(true)
+            }
+        }
+    }
+}
+
+fn run<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(f)
+}
+
+/// The property is not vacuous: the harness sees the cache reject (the reported case, with
+/// `replaces`: plain requests are denied and then rejected from the cache, premium ones,
+/// whose limit replaces the plain one, are not).
+#[test]
+fn the_harness_sees_rejections_from_the_cache() {
+    let limit = |key, value, requests_per_unit, replaces: Vec<usize>| Limit {
+        key,
+        value,
+        requests_per_unit,
+        per_minute: true,
+        algorithm: "fixed_window",
+        quota_mode: false,
+        shadow_mode: false,
+        replaces,
+        quota: None,
+    };
+    let limits = [limit(0, None, 2, vec![]), limit(1, Some(0), 100, vec![0])];
+    let rules = [(false, false, false); 3];
+    let plain: Step = ([Some(0), None, None], 1, 0);
+    let premium: Step = ([Some(0), Some(0), None], 1, 0);
+    let cached = run(async {
+        let mut world = World::new(&limits, &rules, false);
+        let mut cached = Vec::new();
+        for step in [
+            premium, premium, plain, plain, plain, plain, premium, premium,
+        ] {
+            cached.push(world.request(&step).await.expect("sound"));
+        }
+        cached
+    });
+    assert_eq!(
+        cached,
+        [false, false, false, false, false, true, false, false]
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_cache_never_rejects_what_the_service_admits(
+        limits in prop::collection::vec(limit(), 1..7),
+        rules in prop::array::uniform3((prop::bool::weighted(0.2), any::<bool>(), any::<bool>())),
+        shadow_mode in prop::bool::weighted(0.1),
+        steps in prop::collection::vec(step(), 1..50),
+    ) {
+        let outcome = run(async {
+            let mut world = World::new(&limits, &rules, shadow_mode);
+            for (i, step) in steps.iter().enumerate() {
+                world
+                    .request(step)
+                    .await
+                    .map_err(|e| format!("request {i}: {e}\n{}", server_yaml(&limits)))?;
+            }
+            Ok::<(), String>(())
+        });
+        prop_assert!(outcome.is_ok(), "{}", outcome.err().unwrap_or_default());
+    }
+}

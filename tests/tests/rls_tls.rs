@@ -1,0 +1,145 @@
+//! A real Envoy calls floodgate-server over TLS and mutual TLS (`transport_socket` on the
+//! RLS cluster), with floodgate's filter in global mode and with Envoy's native
+//! `ratelimit` filter. Clients the server must refuse (no certificate, one from another
+//! CA, one whose identity is not on the list) fail at the handshake, and the filter takes
+//! its failure mode, counted. Certificates are made here by `rcgen`.
+
+#[path = "../../server/tests/support/certs.rs"]
+#[allow(dead_code)]
+mod certs;
+
+use certs::{Ca, Leaf};
+use floodgate_integration::client::statuses;
+use floodgate_integration::{burst, client, configs, Envoy, Server, Upstream};
+use std::path::Path;
+
+const FIVE_PER_MINUTE: &str = "
+domain: edge
+descriptors:
+  - key: tenant
+    rate_limit:
+      unit: minute
+      requests_per_unit: 5
+";
+
+/// The identity the proxies' certificates carry.
+const GATEWAY: &str = "spiffe://cluster.local/ns/edge/sa/gateway";
+
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 path")
+}
+
+/// floodgate-server over TLS with `server_leaf`; with `client_ca`, mutual TLS allowing
+/// only [`GATEWAY`].
+fn server(server_leaf: &Leaf, client_ca: Option<&Path>) -> Server {
+    let mut flags = vec![
+        "--grpc-tls-cert-file",
+        s(&server_leaf.cert),
+        "--grpc-tls-key-file",
+        s(&server_leaf.key),
+    ];
+    if let Some(ca) = client_ca {
+        flags.extend(["--grpc-tls-client-ca-file", s(ca)]);
+        flags.extend(["--grpc-tls-client-identities", GATEWAY]);
+    }
+    Server::start(FIVE_PER_MINUTE, &flags)
+}
+
+/// 20 requests for `tenant`: exactly 5 pass, and only those reach the upstream.
+async fn limited(envoy: &Envoy, upstream: &Upstream, tenant: &str, server: &Server) {
+    let replies = burst(
+        &client(),
+        &envoy.url("ingress", "/"),
+        &[("x-tenant-id", tenant)],
+        20,
+    )
+    .await;
+    let counts = statuses(&replies);
+    assert_eq!(
+        counts.get(&200),
+        Some(&5),
+        "{counts:?}\n{}\n{}",
+        server.log(),
+        envoy.log()
+    );
+    assert_eq!(counts.get(&429), Some(&15), "{counts:?}");
+    assert_eq!(upstream.count_for(tenant), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_filter_and_the_native_filter_over_tls_and_mutual_tls() {
+    let ca = Ca::new("rls CA");
+    let server_leaf = ca.leaf("rls", &["localhost"]);
+    let gateway = ca.leaf("gateway", &[GATEWAY]);
+    let upstream = Upstream::start().await;
+
+    // TLS: Envoy checks the server; the server asks nothing of Envoy.
+    let tls = server(&server_leaf, None);
+    let plugin = configs::global_tenant_plugin();
+    let yaml = configs::floodgate_global(&plugin, upstream.addr(), tls.grpc());
+    let envoy = Envoy::start(&configs::rls_over_tls(&yaml, &ca.cert(), None), 2).await;
+    limited(&envoy, &upstream, "tls-filter", &tls).await;
+
+    // Mutual TLS with an allowed identity: the filter, then Envoy's native filter.
+    let mtls = server(&server_leaf, Some(&ca.cert()));
+    let client_cert = Some((gateway.cert.as_path(), gateway.key.as_path()));
+    let yaml = configs::floodgate_global(&plugin, upstream.addr(), mtls.grpc());
+    let envoy = Envoy::start(&configs::rls_over_tls(&yaml, &ca.cert(), client_cert), 2).await;
+    limited(&envoy, &upstream, "mtls-filter", &mtls).await;
+    let yaml = configs::native_ratelimit(
+        "edge",
+        "x-tenant-id",
+        "tenant",
+        upstream.addr(),
+        mtls.grpc(),
+    );
+    let native = Envoy::start(&configs::rls_over_tls(&yaml, &ca.cert(), client_cert), 2).await;
+    limited(&native, &upstream, "mtls-native", &mtls).await;
+    assert!(mtls.metric("floodgate_tls_handshakes_total").await >= 2.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refused_proxies_fail_at_the_handshake_and_take_the_failure_mode() {
+    let ca = Ca::new("rls CA");
+    let server_leaf = ca.leaf("rls", &["localhost"]);
+    let mtls = server(&server_leaf, Some(&ca.cert()));
+    let other = Ca::new("another CA");
+    let untrusted = other.leaf("untrusted", &[GATEWAY]);
+    let stranger = ca.leaf("stranger", &["spiffe://cluster.local/ns/other/sa/job"]);
+    let upstream = Upstream::start().await;
+    let plugin = configs::global_tenant_plugin(); // failure_mode deny, status 503
+    let cases: [(&str, Option<&Leaf>); 3] = [
+        ("no_client_certificate", None),
+        ("untrusted_certificate", Some(&untrusted)),
+        ("identity_not_allowed", Some(&stranger)),
+    ];
+    for (reason, leaf) in cases {
+        let yaml = configs::floodgate_global(&plugin, upstream.addr(), mtls.grpc());
+        let client_cert = leaf.map(|l| (l.cert.as_path(), l.key.as_path()));
+        let envoy = Envoy::start(&configs::rls_over_tls(&yaml, &ca.cert(), client_cert), 2).await;
+        let replies = burst(
+            &client(),
+            &envoy.url("ingress", "/"),
+            &[("x-tenant-id", reason)],
+            4,
+        )
+        .await;
+        assert_eq!(
+            statuses(&replies).get(&503),
+            Some(&4),
+            "{reason}: {:?}",
+            statuses(&replies)
+        );
+        envoy
+            .expect_stat("wasmcustom.floodgate.failure_mode_denied", 4)
+            .await;
+        let refused = mtls
+            .metric(&format!(
+                "floodgate_tls_handshake_errors_total{{reason=\"{reason}\"}}"
+            ))
+            .await;
+        assert!(refused >= 1.0, "{reason}: {refused}\n{}", mtls.log());
+    }
+    assert_eq!(upstream.count(), 0, "nothing reached the upstream");
+    assert_eq!(mtls.metric("floodgate_tls_handshakes_total").await, 0.0);
+}
