@@ -1,6 +1,7 @@
 //! Command-line flags (and, for the settings the reference service reads from its
 //! environment, those variables: a flag wins over a variable).
 
+pub mod calls;
 pub mod redis;
 pub mod tls;
 
@@ -107,6 +108,10 @@ pub struct Args {
     /// TLS and mutual TLS on the gRPC port, and who may send charges and quota requests.
     #[command(flatten)]
     pub tls: self::tls::TlsArgs,
+
+    /// How many calls one gRPC connection carries at once, and how long one may take.
+    #[command(flatten)]
+    pub calls: self::calls::CallArgs,
 
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
     /// open-files limit (ulimit -n) less 100 and less --http-max-connections, at most

@@ -158,6 +158,8 @@ async fn serve<S: Store>(
     }
     let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     let grpc_server = tonic::transport::Server::builder()
+        .max_concurrent_streams(args.calls.max_concurrent_streams)
+        .timeout(args.calls.call_timeout())
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(
             listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
