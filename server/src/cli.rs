@@ -155,6 +155,13 @@ pub struct Args {
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub http_idle_timeout_ms: u64,
 
+    /// After SIGTERM, how long /healthz answers 503 (draining) while gRPC keeps serving,
+    /// before the listeners close and in-flight calls drain, in milliseconds: long enough
+    /// for Kubernetes and every proxy to stop sending (so no preStop sleep is needed).
+    /// SIGINT stops at once.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub shutdown_delay_ms: u64,
+
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub watch_interval_ms: u64,

@@ -157,17 +157,25 @@ fn the_server_is_ready_on_healthz_drains_before_it_stops_and_is_pinned_by_digest
             container["livenessProbe"]["httpGet"]["path"], "/healthz",
             "{id}: /healthz is 503 during a Redis outage, which a restart does not cure"
         );
-        // The server closes its listeners on SIGTERM: the pod must leave the endpoints
-        // first, and the grace period must cover the wait and the 5 s drain.
-        let sleep = container["lifecycle"]["preStop"]["sleep"]["seconds"]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{id}: a preStop sleep"));
+        // On SIGTERM the server keeps serving (and /healthz answers 503) for
+        // --shutdown-delay-ms, so the pod leaves the endpoints before it stops listening
+        // with no preStop hook; the grace period must cover the delay and the 5 s drain.
+        assert!(
+            container["lifecycle"].is_null(),
+            "{id}: no preStop hook needed"
+        );
+        let delay_ms: u64 = args(deployment)
+            .iter()
+            .find_map(|a| a.strip_prefix("--shutdown-delay-ms="))
+            .and_then(|ms| ms.parse().ok())
+            .unwrap_or_else(|| panic!("{id}: --shutdown-delay-ms"));
+        assert!(delay_ms >= 5_000, "{id}: a drain delay of {delay_ms} ms");
         let grace = pod_spec(deployment)["terminationGracePeriodSeconds"]
             .as_u64()
             .expect("terminationGracePeriodSeconds");
         assert!(
-            grace > sleep + 5,
-            "{id}: grace {grace} s, preStop {sleep} s"
+            grace * 1_000 > delay_ms + 5_000,
+            "{id}: grace {grace} s, delay {delay_ms} ms"
         );
         let image = container["image"].as_str().expect("image");
         let (_, digest) = image
