@@ -11,7 +11,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     // filter: decode it as an empty message, which skips its bytes, so prost's Struct and
     // Value decoders stay out of the module.
     prost_build::Config::new()
-        .extern_path(".google.protobuf.Struct", "crate::proto::Skipped")
+        .extern_path(".google.protobuf.Struct", "crate::wire::proto::Skipped")
         .compile_fds(descriptors)?;
     Ok(())
 }

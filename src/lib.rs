@@ -1,52 +1,57 @@
 //! floodgate: rate limiting inside Envoy, as a proxy-wasm HTTP filter.
 //!
-//! # How a request flows
+//! # A request, in order
 //!
-//! 1. [`descriptor`] finds the rules that apply to the request (its `match`) and builds
-//!    their descriptor values from headers, path, method, authority or client address.
-//! 2. [`local`] takes tokens from each rule's bucket in the shared [`table`], atomically
-//!    per bucket (read, decide with [`bucket`], compare-and-swap, decide again on
-//!    conflict); a rejected request consumes nothing.
-//! 3. [`response`] turns the decisions into a rejection (429 or gRPC RESOURCE_EXHAUSTED
-//!    with `retry-after` and the rate-limit fields: draft-03 `x-ratelimit-*` or
-//!    draft-10 `RateLimit-Policy`/`RateLimit`, a text or problem+json body) or headers
-//!    for an allowed response.
+//! 1. **Envoy enters the module** through [`host`]'s exports (the private `host` module:
+//!    the only code that speaks the proxy-wasm ABI). Its HTTP context hands the request to
+//!    [`limiter::Limiter::check`] and later carries out the [`limiter::Verdict`].
+//! 2. **The request is read** through [`request::descriptor::RequestView`]:
+//!    [`request::descriptor`] finds the rules whose `match` the request meets and builds
+//!    their descriptor values (headers, path, method, authority, client address,
+//!    constants) and costs, refusing input that would let a client dodge a limit
+//!    ([`request::header_map`] sees a header sent twice).
+//! 3. **The limiter's steps** ([`limiter`]), each over state kept in [`shared`] data:
+//!    the over-limit cache ([`shared::over_limit`]) rejects a request the service
+//!    rejected recently; local rules take tokens from their buckets
+//!    ([`shared::local`] on the [`shared::table`], deciding with the GCRA math of
+//!    [`bucket`]: read, decide, compare-and-swap, decide again on conflict); global rules
+//!    pay from quota grants ([`shared::lease`]) when they can; every fingerprint is keyed
+//!    by [`shared::placement`]. A rejected request consumes nothing.
+//! 4. **The wire to the service**: the global rules left make one `ShouldRateLimit` call
+//!    ([`wire::rls`] encodes it, [`wire::grpc`] frames it for a plain HTTP/2 call); the
+//!    request waits paused, and [`limiter::Limiter::answer`] turns what comes back (or
+//!    the failure to get an answer: degraded mode) into the final verdict.
+//! 5. **The reply** ([`reply`]): a rejection answered by the proxy in the client's
+//!    protocol ([`reply::protocol`]: 429, or gRPC `RESOURCE_EXHAUSTED`) with
+//!    `retry-after` and the rate-limit fields (draft-03 `x-ratelimit-*`, draft-10
+//!    [`reply::fields`], a text or [`reply::problem`] body), or the headers an allowed
+//!    response carries.
+//! 6. **Usage metering** ([`usage`]): for a rule whose cost the response reports (an LLM
+//!    API's tokens), the response is read as it passes and the real cost settled when it
+//!    is done ([`limiter::Limiter::settle`]).
 //!
-//! [`limiter`] ties these together and is the single entry point the host layer calls.
-//! Configuration is parsed and validated once by [`config`]; [`metrics`] names and
-//! batches the counters.
+//! Before any request, [`config`] parses and validates the plugin configuration once per
+//! VM (a bad one is refused with the field's path). Every step counts what happened in a
+//! [`metrics::Tally`] that the root context flushes to Envoy once a tick.
 //!
 //! # Pure logic, thin glue
 //!
-//! Every module above is plain Rust over plain data, tested on the host target with a
-//! fake clock and an in-memory shared store. Only the private `host` module talks to
-//! Envoy (its host calls and callbacks are compiled for wasm32 only; its pure helpers
-//! are tested on the host too): it implements [`descriptor::RequestView`] and
-//! [`shared::SharedData`] with proxy-wasm host calls and carries out the verdicts.
+//! Every module above but `host` is plain Rust over plain data, tested on the host target
+//! with a fake clock and an in-memory shared store (`testing`). The host layer implements
+//! [`request::descriptor::RequestView`] and [`shared::SharedData`] with host calls and
+//! carries out the verdicts; its host calls and callbacks are compiled for wasm32 only.
 
 #![warn(missing_docs)]
 
 pub mod bucket;
 pub mod config;
-pub mod descriptor;
-pub mod grpc;
-pub mod header_map;
-pub mod lease;
 pub mod limiter;
-pub mod local;
-pub mod log_throttle;
 pub mod metrics;
-pub mod over_limit;
-pub mod placement;
-pub mod proto;
-pub mod protocol;
-pub mod response;
-pub mod rls;
-pub mod service_headers;
-pub mod sets;
+pub mod reply;
+pub mod request;
 pub mod shared;
-pub mod table;
 pub mod usage;
+pub mod wire;
 
 #[cfg(test)]
 mod testing;

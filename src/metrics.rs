@@ -6,8 +6,8 @@
 //!
 //! Names become Envoy stats `wasmcustom.floodgate.*` and Prometheus series `floodgate_*`.
 //! Per-rule series embed the rule name (`floodgate.rule.<name>.allowed`), never a
-//! descriptor value, so their number is fixed by the configuration; the `envoy/`
-//! configs extract the name into a `rule` tag.
+//! descriptor value, so their number is fixed by the configuration; the examples'
+//! Envoy configurations extract the name into a `rule` tag.
 
 use crate::config::Rule;
 
@@ -108,19 +108,26 @@ pub enum Global {
     UsageReported,
     /// Tokens charged for responses, reported or fallback.
     UsageTokens,
-    /// Complete, readable responses that reported no usage: charged the fallback.
+    /// Complete, readable responses (not event streams) that reported no usage: charged
+    /// the fallback.
     UsageFallbackAbsent,
+    /// Complete event streams none of whose events reported a usage (an OpenAI client
+    /// that left out `stream_options.include_usage`): charged the fallback.
+    UsageFallbackStreamAbsent,
     /// Responses whose body is not JSON or whose usage header is not a whole number:
     /// charged the fallback.
     UsageFallbackUnreadable,
-    /// Responses whose usage could have been in an event or body longer than
-    /// `max_scan_bytes`: charged the fallback.
-    UsageFallbackTooLarge,
+    /// Responses compressed by the upstream although the filter asked for `identity`:
+    /// charged the fallback.
+    UsageFallbackEncoded,
     /// Requests that went away before their response reported a usage: charged the
     /// fallback.
     UsageFallbackCutOff,
-    /// SSE events and JSON bodies skipped for being longer than `max_scan_bytes`.
-    UsageSkipped,
+    /// Responses that reported more than their rule's `max`: charged `max`.
+    UsageClamped,
+    /// Charges that would have put a local bucket more than one burst into debt: the
+    /// debt stops at one burst.
+    UsageDebtCapped,
     /// Stream-end charges sent to the rate limit service (a response cost, global rules).
     RlsCharges,
     /// Stream-end charges that could not be sent or that the service answered with an
@@ -130,7 +137,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 47] = [
+    pub const ALL: [Global; 49] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -172,10 +179,12 @@ impl Global {
         Global::UsageReported,
         Global::UsageTokens,
         Global::UsageFallbackAbsent,
+        Global::UsageFallbackStreamAbsent,
         Global::UsageFallbackUnreadable,
-        Global::UsageFallbackTooLarge,
+        Global::UsageFallbackEncoded,
         Global::UsageFallbackCutOff,
-        Global::UsageSkipped,
+        Global::UsageClamped,
+        Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
     ];
@@ -224,10 +233,12 @@ impl Global {
             Global::UsageReported => "floodgate.usage.reported",
             Global::UsageTokens => "floodgate.usage.tokens",
             Global::UsageFallbackAbsent => "floodgate.usage.fallback.absent",
+            Global::UsageFallbackStreamAbsent => "floodgate.usage.fallback.stream_absent",
             Global::UsageFallbackUnreadable => "floodgate.usage.fallback.unreadable",
-            Global::UsageFallbackTooLarge => "floodgate.usage.fallback.too_large",
+            Global::UsageFallbackEncoded => "floodgate.usage.fallback.encoded",
             Global::UsageFallbackCutOff => "floodgate.usage.fallback.cut_off",
-            Global::UsageSkipped => "floodgate.usage.skipped",
+            Global::UsageClamped => "floodgate.usage.clamped",
+            Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",
         }

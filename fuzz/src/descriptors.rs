@@ -11,13 +11,13 @@
 
 use crate::input::Fields;
 use floodgate::config::Config;
-use floodgate::descriptor::{self, Lookup, RequestView};
 use floodgate::limiter::{Limiter, Verdict};
 use floodgate::metrics::Tally;
-use floodgate::placement::PlacementKey;
-use floodgate::proto::envoy::service::ratelimit::v3::RateLimitRequest;
-use floodgate::rls::Answer;
+use floodgate::request::descriptor::{self, Lookup, RequestView};
+use floodgate::shared::placement::PlacementKey;
 use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
+use floodgate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use floodgate::wire::rls::Answer;
 use prost::Message;
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -2,7 +2,7 @@
 
 use floodgate::config::Config;
 use floodgate::limiter::Limiter;
-use floodgate::placement::PlacementKey;
+use floodgate::shared::placement::PlacementKey;
 
 /// Parses `data` as a plugin configuration. A valid one must also build a limiter (what
 /// `on_configure` does next); an invalid one must say what is wrong.

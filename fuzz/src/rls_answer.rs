@@ -1,6 +1,6 @@
 //! The answer to a rate limit service call: the gRPC response the host hands back, read by
-//! [`floodgate::grpc::read_answer`] (status, message, 5-byte frame), then decoded and
-//! interpreted by [`floodgate::rls::interpret`].
+//! [`floodgate::wire::grpc::read_answer`] (status, message, 5-byte frame), then decoded and
+//! interpreted by [`floodgate::wire::rls::interpret`].
 //!
 //! Input fields (see [`crate::input`]): a control field (byte 0: how many headers and
 //! trailers the host reports; bytes 1..: one shadow flag per descriptor, its low bit),
@@ -10,8 +10,8 @@
 //! a part the host does not have.
 
 use crate::input::Fields;
-use floodgate::grpc::{read_answer, Part};
-use floodgate::rls::{interpret, Answer};
+use floodgate::wire::grpc::{read_answer, Part};
+use floodgate::wire::rls::{interpret, Answer};
 
 /// Reads and interprets the answer `data` describes.
 pub fn run(data: &[u8]) {

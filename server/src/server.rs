@@ -68,6 +68,10 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
         shutdown::stop_requested(delay, &draining).await;
         let _ = stop_tx.send(true);
     });
+    let lifecycle = Lifecycle {
+        readiness,
+        stop: stop.clone(),
+    };
     let grpc_tls = args.grpc_tls().map_err(ServerError::Tls)?;
     let redis = args.redis().map_err(ServerError::Redis)?;
     if redis.password_on_argv {
@@ -82,10 +86,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
-            serve(
-                args, grpc_tls, files, shared, store, metrics, readiness, stop,
-            )
-            .await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
         Some(options) => {
             let health = Arc::new(Health::default());
@@ -95,12 +96,16 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 .map_err(ServerError::Redis)?;
             tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
-            serve(
-                args, grpc_tls, files, shared, store, metrics, readiness, stop,
-            )
-            .await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
     }
+}
+
+/// Where the server is in its life: whether `/healthz` still wants calls, and the
+/// signal that it should stop accepting.
+struct Lifecycle {
+    readiness: Arc<Readiness>,
+    stop: watch::Receiver<bool>,
 }
 
 async fn serve<S: Store>(
@@ -110,9 +115,9 @@ async fn serve<S: Store>(
     shared: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
-    readiness: Arc<Readiness>,
-    stop: watch::Receiver<bool>,
+    lifecycle: Lifecycle,
 ) -> Result<(), ServerError> {
+    let Lifecycle { readiness, stop } = lifecycle;
     metrics.register_config(&shared.get());
     let acceptor = match &grpc_tls.tls {
         None => None,

@@ -232,16 +232,44 @@ pub fn refund(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Tat {
 /// A charge is never refused: the bucket may go into debt, its TAT running more than
 /// the burst ahead of now. [`decide`] then denies every request until the debt is
 /// refilled, with the exact wait, because it measures from the TAT whatever its
-/// distance. A give-back never makes the bucket fuller than full ([`refund`]).
-pub fn settle(state: Tat, now_ns: u64, quota: Quota, held: u32, cost: u32) -> Tat {
+/// distance. The debt is capped at one burst (the TAT at most two bursts ahead of now):
+/// whatever one response reports, the bucket owes at most `capacity` tokens, so the
+/// longest lockout a charge causes is the time to refill two bursts
+/// (`2 × capacity / rate`), and another tenant's answer or a buggy upstream can never
+/// lock a budget out for years. A TAT already past the cap (set before it, or by a clock
+/// that jumped) is left as it is. A give-back never makes the bucket fuller than full
+/// ([`refund`]).
+pub fn settle(state: Tat, now_ns: u64, quota: Quota, held: u32, cost: u32) -> Settled {
     match cost.cmp(&held) {
-        std::cmp::Ordering::Equal => state,
+        std::cmp::Ordering::Equal => Settled {
+            state,
+            debt_capped: false,
+        },
         std::cmp::Ordering::Greater => {
             let extra = u128::from(cost - held) * UNITS_PER_TOKEN;
-            Tat(state.0.max(quota.scaled(now_ns)).saturating_add(extra))
+            let now = quota.scaled(now_ns);
+            let charged = state.0.max(now).saturating_add(extra);
+            let cap = now.saturating_add(2 * quota.burst_units());
+            Settled {
+                state: Tat(charged.min(cap).max(state.0)),
+                debt_capped: charged > cap,
+            }
         }
-        std::cmp::Ordering::Less => refund(state, now_ns, quota, held - cost),
+        std::cmp::Ordering::Less => Settled {
+            state: refund(state, now_ns, quota, held - cost),
+            debt_capped: false,
+        },
     }
+}
+
+/// A bucket's state after [`settle`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settled {
+    /// The state to write back.
+    pub state: Tat,
+    /// The charge would have put the bucket more than one burst into debt: the debt
+    /// stopped at one burst.
+    pub debt_capped: bool,
 }
 
 /// Scaled units to whole tokens, rounded down, clamped to `u32`.

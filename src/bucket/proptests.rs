@@ -190,7 +190,7 @@ proptest! {
         let Decision::Allow { new_state, .. } = decide(Tat::default(), start, quota, estimate) else {
             panic!("a full bucket admits its estimate");
         };
-        let state = settle(new_state, start, quota, estimate, cost);
+        let state = settle(new_state, start, quota, estimate, cost).state;
         match decide(state, start, quota, estimate) {
             Decision::Allow { .. } => prop_assert!(u64::from(cost) + u64::from(estimate) <= u64::from(capacity)),
             Decision::Deny { retry_in_ns, .. } => {
@@ -203,20 +203,68 @@ proptest! {
     }
 
     /// Holding an estimate, then settling the real cost, leaves the bucket exactly as
-    /// taking the real cost at once would have.
+    /// taking the real cost at once would have, up to the debt cap (two bursts taken in
+    /// all: one burst of debt).
     #[test]
-    fn settling_equals_taking_the_real_cost(
+    fn settling_equals_taking_the_real_cost_up_to_one_burst_of_debt(
         quota in quota(),
-        estimate in 1u32..=50,
+        estimate_frac in 0.0f64..=1.0,
         cost in 0u32..=200,
         start in 0u64..1_000_000_000_000,
     ) {
-        prop_assume!(estimate <= quota.capacity());
+        let estimate = ((f64::from(quota.capacity()) * estimate_frac) as u32).clamp(1, quota.capacity());
         let Decision::Allow { new_state, .. } = decide(Tat::default(), start, quota, estimate) else {
             panic!("a full bucket admits its estimate");
         };
         let settled = settle(new_state, start, quota, estimate, cost);
         let now = quota.scaled(start);
-        prop_assert_eq!(settled.0, now + u128::from(cost) * UNITS_PER_TOKEN);
+        let taken = cost.min(2 * quota.capacity());
+        prop_assert_eq!(settled.state.0, now + u128::from(taken) * UNITS_PER_TOKEN);
+        prop_assert_eq!(settled.debt_capped, cost > 2 * quota.capacity());
+    }
+
+    /// Whatever is charged, however often and whenever, a bucket never owes more than
+    /// one burst: its TAT stays within two bursts of now, so a request of `n` tokens is
+    /// admitted again at most `(capacity + n) / rate` after the last charge.
+    #[test]
+    fn no_charge_puts_a_bucket_more_than_one_burst_into_debt(
+        capacity in 1u32..=u32::MAX,
+        rate in 1u64..=1_000_000_000,
+        charges in proptest::collection::vec((gap_ns(), any::<u32>(), any::<u32>()), 1..12),
+        start in 0u64..1_000_000_000_000_000,
+        n_frac in 0.0f64..=1.0,
+    ) {
+        let quota = Quota::new(capacity, rate).unwrap();
+        let burst = u128::from(capacity) * UNITS_PER_TOKEN;
+        let mut state = Tat::default();
+        let mut now = start;
+        for (gap, held, cost) in charges {
+            now += gap;
+            state = settle(state, now, quota, held, cost).state;
+            let ahead = state.0.saturating_sub(quota.scaled(now));
+            prop_assert!(ahead <= 2 * burst, "{} bursts ahead", ahead / burst);
+        }
+        let n = ((f64::from(capacity) * n_frac) as u32).clamp(1, capacity);
+        let wait = quota.units_to_nanos_ceil(burst + u128::from(n) * UNITS_PER_TOKEN).unwrap();
+        prop_assert!(decide(state, now.saturating_add(wait), quota, n).is_allow());
+    }
+
+    /// A TAT already past the cap (written before it existed, or by a clock that jumped
+    /// back) is never moved by a charge, neither further nor back.
+    #[test]
+    fn a_bucket_past_the_cap_is_left_as_it_is(
+        capacity in 1u32..=50,
+        rate in 1u64..=1_000_000_000,
+        past in 1u128..=1_000_000,
+        held in 0u32..u32::MAX,
+        more in 1u32..=u32::MAX,
+        now in 0u64..1_000_000_000_000,
+    ) {
+        let quota = Quota::new(capacity, rate).unwrap();
+        let cost = held.saturating_add(more);
+        let old = Tat(quota.scaled(now) + 2 * quota.burst_units() + past);
+        let settled = settle(old, now, quota, held, cost);
+        prop_assert_eq!(settled.state, old);
+        prop_assert!(settled.debt_capped);
     }
 }

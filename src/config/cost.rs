@@ -2,8 +2,8 @@
 //!
 //! A cost comes from a request header (known before the upstream is called), or from the
 //! response (known only once it is done: an LLM API's tokens, in a header, a JSON body or
-//! the events of a server-sent-events stream). See the README's "Limiting LLM APIs by
-//! tokens" for how a response cost is admitted and charged.
+//! the events of a server-sent-events stream). See `docs/llm-token-budgets.md`
+//! for how a response cost is admitted and charged.
 
 use super::validate::header_name;
 use super::wire;
@@ -11,20 +11,20 @@ use super::{ConfigError, Limit};
 
 /// The most JSON paths one response cost may sum.
 pub const MAX_JSON_PATHS: usize = 4;
+/// The most distinct JSON paths all rules together may read: a response is scanned once
+/// for every path its rules read, each path a bit of the scanner's state.
+pub const MAX_DISTINCT_JSON_PATHS: usize = crate::usage::json::MAX_TARGETS;
 /// The most segments (keys) in one JSON path.
 pub const MAX_PATH_SEGMENTS: usize = 8;
 /// The longest key in a JSON path.
 pub const MAX_SEGMENT_BYTES: usize = 64;
-/// Bytes kept of one SSE event or of a JSON body when `max_scan_bytes` is not set: an
-/// LLM API's stream events are well under a kilobyte, and its JSON answers a few
-/// kilobytes to tens of kilobytes.
-pub const DEFAULT_MAX_SCAN_BYTES: u32 = 65_536;
-/// The largest accepted `max_scan_bytes` (it bounds the memory of one response).
-pub const MAX_MAX_SCAN_BYTES: u32 = 1_048_576;
 /// Tokens a request needs to be admitted when `estimate` is not set.
 pub const DEFAULT_ESTIMATE: u32 = 1;
-/// Tokens charged for a response that reports no usage when `fallback` is not set.
-pub const DEFAULT_FALLBACK: u32 = 1;
+/// The most one response is charged when `max` is not set (unless the estimate or the
+/// fallback is larger): about the largest context window of today's models, so no real
+/// answer reaches it, while a buggy or hostile upstream's `4294967295` is charged this
+/// instead (and counted).
+pub const DEFAULT_MAX_RESPONSE_COST: u32 = 1_000_000;
 
 /// Where a rule's cost comes from, once validated (one of the two).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,12 +43,14 @@ pub struct ResponseCost {
     /// Tokens a request needs to be admitted; they are held until the response is done,
     /// then the difference to the real cost is charged or given back (default 1).
     pub estimate: u32,
-    /// The cost charged when the response reports none, is not readable, or is cut off
-    /// before it reports any (default 1; 0 charges nothing).
+    /// The cost charged when the response reports none, cannot be read, or is cut off
+    /// before it reports any (default: the estimate, so that an answer without a usage
+    /// keeps what it was admitted on; 0 charges nothing).
     pub fallback: u32,
-    /// The most bytes kept of one SSE event or of a JSON body (default 65 536); a longer
-    /// one is skipped and counted.
-    pub max_scan_bytes: u32,
+    /// The most one response is charged: a larger reported cost is charged this, and
+    /// counted ([`DEFAULT_MAX_RESPONSE_COST`] unless set; never below the estimate or the
+    /// fallback).
+    pub max: u32,
 }
 
 /// Where a response reports its cost.
@@ -57,8 +59,9 @@ pub enum UsageSource {
     /// A response header or trailer, lower-case.
     Header(String),
     /// Numbers at these paths of a JSON body or of each SSE event's data, summed. For
-    /// each path the last value seen in the response counts.
-    Json(Vec<JsonPath>),
+    /// each path the last value seen in the response counts. The paths are indexes in
+    /// [`super::Config::json_paths`], the one table of every path the rules read.
+    Json(Vec<u8>),
 }
 
 /// A dotted path to a number in a JSON document, e.g. `usage.total_tokens`.
@@ -90,9 +93,24 @@ impl super::Config {
     }
 }
 
+/// What validating the rules' costs builds up: the one table of JSON paths, and the
+/// settings accepted without effect, for the host to log.
+#[derive(Debug, Default)]
+pub(super) struct Costs {
+    /// Every distinct JSON path the rules read, once.
+    pub paths: Vec<JsonPath>,
+    /// Why each ignored setting is ignored.
+    pub warnings: Vec<String>,
+}
+
 /// Validates a rule's `cost` (`at` is its path, e.g. `rules[0].cost`). `limit` bounds
 /// the estimate: a request needing more tokens than the bucket holds would never pass.
-pub(super) fn cost(at: &str, c: wire::Cost, limit: &Limit) -> Result<Cost, ConfigError> {
+pub(super) fn cost(
+    at: &str,
+    c: wire::Cost,
+    limit: &Limit,
+    costs: &mut Costs,
+) -> Result<Cost, ConfigError> {
     match (c.header, c.response) {
         (Some(header), None) => Ok(Cost::RequestHeader(header_name(
             &format!("{at}.header"),
@@ -103,7 +121,9 @@ pub(super) fn cost(at: &str, c: wire::Cost, limit: &Limit) -> Result<Cost, Confi
             // the charge at stream end (see `limiter::charge`).
             Ok(Cost::Response(response_cost(
                 &format!("{at}.response"),
-                response, limit,
+                response,
+                limit,
+                costs,
             )?))
         }
         _ => Err(ConfigError::new(
@@ -117,10 +137,13 @@ fn response_cost(
     at: &str,
     r: wire::ResponseCost,
     limit: &Limit,
+    costs: &mut Costs,
 ) -> Result<ResponseCost, ConfigError> {
     let source = match (r.header, r.json) {
         (Some(header), None) => UsageSource::Header(header_name(&format!("{at}.header"), header)?),
-        (None, Some(paths)) => UsageSource::Json(json_paths(&format!("{at}.json"), paths.0)?),
+        (None, Some(paths)) => {
+            UsageSource::Json(json_paths(&format!("{at}.json"), paths.0, &mut costs.paths)?)
+        }
         _ => {
             return Err(ConfigError::new(
                 at,
@@ -149,7 +172,7 @@ fn response_cost(
         Some(e) => e as u32,
     };
     let fallback = match r.fallback {
-        None => DEFAULT_FALLBACK,
+        None => estimate,
         Some(f) => u32::try_from(f).map_err(|_| {
             ConfigError::new(
                 format!("{at}.fallback"),
@@ -157,31 +180,42 @@ fn response_cost(
             )
         })?,
     };
-    let max_scan_bytes = match r.max_scan_bytes {
-        None => DEFAULT_MAX_SCAN_BYTES,
-        Some(0) => {
+    let max = match r.max {
+        None => DEFAULT_MAX_RESPONSE_COST.max(estimate).max(fallback),
+        Some(m) if m < u64::from(estimate.max(fallback)) => {
             return Err(ConfigError::new(
-                format!("{at}.max_scan_bytes"),
-                "must be at least 1",
+                format!("{at}.max"),
+                format!(
+                    "must be at least the estimate ({estimate}) and the fallback ({fallback}): a response may be charged those"
+                ),
             ))
         }
-        Some(n) if n > u64::from(MAX_MAX_SCAN_BYTES) => {
-            return Err(ConfigError::new(
-                format!("{at}.max_scan_bytes"),
-                format!("must be at most {MAX_MAX_SCAN_BYTES}"),
-            ))
-        }
-        Some(n) => n as u32,
+        Some(m) => u32::try_from(m).map_err(|_| {
+            ConfigError::new(format!("{at}.max"), format!("must be at most {}", u32::MAX))
+        })?,
     };
+    if r.max_scan_bytes.is_some() {
+        // Configurations written for the scanner that kept a copy of each event or body
+        // still load: the setting only bounded that copy, and there is none any more.
+        costs.warnings.push(format!(
+            "{at}.max_scan_bytes is ignored: responses are scanned as they stream, without keeping a copy, so no size needs a bound (remove it)"
+        ));
+    }
     Ok(ResponseCost {
         source,
         estimate,
         fallback,
-        max_scan_bytes,
+        max,
     })
 }
 
-fn json_paths(at: &str, paths: Vec<String>) -> Result<Vec<JsonPath>, ConfigError> {
+/// Validates a rule's paths and puts each in the table of all rules' paths (once),
+/// returning their indexes there.
+fn json_paths(
+    at: &str,
+    paths: Vec<String>,
+    table: &mut Vec<JsonPath>,
+) -> Result<Vec<u8>, ConfigError> {
     if paths.is_empty() {
         return Err(ConfigError::new(at, "must contain at least one path"));
     }
@@ -192,7 +226,7 @@ fn json_paths(at: &str, paths: Vec<String>) -> Result<Vec<JsonPath>, ConfigError
         ));
     }
     let single = paths.len() == 1;
-    let mut out: Vec<JsonPath> = Vec::with_capacity(paths.len());
+    let mut ids: Vec<u8> = Vec::with_capacity(paths.len());
     for (k, path) in paths.into_iter().enumerate() {
         let here = if single {
             at.to_string()
@@ -200,15 +234,32 @@ fn json_paths(at: &str, paths: Vec<String>) -> Result<Vec<JsonPath>, ConfigError
             format!("{at}[{k}]")
         };
         let parsed = json_path(&here, &path)?;
-        if out.contains(&parsed) {
+        let id = match table.iter().position(|p| *p == parsed) {
+            Some(id) => id,
+            None if table.len() < MAX_DISTINCT_JSON_PATHS => {
+                table.push(parsed);
+                table.len() - 1
+            }
+            None => {
+                return Err(ConfigError::new(
+                    here,
+                    format!(
+                    "the rules read more than {MAX_DISTINCT_JSON_PATHS} distinct JSON paths in all"
+                ),
+                ))
+            }
+        };
+        // At most 64 entries: an index always fits.
+        let id = id as u8;
+        if ids.contains(&id) {
             return Err(ConfigError::new(
                 here,
                 format!("duplicate path {path:?} (it would be counted twice)"),
             ));
         }
-        out.push(parsed);
+        ids.push(id);
     }
-    Ok(out)
+    Ok(ids)
 }
 
 fn json_path(at: &str, path: &str) -> Result<JsonPath, ConfigError> {

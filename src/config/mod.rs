@@ -11,9 +11,8 @@ mod validate;
 mod wire;
 
 pub use cost::{
-    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_FALLBACK,
-    DEFAULT_MAX_SCAN_BYTES, MAX_JSON_PATHS, MAX_MAX_SCAN_BYTES, MAX_PATH_SEGMENTS,
-    MAX_SEGMENT_BYTES,
+    JsonPath, ResponseCost, UsageSource, DEFAULT_ESTIMATE, DEFAULT_MAX_RESPONSE_COST,
+    MAX_DISTINCT_JSON_PATHS, MAX_JSON_PATHS, MAX_PATH_SEGMENTS, MAX_SEGMENT_BYTES,
 };
 
 use crate::bucket::Quota;
@@ -88,6 +87,13 @@ pub struct Config {
     pub failure_status: u16,
     /// The rate limit service, present exactly when some rule is global.
     pub rls: Option<RlsConfig>,
+    /// Every distinct JSON path the rules' response costs read, once: a response is
+    /// scanned a single time for all the paths its rules read
+    /// ([`UsageSource::Json`] holds indexes in this table).
+    pub json_paths: Vec<JsonPath>,
+    /// Settings accepted but without effect, each with why: the host logs them when it
+    /// loads the configuration, so that nobody relies on them unawares.
+    pub warnings: Vec<String>,
 }
 
 /// The rate limit service (RLS v3) that global rules ask.
@@ -223,7 +229,7 @@ pub struct ResponseConfig {
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy
 /// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
-/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::response`]).
+/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::reply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderFields {
     /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).

@@ -101,7 +101,7 @@ fn fractional_rates_keep_six_decimals() {
     }
 }
 
-/// The layered example of the README and `envoy/global.yaml`.
+/// The layered example of `docs/global-mode.md` and `examples/global/envoy.yaml`.
 #[test]
 fn global_rules_and_the_rate_limit_service_parse() {
     let config = Config::parse(
@@ -258,24 +258,35 @@ fn a_response_cost_parses_with_its_defaults_and_a_sum() {
     assert_eq!(
         config.rules[0].response_cost,
         Some(ResponseCost {
-            source: UsageSource::Json(vec![path("usage.total_tokens")]),
+            source: UsageSource::Json(vec![0]),
             estimate: 1,
             fallback: 1,
-            max_scan_bytes: 65_536,
+            max: 1_000_000,
         })
     );
     assert_eq!(config.rules[0].cost_header, None);
     assert_eq!(
         config.rules[1].response_cost,
         Some(ResponseCost {
-            source: UsageSource::Json(vec![
-                path("message.usage.input_tokens"),
-                path("usage.output_tokens")
-            ]),
+            source: UsageSource::Json(vec![1, 2]),
             estimate: 50,
             fallback: 0,
-            max_scan_bytes: 4096,
+            max: 1_000_000,
         })
+    );
+    // Each distinct path once, for all rules.
+    assert_eq!(
+        config.json_paths,
+        vec![
+            path("usage.total_tokens"),
+            path("message.usage.input_tokens"),
+            path("usage.output_tokens")
+        ]
+    );
+    // `max_scan_bytes` still loads, and is said to be ignored.
+    assert_eq!(
+        config.warnings,
+        vec!["rules[1].cost.response.max_scan_bytes is ignored: responses are scanned as they stream, without keeping a copy, so no size needs a bound (remove it)".to_string()]
     );
     assert_eq!(
         config.rules[2].response_cost.as_ref().map(|c| &c.source),

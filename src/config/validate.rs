@@ -1,6 +1,6 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
-use super::cost::{self, Cost};
+use super::cost::{self, Cost, Costs};
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
@@ -34,8 +34,9 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
     let max_value = max_descriptor_value_bytes(wire.max_descriptor_value_bytes)?;
     let mut names = HashSet::new();
     let mut rules = Vec::with_capacity(wire.rules.len());
+    let mut costs = Costs::default();
     for (i, r) in wire.rules.into_iter().enumerate() {
-        let rule = rule(&format!("rules[{i}]"), r, max_value)?;
+        let rule = rule(&format!("rules[{i}]"), r, max_value, &mut costs)?;
         if !names.insert(rule.name.clone()) {
             return Err(ConfigError::new(
                 format!("rules[{i}].name"),
@@ -74,6 +75,8 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
             Some(s) => status("failure_status", s)?,
         },
         rls,
+        json_paths: costs.paths,
+        warnings: costs.warnings,
     })
 }
 
@@ -186,7 +189,7 @@ fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32,
         .ok_or_else(|| ConfigError::new(at, "must be at least 1"))
 }
 
-fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> {
+fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<Rule, ConfigError> {
     let name = rule_name(&format!("{at}.name"), r.name)?;
     let matcher = match r.matcher {
         None => Match::default(),
@@ -228,7 +231,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize) -> Result<Rule, ConfigError> 
     };
     let (cost_header, response_cost) = match r.cost {
         None => (None, None),
-        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit)? {
+        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit, costs)? {
             Cost::RequestHeader(header) => (Some(header), None),
             Cost::Response(response) => (None, Some(response)),
         },

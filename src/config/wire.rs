@@ -86,10 +86,14 @@ pub struct ResponseCost {
     /// Tokens a request needs (and holds) to be admitted; default 1.
     #[serde(default)]
     pub estimate: Option<u64>,
-    /// Tokens charged when the response reports no usage; default 1.
+    /// Tokens charged when the response reports no usage; default: the estimate.
     #[serde(default)]
     pub fallback: Option<u64>,
-    /// The most bytes kept of one SSE event or of a JSON body.
+    /// The most one response is charged.
+    #[serde(default)]
+    pub max: Option<u64>,
+    /// Accepted and ignored (with a warning): it bounded a copy the scanner no longer
+    /// keeps, and configurations that set it must keep loading.
     #[serde(default)]
     pub max_scan_bytes: Option<u64>,
 }

@@ -15,7 +15,7 @@
 
 use super::hostcalls;
 use super::types::Status;
-use crate::grpc::Answer;
+use crate::wire::grpc::Answer;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 

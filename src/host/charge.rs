@@ -9,8 +9,8 @@
 use super::background;
 use super::log;
 use super::root::Plugin;
-use crate::grpc::{self, Answer};
-use crate::log_throttle::Cause;
+use crate::host::log_throttle::Cause;
+use crate::wire::grpc::{self, Answer};
 use ::log::Level;
 use std::rc::Rc;
 

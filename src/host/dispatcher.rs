@@ -5,7 +5,7 @@
 //! not export, and every call into the VM costs microseconds: the SDK exports all
 //! twenty-odd callbacks, so each request would also enter the VM for its response body,
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
-//! cost more than floodgate's own work (see the README's benchmark section).
+//! cost more than floodgate's own work (see `docs/benchmarks.md`).
 
 use super::background;
 use super::hostcalls;
@@ -13,7 +13,7 @@ use super::http::{Flow, Http};
 use super::memory;
 use super::root::Root;
 use super::types::Action;
-use crate::grpc::{self, Part};
+use crate::wire::grpc::{self, Part};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

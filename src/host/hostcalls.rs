@@ -41,6 +41,14 @@ extern "C" {
         value_data: *const u8,
         value_size: usize,
     ) -> u32;
+    #[cfg(feature = "response-cost")]
+    fn proxy_replace_header_map_value(
+        map_type: u32,
+        key_data: *const u8,
+        key_size: usize,
+        value_data: *const u8,
+        value_size: usize,
+    ) -> u32;
     fn proxy_get_property(
         path_data: *const u8,
         path_size: usize,
@@ -161,10 +169,17 @@ pub fn plugin_configuration() -> Result<Vec<u8>, Status> {
 
 /// Up to `max_size` bytes of a buffer (empty when the host has none).
 fn buffer(buffer_type: BufferType, max_size: usize) -> Result<Vec<u8>, Status> {
+    buffer_from(buffer_type, 0, max_size)
+}
+
+/// Up to `max_size` bytes of a buffer from byte `start` (fewer at its end; empty when the
+/// host has none).
+fn buffer_from(buffer_type: BufferType, start: usize, max_size: usize) -> Result<Vec<u8>, Status> {
     let (mut data, mut size) = (null_mut(), 0usize);
     // SAFETY: the host writes a pointer and a size through valid pointers.
-    let status =
-        unsafe { proxy_get_buffer_bytes(buffer_type as u32, 0, max_size, &mut data, &mut size) };
+    let status = unsafe {
+        proxy_get_buffer_bytes(buffer_type as u32, start, max_size, &mut data, &mut size)
+    };
     // SAFETY: `data` and `size` are what the host wrote.
     Ok(unsafe { filled(status, data, size) }?.unwrap_or_default())
 }
@@ -176,10 +191,11 @@ pub fn http_call_body(size: usize) -> Result<Vec<u8>, Status> {
 }
 
 #[cfg(feature = "response-cost")]
-/// The response body chunk being passed on (`size` bytes, as `proxy_on_response_body`
-/// said). Only the current chunk: the filter never asks Envoy to buffer.
-pub fn response_body(size: usize) -> Result<Vec<u8>, Status> {
-    buffer(BufferType::HttpResponseBody, size)
+/// Up to `size` bytes of the response body chunk being passed on, from byte `start` (the
+/// chunk is as long as `proxy_on_response_body` said). Only the current chunk: the
+/// filter never asks Envoy to buffer.
+pub fn response_body(start: usize, size: usize) -> Result<Vec<u8>, Status> {
+    buffer_from(BufferType::HttpResponseBody, start, size)
 }
 
 #[cfg(feature = "response-cost")]
@@ -241,6 +257,22 @@ fn header_value(map_type: MapType, name: &str) -> Result<Option<Vec<u8>>, Status
 /// `on_request_headers`).
 pub fn add_request_header(name: &str, value: &str) -> Result<(), Status> {
     add_header(MapType::RequestHeaders, name, value)
+}
+
+#[cfg(feature = "response-cost")]
+/// Sets a header of the request forwarded upstream, replacing every value it had (while
+/// the request is paused or in `on_request_headers`).
+pub fn replace_request_header(name: &str, value: &str) -> Result<(), Status> {
+    // SAFETY: both are valid slices for the duration of the call.
+    check(unsafe {
+        proxy_replace_header_map_value(
+            MapType::RequestHeaders as u32,
+            name.as_ptr(),
+            name.len(),
+            value.as_ptr(),
+            value.len(),
+        )
+    })
 }
 
 /// Adds a header to the downstream response.

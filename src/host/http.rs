@@ -16,15 +16,15 @@ use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
-use crate::descriptor::RequestView;
-use crate::grpc::{self, Answer};
+use crate::host::log_throttle::Cause;
 use crate::limiter::{Pass, Pending, Refill, Verdict};
-use crate::log_throttle::Cause;
-use crate::protocol;
-use crate::response::{self, Headers, Reply};
+use crate::reply::protocol;
+use crate::reply::{self, Headers, Reply};
+use crate::request::descriptor::RequestView;
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
 use crate::usage::ResponseMeter;
+use crate::wire::grpc::{self, Answer};
 use ::log::Level;
 use std::rc::Rc;
 
@@ -331,7 +331,7 @@ impl Http {
                 self.state = State::Done;
                 let mut request = HostRequest::default();
                 let protocol = protocol::classify(request.content_type().as_deref());
-                let reply = response::failure(plugin.limiter.config().failure_status, protocol);
+                let reply = reply::failure(plugin.limiter.config().failure_status, protocol);
                 if let Err(status) = send(&reply) {
                     log::throttled(Level::Error, Cause::LocalReply, || {
                         format!("cannot send the failure reply either (status {status}); the request stays paused")
@@ -354,6 +354,10 @@ impl Http {
                     format!("cannot add request header {name} (status {status})")
                 });
             }
+        }
+        #[cfg(feature = "response-cost")]
+        if pass.meter.as_ref().is_some_and(|m| m.reads_json()) {
+            metering::ask_for_identity();
         }
         self.state = State::Passed(pass.response_headers, pass.meter);
     }

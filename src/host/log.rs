@@ -2,7 +2,7 @@
 
 use super::hostcalls;
 use super::types::LogLevel;
-use crate::log_throttle::{with_held_back, Cause, LogThrottle};
+use crate::host::log_throttle::{with_held_back, Cause, LogThrottle};
 
 /// Messages below this level are dropped inside the VM: formatting and the host call
 /// would cost every request that logs.
@@ -48,7 +48,7 @@ thread_local! {
 }
 
 /// Logs a per-request failure at `level` unless its cause already logged within the
-/// throttle period (see [`crate::log_throttle`]); `line` is only formatted when logged.
+/// throttle period (see [`crate::host::log_throttle`]); `line` is only formatted when logged.
 pub fn throttled(level: log::Level, cause: Cause, line: impl FnOnce() -> String) {
     // Without a clock every failure counts as "now = 0": the first is logged, the rest
     // held back, which is still better than a flood.

@@ -31,7 +31,7 @@ pub unsafe fn take_buffer(data: *mut u8, size: usize) -> Vec<u8> {
 
 /// The ABI's encoding of a list of pairs: a count, every (key, value) length, then every
 /// key and value each followed by a NUL byte. All integers little-endian u32.
-/// [`crate::header_map::HeaderMap::decode`] reads it back.
+/// [`crate::request::header_map::HeaderMap::decode`] reads it back.
 pub fn encode_pairs<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> Vec<u8> {
     let text: usize = pairs
         .iter()

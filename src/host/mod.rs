@@ -12,9 +12,10 @@
 //! - `background`: calls no request waits for, whose answers go to a handler;
 //! - `charge`: the stream-end charge of a response cost, one such call.
 //!
-//! [`types`], [`memory`] (host buffers, header pair encoding) and [`failure`] (what to do
-//! when a verdict cannot be carried out) make no host call: they are compiled and tested
-//! on every target. The rest is compiled for wasm32 only.
+//! [`types`], [`memory`] (host buffers, header pair encoding), [`failure`] (what to do
+//! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
+//! cause and period) make no host call: they are compiled and tested on every target.
+//! The rest is compiled for wasm32 only.
 //!
 //! [`Verdict`]: crate::limiter::Verdict
 //! [`Status`]: types::Status
@@ -23,6 +24,7 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
 pub mod failure;
+pub mod log_throttle;
 pub mod memory;
 pub mod types;
 

@@ -2,8 +2,8 @@
 //! except ordinary headers, which come all at once on first use.
 
 use super::hostcalls;
-use crate::descriptor::{Lookup, RequestView};
-use crate::header_map::HeaderMap;
+use crate::request::descriptor::{Lookup, RequestView};
+use crate::request::header_map::HeaderMap;
 
 /// The current request's headers and connection, read from the host on demand.
 ///

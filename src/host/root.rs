@@ -3,7 +3,7 @@
 //! Envoy creates one root context per VM: the main thread's first, then one per worker.
 //! Each parses and validates the configuration (a bad one makes `on_configure` return
 //! false, so Envoy refuses the filter), agrees with the other VMs on the placement key
-//! ([`crate::placement`]), makes sure the tables exist in shared data, defines the
+//! ([`crate::shared::placement`]), makes sure the tables exist in shared data, defines the
 //! metrics, and once per tick checks the placement key and flushes this thread's tally.
 
 use super::failure::HostFailure;
@@ -12,11 +12,11 @@ use super::memory;
 use super::shared::HostShared;
 use super::types::MetricType;
 use crate::config::Config;
-use crate::grpc;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
-use crate::placement::PlacementKey;
-use crate::rls;
+use crate::shared::placement::PlacementKey;
+use crate::wire::grpc;
+use crate::wire::rls;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -81,6 +81,9 @@ fn configure() -> Result<Plugin, String> {
     let bytes = hostcalls::plugin_configuration()
         .map_err(|status| format!("cannot read the plugin configuration (status {status})"))?;
     let config = Config::parse(&bytes).map_err(|e| format!("invalid configuration: {e}"))?;
+    for warning in &config.warnings {
+        log::warn!("configuration: {warning}");
+    }
     #[cfg(not(feature = "response-cost"))]
     config
         .refuse_response_costs()
@@ -114,7 +117,7 @@ fn configure() -> Result<Plugin, String> {
         log::info!(
             "lease table: {} sets of {} entries ({created} created)",
             leases.sets(),
-            crate::lease::WAYS
+            crate::shared::lease::WAYS
         );
     }
     // The over-limit cache's keys, before traffic like the bucket table's.
@@ -128,7 +131,7 @@ fn configure() -> Result<Plugin, String> {
         log::info!(
             "over-limit cache: {} sets of {} entries ({created} created)",
             cache.sets(),
-            crate::over_limit::WAYS
+            crate::shared::over_limit::WAYS
         );
     }
     let metric_ids = metrics::definitions(&limiter.config().rules)
@@ -198,7 +201,7 @@ impl Plugin {
     }
 
     /// Takes the placement key stored in shared data if it is not this VM's: VMs that
-    /// raced to create it converge here, within a tick (see [`crate::placement`]). One
+    /// raced to create it converge here, within a tick (see [`crate::shared::placement`]). One
     /// shared-data read per tick when they agree; a failure is tried again next tick.
     fn reconcile_placement(&self) {
         match self.limiter.placement().reconcile(&HostShared) {

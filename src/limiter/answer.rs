@@ -23,12 +23,12 @@
 use super::record::{record, rule_counter, Outcome};
 use super::{client_protocol, Clock, Limiter, Pending, Verdict};
 use crate::config::FailureMode;
-use crate::descriptor::RequestView;
-use crate::local::{self, Held, PerBucket};
 use crate::metrics::{PerRule, Tally};
-use crate::response;
-use crate::rls::{self, Answer};
+use crate::reply;
+use crate::request::descriptor::RequestView;
+use crate::shared::local::{self, Held, PerBucket};
 use crate::shared::SharedData;
+use crate::wire::rls::{self, Answer};
 
 impl Limiter {
     /// The final verdict for a request that waited for the rate limit service. The
@@ -117,7 +117,7 @@ impl Limiter {
                 local::give_back(&self.table, store, &pending.held, now);
             }
             let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
-            let reply = response::rejection(
+            let reply = reply::rejection(
                 &self.config.response,
                 &self.config.rules,
                 &decided.standings,
@@ -194,7 +194,7 @@ impl Limiter {
             };
             record(finished, tally);
             give_back(&pending.held);
-            let reply = response::rejection(
+            let reply = reply::rejection(
                 &self.config.response,
                 &self.config.rules,
                 &fallback.standings,

@@ -3,9 +3,9 @@
 
 use super::{Limiter, Pending};
 use crate::config::{Limit, Rule};
-use crate::descriptor::Applied;
-use crate::local::Take;
-use crate::rls;
+use crate::request::descriptor::Applied;
+use crate::shared::local::Take;
+use crate::wire::rls;
 
 impl Limiter {
     /// The encoded request for the global rules among `applied` (`costs` in the same

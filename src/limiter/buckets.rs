@@ -4,10 +4,10 @@
 use super::record::{record, rule_counter, BucketFailure, Outcome};
 use super::Limiter;
 use crate::config::Limit;
-use crate::descriptor::Applied;
-use crate::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::metrics::{PerRule, Tally};
-use crate::response::Standing;
+use crate::reply::Standing;
+use crate::request::descriptor::Applied;
+use crate::shared::local::{self, Held, LocalError, PerBucket, TableEvents, Take};
 use crate::shared::SharedData;
 
 /// What the buckets said about a request.

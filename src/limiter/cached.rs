@@ -1,4 +1,4 @@
-//! The over-limit cache step (see [`crate::over_limit`]): before a call, a request whose
+//! The over-limit cache step (see [`crate::shared::over_limit`]): before a call, a request whose
 //! whole set of global descriptors is a remembered denial for its costs is rejected from
 //! the cache; after a call the service answered OVER_LIMIT, the set is remembered.
 //!
@@ -15,12 +15,12 @@ use super::ask::admission_hits;
 use super::record::{record, Outcome};
 use super::{client_protocol, Clock, Limiter};
 use crate::config::Limit;
-use crate::descriptor::{Applied, RequestView};
 use crate::metrics::Tally;
-use crate::over_limit::{Denial, Over};
-use crate::response::{self, Reply, Standing};
-use crate::rls::Decided;
+use crate::reply::{self, Reply, Standing};
+use crate::request::descriptor::{Applied, RequestView};
+use crate::shared::over_limit::{Denial, Over};
 use crate::shared::SharedData;
+use crate::wire::rls::Decided;
 
 /// A request's global descriptors, as the cache knows them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,7 +116,7 @@ impl Limiter {
         let standings: Vec<Standing> = denial.standings(rule_at, now);
         lookup.rejected_by = standings.iter().map(|s| s.rule).collect();
         let body = (!denial.body.is_empty()).then_some(denial.body.as_slice());
-        lookup.reply = Some(response::rejection(
+        lookup.reply = Some(reply::rejection(
             &self.config.response,
             &self.config.rules,
             &standings,

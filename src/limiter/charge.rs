@@ -4,7 +4,7 @@
 //! At request time such a rule was sent check-only (or with its estimate, see
 //! [`super::ask::admission_hits`]). When the response is done, [`Limiter::settle`] gets
 //! each rule's real cost and [`Limiter::charge_call`] makes one `ShouldRateLimit` of the
-//! global ones ([`GlobalCharge`]), which the host sends with [`crate::rls::CHARGE_HEADER`]
+//! global ones ([`GlobalCharge`]), which the host sends with [`crate::wire::rls::CHARGE_HEADER`]
 //! and does not wait for: the response has gone on already. The service counts every
 //! descriptor even past its limit (the budget goes into debt), so the next request's
 //! check sees what this one really cost. The answer is only counted
@@ -13,9 +13,9 @@
 
 use super::record::{record, Outcome};
 use super::Limiter;
-use crate::grpc::Answer;
 use crate::metrics::Tally;
-use crate::rls;
+use crate::wire::grpc::Answer;
+use crate::wire::rls;
 
 /// One global rule's real cost, once its response is done: what the hook hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,4 @@
-//! The lease step (see [`crate::lease`]): a request whose every global rule leases is
+//! The lease step (see [`crate::shared::lease`]): a request whose every global rule leases is
 //! decided from the grants in shared data when each of its global descriptors has a live
 //! grant holding its cost; otherwise it calls, asking for quota for all of them. After a
 //! call, and after a background refill, the grants that came back are stored.
@@ -18,11 +18,11 @@
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
 use crate::config::Limit;
-use crate::descriptor::Applied;
-use crate::lease::{GrantBounds, Stored, Taken};
 use crate::metrics::Tally;
-use crate::rls::{self, Answer, Grant};
+use crate::request::descriptor::Applied;
+use crate::shared::lease::{GrantBounds, Stored, Taken};
 use crate::shared::SharedData;
+use crate::wire::rls::{self, Answer, Grant};
 
 /// What the lease step found for a request.
 pub(super) enum LeaseStep {

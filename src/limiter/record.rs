@@ -6,13 +6,13 @@
 //! exactly one place, and a step can be read without the counting around it.
 
 use crate::config::FailureMode;
-use crate::descriptor::Refusal;
-use crate::lease;
-use crate::local::TableEvents;
 use crate::metrics::{Global, PerRule, Tally};
-use crate::over_limit::Stored;
-use crate::rls::Failure;
+use crate::request::descriptor::Refusal;
+use crate::shared::lease;
+use crate::shared::local::TableEvents;
+use crate::shared::over_limit::Stored;
 use crate::usage::{NoUsage, Usage};
+use crate::wire::rls::Failure;
 
 /// Something that happened while deciding a request, to be counted.
 #[derive(Debug, Clone, Copy)]
@@ -75,13 +75,14 @@ pub(super) enum Outcome<'a> {
     LeaseClamped,
     /// A call to the rate limit service is made.
     Asked,
-    /// A response's cost is known: what it reported (or the fallback and why), and the
-    /// events or bodies skipped while reading it.
-    Charged {
-        /// The cost.
-        usage: Usage,
-        /// Events or bodies longer than `max_scan_bytes`.
-        skipped: u32,
+    /// A response's cost is known: what it reported (or what is charged instead, and
+    /// why).
+    Charged(Usage),
+    /// A charge was written to a local bucket; `debt_capped`: its debt stopped at one
+    /// burst.
+    Settled {
+        /// The charge would have put the bucket more than one burst into debt.
+        debt_capped: bool,
     },
     /// A stream-end charge was sent, failed, or was counted by the service.
     Charge(super::charge::ChargeOutcome),
@@ -224,21 +225,25 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
         }
         Outcome::LeaseClamped => tally.add(Global::LeaseGrantsClamped, 1),
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
-        Outcome::Charged { usage, skipped } => {
+        Outcome::Charged(usage) => {
             tally.add(
                 match usage {
                     Usage::Reported(_) => Global::UsageReported,
+                    Usage::Clamped { .. } => Global::UsageClamped,
                     Usage::Fallback { why, .. } => match why {
                         NoUsage::Absent => Global::UsageFallbackAbsent,
+                        NoUsage::StreamAbsent => Global::UsageFallbackStreamAbsent,
                         NoUsage::Unreadable => Global::UsageFallbackUnreadable,
-                        NoUsage::TooLarge => Global::UsageFallbackTooLarge,
+                        NoUsage::Encoded => Global::UsageFallbackEncoded,
                         NoUsage::CutOff => Global::UsageFallbackCutOff,
                     },
                 },
                 1,
             );
             tally.add(Global::UsageTokens, usage.cost());
-            tally.add(Global::UsageSkipped, skipped);
+        }
+        Outcome::Settled { debt_capped } => {
+            tally.add(Global::UsageDebtCapped, u32::from(debt_capped));
         }
         Outcome::Charge(outcome) => match outcome {
             super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),

@@ -11,9 +11,9 @@ use super::charge::GlobalCharge;
 use super::record::{record, BucketFailure, Outcome};
 use super::Limiter;
 use crate::config::Limit;
-use crate::descriptor::Applied;
-use crate::local::{self, Held, LocalError, TableEvents, Take};
 use crate::metrics::Tally;
+use crate::request::descriptor::Applied;
+use crate::shared::local::{self, Held, LocalError, TableEvents, Take};
 use crate::shared::SharedData;
 use crate::usage::{Charge, ResponseMeter, RuleMeter};
 
@@ -46,7 +46,7 @@ impl Limiter {
                 rule.response_cost.is_some() && matches!(rule.limit, Limit::Global { .. })
             })
             .map(|a| RuleMeter::new(a.rule, a.values.clone(), None));
-        ResponseMeter::new(local.chain(global).collect()).map(Box::new)
+        ResponseMeter::new(&self.config, local.chain(global).collect()).map(Box::new)
     }
 
     /// Charges what each rule's request cost, once its response is done (or the request
@@ -67,13 +67,7 @@ impl Limiter {
         let mut clock = super::Clock::new(now_ns);
         let mut global: Vec<GlobalCharge<'_>> = Vec::new();
         for charge in charges {
-            record(
-                Outcome::Charged {
-                    usage: charge.usage,
-                    skipped: charge.skipped,
-                },
-                tally,
-            );
+            record(Outcome::Charged(charge.usage), tally);
             let Some(rule) = self.config.rules.get(charge.rule) else {
                 continue;
             };
@@ -96,8 +90,9 @@ impl Limiter {
                         }),
                     };
                     record(Outcome::Buckets { table, rules: &[] }, tally);
-                    if let Err(failure) = result {
-                        record(Outcome::BucketsFailed(failure), tally);
+                    match result {
+                        Ok(debt_capped) => record(Outcome::Settled { debt_capped }, tally),
+                        Err(failure) => record(Outcome::BucketsFailed(failure), tally),
                     }
                 }
                 // Nothing was taken (a shadow rule that would have rejected): nothing to

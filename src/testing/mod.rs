@@ -5,7 +5,7 @@
 //! and small helpers to compare results. Each module keeps its tests in `<module>/tests.rs`
 //! (`#[cfg(test)] mod tests;`), importing what it needs from here.
 //!
-//! [`RequestView`]: crate::descriptor::RequestView
+//! [`RequestView`]: crate::request::descriptor::RequestView
 //! [`SharedData`]: crate::shared::SharedData
 
 mod request;
@@ -14,8 +14,8 @@ mod shared;
 pub use request::FakeRequest;
 pub use shared::{Broken, MemoryShared};
 
-use crate::placement::PlacementKey;
-use crate::response::Headers;
+use crate::reply::Headers;
+use crate::shared::placement::PlacementKey;
 use std::borrow::Cow;
 
 /// The placement key of the tests: a fixed one, so that failures reproduce.

@@ -1,6 +1,6 @@
 //! A [`RequestView`] over a plain list of headers.
 
-use crate::descriptor::{Lookup, RequestView};
+use crate::request::descriptor::{Lookup, RequestView};
 
 /// A request as a plain list of headers (pseudo-headers included, repeats allowed),
 /// counting look-ups so that tests can check how many host calls the real view would

@@ -11,21 +11,37 @@
 //! - a **header**: the response header, else the trailer of that name, a whole number
 //!   from 0 to `u32::MAX`;
 //! - **JSON paths**: a `text/event-stream` response is split into events ([`sse`]) and
-//!   each event's data is searched ([`json`]); any other response is kept (up to
-//!   `max_scan_bytes`) and searched as one JSON document when it ends. For each path the
-//!   last value seen counts (OpenAI's final chunk; Anthropic's `message_start`, then the
-//!   cumulative `message_delta`); the cost is their sum, saturating at `u32::MAX`.
+//!   each event's data is scanned ([`json`]); any other response is scanned as one JSON
+//!   document. For each path the last value seen counts (OpenAI's final chunk;
+//!   Anthropic's `message_start`, then the cumulative `message_delta`); a rule's cost is
+//!   the sum of its paths, saturating at `u32::MAX`.
 //!
-//! A response that reports no usage is charged the rule's `fallback`, with the reason.
+//! **One scan per response.** However many rules read the body, it is scanned once, for
+//! the union of their paths (indexes in the configuration's one table of paths), and
+//! each rule sums its own. Nothing of the body is kept: the scanners carry a few hundred
+//! bytes of state from one chunk to the next, whatever the size, depth or number of
+//! events, so a response's memory is fixed.
+//!
+//! A compressed body (`content-encoding` other than `identity`) cannot be scanned; the
+//! host asks the upstream for `identity` on every request whose meter reads the body
+//! ([`ResponseMeter::reads_json`]), so only an upstream that ignores that sends one.
+//!
+//! A response that reports no usage is charged the rule's `fallback`, with the reason;
+//! one that reports more than the rule's `max` is charged `max`.
 
+mod charge;
 pub mod json;
 pub mod sse;
 
-use crate::config::{ResponseCost, Rule, UsageSource, MAX_JSON_PATHS};
-use crate::descriptor::{Lookup, Values};
-use crate::local::Held;
+pub use charge::{Charge, NoUsage, Usage};
+
+use crate::config::{Config, ResponseCost, UsageSource};
+use crate::request::descriptor::{Lookup, Values};
+use crate::shared::local::Held;
+use charge::usage;
+use json::{Chosen, JsonScanner};
 use smallvec::SmallVec;
-use sse::{Event, SseSplitter};
+use sse::{Piece, SseReader};
 
 /// What the meter may read from a response's headers or trailers.
 pub trait ResponseView {
@@ -33,10 +49,16 @@ pub trait ResponseView {
     fn header(&mut self, name: &str) -> Lookup;
 }
 
-/// The meters of one request (inline for one rule: the usual case).
+/// The meters of one request (inline for one rule: the usual case), and the one scan of
+/// its response's body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseMeter {
     rules: SmallVec<[RuleMeter; 1]>,
+    /// The JSON paths any of the rules reads, as indexes in `Config::json_paths`.
+    ids: SmallVec<[u8; 4]>,
+    /// The last value seen at each of `ids`.
+    last: SmallVec<[Option<u32>; 4]>,
+    body: Body,
 }
 
 /// What one rule with a response cost holds and has seen so far.
@@ -49,25 +71,30 @@ pub struct RuleMeter {
     /// The tokens it holds in its local bucket (`None`: nothing was taken, e.g. a shadow
     /// rule that would have rejected the request).
     pub held: Option<Held>,
-    reading: Reading,
-    seen: [Option<u32>; MAX_JSON_PATHS],
-    skipped: u32,
+    /// Its JSON paths, as bits of the meter's `ids`.
+    paths: u64,
+    /// A header source's value, once read.
+    header: Option<u32>,
+    /// A header source's value is not a whole number, or is repeated.
     unreadable: bool,
 }
 
-/// How a rule reads the response.
+/// How the body is read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Reading {
+enum Body {
     /// The response headers have not come yet.
     Waiting,
-    /// A header or trailer holds the cost (its value, once read, is in `seen[0]`).
-    Header,
-    /// A stream of events.
-    Events(SseSplitter),
-    /// A body searched once it ends: what is kept so far.
-    Body(Vec<u8>),
-    /// A body longer than `max_scan_bytes`: the rest is not kept.
-    BodyTooLarge,
+    /// No rule reads the body.
+    Unread,
+    /// The body is compressed: nothing in it can be read.
+    Encoded,
+    /// A stream of events, each scanned as a JSON document.
+    Events {
+        reader: SseReader,
+        event: JsonScanner,
+    },
+    /// One JSON document.
+    Document(JsonScanner),
 }
 
 /// How the response ended.
@@ -79,58 +106,6 @@ pub enum Ended {
     CutOff,
 }
 
-/// What one rule's request cost, once its response is done: the value
-/// `Limiter::settle` charges (locally) or reports (global rules: the stream-end charge).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Charge {
-    /// The rule.
-    pub rule: usize,
-    /// Its descriptor values.
-    pub values: Values,
-    /// The local tokens the request holds (taken at admission: the estimate).
-    pub held: Option<Held>,
-    /// What the request cost.
-    pub usage: Usage,
-    /// SSE events (or a JSON body) skipped for being longer than `max_scan_bytes`.
-    pub skipped: u32,
-}
-
-/// A request's cost as the response reported it, or the fallback and why.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Usage {
-    /// The response reported this cost.
-    Reported(u32),
-    /// It reported none: the rule's `fallback` is charged.
-    Fallback {
-        /// The tokens charged.
-        cost: u32,
-        /// Why.
-        why: NoUsage,
-    },
-}
-
-impl Usage {
-    /// The tokens the request costs in total.
-    pub fn cost(&self) -> u32 {
-        match *self {
-            Usage::Reported(cost) | Usage::Fallback { cost, .. } => cost,
-        }
-    }
-}
-
-/// Why a response's cost is not known, in the order they are told apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoUsage {
-    /// The request went away before the response reported one.
-    CutOff,
-    /// What could have held it was longer than `max_scan_bytes`.
-    TooLarge,
-    /// The body is not JSON, or the header is not a whole number (or is repeated).
-    Unreadable,
-    /// The response is complete and readable, and reports none.
-    Absent,
-}
-
 impl RuleMeter {
     /// A meter for `rule`, holding `held` since admission.
     pub fn new(rule: usize, values: Values, held: Option<Held>) -> RuleMeter {
@@ -138,90 +113,192 @@ impl RuleMeter {
             rule,
             values,
             held,
-            reading: Reading::Waiting,
-            seen: [None; MAX_JSON_PATHS],
-            skipped: 0,
+            paths: 0,
+            header: None,
             unreadable: false,
         }
     }
 }
 
 impl ResponseMeter {
-    /// A meter for these rules (`None` when there are none: nothing to read).
-    pub fn new(rules: SmallVec<[RuleMeter; 1]>) -> Option<ResponseMeter> {
-        (!rules.is_empty()).then_some(ResponseMeter { rules })
-    }
-
-    /// The response headers came, with this `content-type`.
-    pub fn on_headers(
-        &mut self,
-        rules: &[Rule],
-        content_type: Option<&[u8]>,
-        view: &mut impl ResponseView,
-    ) {
-        let events = content_type.is_some_and(is_event_stream);
-        for m in &mut self.rules {
-            let Some(cost) = response_cost(rules, m.rule) else {
-                continue;
-            };
-            m.reading = match &cost.source {
-                UsageSource::Header(name) => {
-                    m.read_header(view, name);
-                    Reading::Header
-                }
-                UsageSource::Json(_) if events => {
-                    Reading::Events(SseSplitter::new(cost.max_scan_bytes as usize))
-                }
-                UsageSource::Json(_) => Reading::Body(Vec::new()),
-            };
+    /// A meter for these rules of `config` (`None` when there are none: nothing to
+    /// read). Gathers the JSON paths they read, each once.
+    pub fn new(config: &Config, mut rules: SmallVec<[RuleMeter; 1]>) -> Option<ResponseMeter> {
+        if rules.is_empty() {
+            return None;
         }
-    }
-
-    /// Whether any rule reads the body (a header source does not): the host reads no
-    /// chunk otherwise.
-    pub fn reads_body(&self) -> bool {
-        self.rules.iter().any(|m| {
-            matches!(
-                m.reading,
-                Reading::Events(_) | Reading::Body(_) | Reading::Waiting
-            )
+        let mut ids: SmallVec<[u8; 4]> = SmallVec::new();
+        for m in &mut rules {
+            if let Some(UsageSource::Json(paths)) = response_cost(config, m.rule).map(|c| &c.source)
+            {
+                for id in paths {
+                    let at = match ids.iter().position(|i| i == id) {
+                        Some(at) => at,
+                        None => {
+                            ids.push(*id);
+                            ids.len() - 1
+                        }
+                    };
+                    // Distinct paths are at most 64 (`MAX_DISTINCT_JSON_PATHS`).
+                    m.paths |= 1u64 << at;
+                }
+            }
+        }
+        Some(ResponseMeter {
+            rules,
+            last: SmallVec::from_elem(None, ids.len()),
+            ids,
+            body: Body::Waiting,
         })
     }
 
-    /// A chunk of the response body.
-    pub fn on_body(&mut self, rules: &[Rule], chunk: &[u8]) {
+    /// Whether some rule reads the body: the request then asks the upstream for an
+    /// uncompressed one (`accept-encoding: identity`).
+    pub fn reads_json(&self) -> bool {
+        !self.ids.is_empty()
+    }
+
+    /// The response headers came: header sources are read, and how the body is framed
+    /// (`content-encoding`, `content-type`) is learnt when a rule reads it.
+    pub fn on_headers(&mut self, config: &Config, view: &mut impl ResponseView) {
         for m in &mut self.rules {
-            let Some(cost) = response_cost(rules, m.rule) else {
-                continue;
-            };
-            m.on_body(cost, chunk);
+            if let Some(UsageSource::Header(name)) =
+                response_cost(config, m.rule).map(|c| &c.source)
+            {
+                m.read_header(view, name);
+            }
+        }
+        self.body = if self.ids.is_empty() {
+            Body::Unread
+        } else if !matches!(view.header("content-encoding"), Lookup::Absent)
+            && !is_identity(view.header("content-encoding"))
+        {
+            Body::Encoded
+        } else if matches!(view.header("content-type"), Lookup::One(t) if is_event_stream(&t)) {
+            Body::Events {
+                reader: SseReader::new(),
+                event: JsonScanner::new(self.ids.len()),
+            }
+        } else {
+            Body::Document(JsonScanner::new(self.ids.len()))
+        };
+    }
+
+    /// Whether the body is read (only for a rule with JSON paths, and not compressed):
+    /// the host copies no chunk otherwise.
+    pub fn reads_body(&self) -> bool {
+        matches!(
+            self.body,
+            Body::Waiting | Body::Events { .. } | Body::Document(_)
+        )
+    }
+
+    /// A chunk of the response body (any piece of it: nothing is kept between calls but
+    /// the scanners' state).
+    pub fn on_body(&mut self, config: &Config, chunk: &[u8]) {
+        let targets = Chosen {
+            table: &config.json_paths,
+            ids: &self.ids,
+        };
+        match &mut self.body {
+            Body::Events { reader, event } => {
+                let last = &mut self.last;
+                let count = targets.ids.len();
+                reader.feed(chunk, &mut |piece| match piece {
+                    Piece::Data(data) => event.feed(&targets, data),
+                    Piece::End => {
+                        // An event that is not JSON (OpenAI's `[DONE]`) holds no usage.
+                        if let Ok(found) = event.finish(&targets) {
+                            merge(last, found);
+                        }
+                        event.reset(count);
+                    }
+                });
+            }
+            Body::Document(scanner) => scanner.feed(&targets, chunk),
+            Body::Waiting | Body::Unread | Body::Encoded => {}
         }
     }
 
     /// The response trailers: a header source not found in the headers is looked for
     /// here.
-    pub fn on_trailers(&mut self, rules: &[Rule], view: &mut impl ResponseView) {
+    pub fn on_trailers(&mut self, config: &Config, view: &mut impl ResponseView) {
         for m in &mut self.rules {
-            if let (Reading::Header, None, false) = (&m.reading, m.seen[0], m.unreadable) {
-                if let Some(UsageSource::Header(name)) =
-                    response_cost(rules, m.rule).map(|c| &c.source)
-                {
-                    m.read_header(view, name);
-                }
+            if let (None, false, Some(UsageSource::Header(name))) = (
+                m.header,
+                m.unreadable,
+                response_cost(config, m.rule).map(|c| &c.source),
+            ) {
+                m.read_header(view, name);
             }
         }
     }
 
     /// What each rule's request cost, now that its response is over.
-    pub fn finish(self, rules: &[Rule], ended: Ended) -> SmallVec<[Charge; 1]> {
+    pub fn finish(mut self, config: &Config, ended: Ended) -> SmallVec<[Charge; 1]> {
+        let mut not_json = false;
+        if let Body::Document(scanner) = &mut self.body {
+            let targets = Chosen {
+                table: &config.json_paths,
+                ids: &self.ids,
+            };
+            let found = match ended {
+                Ended::Complete => scanner.finish(&targets).ok(),
+                // What a document cut off reported so far, as for a stream.
+                Ended::CutOff => scanner.found_so_far(),
+            };
+            match found {
+                Some(found) => merge(&mut self.last, found),
+                None => not_json = true,
+            }
+        }
+        let why_json = if ended == Ended::CutOff {
+            NoUsage::CutOff
+        } else {
+            match self.body {
+                Body::Encoded => NoUsage::Encoded,
+                _ if not_json => NoUsage::Unreadable,
+                Body::Events { .. } => NoUsage::StreamAbsent,
+                _ => NoUsage::Absent,
+            }
+        };
+        let last = &self.last;
         self.rules
             .into_iter()
             .filter_map(|m| {
-                let cost = response_cost(rules, m.rule)?;
-                Some(m.finish(cost, ended))
+                let cost = response_cost(config, m.rule)?;
+                let (reported, why) = match cost.source {
+                    UsageSource::Header(_) => (
+                        m.header,
+                        match (ended, m.unreadable) {
+                            (Ended::CutOff, _) => NoUsage::CutOff,
+                            (_, true) => NoUsage::Unreadable,
+                            _ => NoUsage::Absent,
+                        },
+                    ),
+                    UsageSource::Json(_) => (sum(last, m.paths), why_json),
+                };
+                Some(Charge {
+                    usage: usage(cost, reported, why),
+                    rule: m.rule,
+                    values: m.values,
+                    held: m.held,
+                })
             })
             .collect()
     }
+}
+
+/// The sum of the values seen at the paths in `paths` (bits of `last`), saturating;
+/// `None` when none was seen.
+fn sum(last: &[Option<u32>], paths: u64) -> Option<u32> {
+    last.iter()
+        .enumerate()
+        .filter(|(i, _)| paths & (1u64 << i) != 0)
+        .filter_map(|(_, v)| *v)
+        .fold(None, |sum: Option<u32>, n| {
+            Some(sum.unwrap_or(0).saturating_add(n))
+        })
 }
 
 impl RuleMeter {
@@ -229,96 +306,30 @@ impl RuleMeter {
         match view.header(name) {
             Lookup::Absent => {}
             Lookup::One(value) => match parse_usage(&value) {
-                Some(n) => self.seen[0] = Some(n),
+                Some(n) => self.header = Some(n),
                 None => self.unreadable = true,
             },
             Lookup::Repeated => self.unreadable = true,
         }
     }
-
-    fn on_body(&mut self, cost: &ResponseCost, chunk: &[u8]) {
-        let UsageSource::Json(paths) = &cost.source else {
-            return;
-        };
-        match &mut self.reading {
-            Reading::Events(splitter) => {
-                let (seen, skipped) = (&mut self.seen, &mut self.skipped);
-                splitter.feed(chunk, &mut |event| match event {
-                    Event::Data(data) => {
-                        let mut found = [None; MAX_JSON_PATHS];
-                        // An event that is not JSON (OpenAI's `[DONE]`) holds no usage.
-                        if json::find_numbers(data, paths, &mut found).is_ok() {
-                            merge(seen, &found);
-                        }
-                    }
-                    Event::Skipped => *skipped += 1,
-                });
-            }
-            Reading::Body(kept) => {
-                if kept.len() + chunk.len() > cost.max_scan_bytes as usize {
-                    self.reading = Reading::BodyTooLarge;
-                    self.skipped += 1;
-                } else {
-                    kept.extend_from_slice(chunk);
-                }
-            }
-            Reading::Waiting | Reading::Header | Reading::BodyTooLarge => {}
-        }
-    }
-
-    fn finish(mut self, cost: &ResponseCost, ended: Ended) -> Charge {
-        if let (Reading::Body(kept), UsageSource::Json(paths), Ended::Complete) =
-            (&self.reading, &cost.source, ended)
-        {
-            let mut found = [None; MAX_JSON_PATHS];
-            match json::find_numbers(kept, paths, &mut found) {
-                Ok(()) => merge(&mut self.seen, &found),
-                Err(_) => self.unreadable = true,
-            }
-        }
-        let reported = self
-            .seen
-            .iter()
-            .flatten()
-            .fold(None, |sum: Option<u32>, &n| {
-                Some(sum.unwrap_or(0).saturating_add(n))
-            });
-        let usage = match reported {
-            Some(n) => Usage::Reported(n),
-            None => Usage::Fallback {
-                cost: cost.fallback,
-                why: if ended == Ended::CutOff {
-                    NoUsage::CutOff
-                } else if self.skipped > 0 {
-                    NoUsage::TooLarge
-                } else if self.unreadable {
-                    NoUsage::Unreadable
-                } else {
-                    NoUsage::Absent
-                },
-            },
-        };
-        Charge {
-            rule: self.rule,
-            values: self.values,
-            held: self.held,
-            usage,
-            skipped: self.skipped,
-        }
-    }
 }
 
 /// The last value seen for each path wins.
-fn merge(seen: &mut [Option<u32>; MAX_JSON_PATHS], found: &[Option<u32>; MAX_JSON_PATHS]) {
-    for (s, f) in seen.iter_mut().zip(found) {
+fn merge(last: &mut [Option<u32>], found: &[Option<u32>]) {
+    for (l, f) in last.iter_mut().zip(found) {
         if f.is_some() {
-            *s = *f;
+            *l = *f;
         }
     }
 }
 
-fn response_cost(rules: &[Rule], rule: usize) -> Option<&ResponseCost> {
-    rules.get(rule)?.response_cost.as_ref()
+fn response_cost(config: &Config, rule: usize) -> Option<&ResponseCost> {
+    config.rules.get(rule)?.response_cost.as_ref()
+}
+
+/// `content-encoding: identity` (whatever the case and spaces): the body is as sent.
+fn is_identity(encoding: Lookup) -> bool {
+    matches!(encoding, Lookup::One(v) if v.trim_ascii().eq_ignore_ascii_case(b"identity"))
 }
 
 /// `text/event-stream`, whatever the case and parameters.

@@ -1,142 +1,137 @@
-//! Server-sent events split out of a stream as it passes, chunk by chunk.
+//! Server-sent events read out of a stream as it passes, chunk by chunk, keeping nothing.
 //!
 //! Follows the WHATWG `text/event-stream` rules that matter for finding a usage: lines
 //! end with CRLF, LF or CR (a CRLF split across two chunks is one line end); a line
 //! starting with `:` is a comment; `data:` lines (one optional space after the colon)
-//! are joined with LF into the event's data; an empty line ends the event. Other fields
-//! (`event`, `id`, `retry`) are read and dropped: the usage is in the data.
+//! are joined with LF into the event's data; an empty line ends the event, which counts
+//! if it had a data line. Other fields (`event`, `id`, `retry`) are read and dropped: the
+//! usage is in the data.
 //!
-//! Bounded: at most `cap` bytes of one event are kept (its data plus the line being
-//! read). An event that grows past the cap is dropped at once, the rest of it skipped
-//! without being kept, and reported as [`Event::Skipped`] when it ends. Nothing else is
-//! buffered: memory per stream is at most `cap` whatever the upstream sends.
+//! The data is handed on as [`Piece`]s, in the pieces it arrived in, the moment each is
+//! read: the reader holds no line and no event, only where it is in the line (a few
+//! bytes of state), so memory per stream is the same whatever the upstream sends.
 
-/// What the splitter found at the end of one event.
+/// What the reader hands on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event<'a> {
-    /// An event's data (the `data:` lines joined with LF).
+pub enum Piece<'a> {
+    /// More of the current event's data (an LF between two of its data lines included).
     Data(&'a [u8]),
-    /// An event longer than the cap: nothing of it was kept.
-    Skipped,
+    /// The current event ended, and it had a data line: its data is complete.
+    End,
 }
 
-/// An incremental event splitter for one stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseSplitter {
-    cap: usize,
-    /// The line being read (field name and value), without its line end.
-    line: Vec<u8>,
-    /// The current event's data so far.
-    data: Vec<u8>,
-    /// The current event has a data line (so it is dispatched even if its data is empty).
+/// An incremental event reader for one stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SseReader {
+    line: Line,
+    /// The current event has a data line.
     has_data: bool,
-    /// The current event outgrew the cap: skip until it ends.
-    overflowed: bool,
-    /// The last chunk ended on CR: an LF starting the next one is the same line end.
+    /// The last byte read was CR: an LF next is the same line end.
     after_cr: bool,
-    /// Some byte of the current line was seen (kept or, while skipping, not).
-    line_seen: bool,
 }
 
-impl SseSplitter {
-    /// A splitter keeping at most `cap` bytes of one event.
-    pub fn new(cap: usize) -> SseSplitter {
-        SseSplitter {
-            cap,
-            line: Vec::new(),
-            data: Vec::new(),
-            has_data: false,
-            overflowed: false,
-            after_cr: false,
-            line_seen: false,
-        }
+/// Where the reader is in the current line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Line {
+    /// Nothing of it read yet.
+    #[default]
+    Start,
+    /// In the field name: bytes read, and whether they are `data` so far.
+    Name { len: u8, data: bool },
+    /// Right after the colon: a space here is not part of the value.
+    ValueStart { data: bool },
+    /// In the value (a comment's text too: not data).
+    Value { data: bool },
+}
+
+const DATA: &[u8] = b"data";
+
+impl SseReader {
+    /// A reader at the start of a stream.
+    pub fn new() -> SseReader {
+        SseReader::default()
     }
 
-    /// Feeds the next chunk of the stream, calling `on_event` for each event it ends.
-    pub fn feed(&mut self, mut chunk: &[u8], on_event: &mut impl FnMut(Event<'_>)) {
-        if self.after_cr && chunk.first() == Some(&b'\n') {
-            chunk = &chunk[1..];
-        }
-        self.after_cr = false;
-        while !chunk.is_empty() {
-            match chunk.iter().position(|&b| b == b'\n' || b == b'\r') {
-                None => {
-                    self.keep(chunk);
-                    return;
+    /// Reads the next chunk of the stream, calling `on` for each piece of data and each
+    /// end of an event.
+    pub fn feed(&mut self, chunk: &[u8], on: &mut impl FnMut(Piece<'_>)) {
+        let mut i = 0;
+        while i < chunk.len() {
+            let b = chunk[i];
+            if std::mem::take(&mut self.after_cr) && b == b'\n' {
+                i += 1;
+                continue;
+            }
+            if b == b'\n' || b == b'\r' {
+                self.after_cr = b == b'\r';
+                self.end_line(on);
+                i += 1;
+                continue;
+            }
+            match self.line {
+                Line::Start if b == b':' => {
+                    self.line = Line::Value { data: false };
+                    i += 1;
                 }
-                Some(end) => {
-                    self.keep(&chunk[..end]);
-                    self.end_line(on_event);
-                    let crlf = chunk[end] == b'\r';
-                    chunk = &chunk[end + 1..];
-                    if crlf {
-                        match chunk.first() {
-                            Some(b'\n') => chunk = &chunk[1..],
-                            None => self.after_cr = true,
-                            Some(_) => {}
-                        }
+                Line::Start => self.line = Line::Name { len: 0, data: true },
+                Line::Name { len, data } if b == b':' => {
+                    let data = data && usize::from(len) == DATA.len();
+                    if data {
+                        self.data_line(on);
+                    }
+                    self.line = Line::ValueStart { data };
+                    i += 1;
+                }
+                Line::Name { len, data } => {
+                    let data = data && DATA.get(usize::from(len)) == Some(&b);
+                    self.line = Line::Name {
+                        len: len.saturating_add(1),
+                        data,
+                    };
+                    i += 1;
+                }
+                Line::ValueStart { data } => {
+                    self.line = Line::Value { data };
+                    if b == b' ' {
+                        i += 1;
                     }
                 }
+                Line::Value { data } => {
+                    let rest = &chunk[i..];
+                    let end = rest
+                        .iter()
+                        .position(|&c| c == b'\n' || c == b'\r')
+                        .unwrap_or(rest.len());
+                    if data {
+                        on(Piece::Data(&rest[..end]));
+                    }
+                    i += end;
+                }
             }
         }
     }
 
-    /// Keeps part of the current line, unless the event outgrows the cap.
-    fn keep(&mut self, part: &[u8]) {
-        self.line_seen |= !part.is_empty();
-        if self.overflowed {
-            return;
+    /// A line ended: an empty one ends the event, a `data` line without a colon adds an
+    /// empty line to it.
+    fn end_line(&mut self, on: &mut impl FnMut(Piece<'_>)) {
+        match std::mem::take(&mut self.line) {
+            Line::Start => {
+                if std::mem::take(&mut self.has_data) {
+                    on(Piece::End);
+                }
+            }
+            Line::Name { len, data } if data && usize::from(len) == DATA.len() => {
+                self.data_line(on);
+            }
+            Line::Name { .. } | Line::ValueStart { .. } | Line::Value { .. } => {}
         }
-        if self.data.len() + self.line.len() + part.len() > self.cap {
-            self.overflowed = true;
-            self.line.clear();
-            self.data.clear();
-            return;
-        }
-        self.line.extend_from_slice(part);
     }
 
-    /// A line ended: an empty one ends the event, a `data` field adds to it.
-    fn end_line(&mut self, on_event: &mut impl FnMut(Event<'_>)) {
-        let empty = !std::mem::take(&mut self.line_seen);
-        if self.overflowed {
-            if empty {
-                self.reset();
-                on_event(Event::Skipped);
-            }
-            return;
+    /// A data line starts: after an earlier one, its value follows an LF.
+    fn data_line(&mut self, on: &mut impl FnMut(Piece<'_>)) {
+        if self.has_data {
+            on(Piece::Data(b"\n"));
         }
-        if empty {
-            if self.has_data {
-                on_event(Event::Data(&self.data));
-            }
-            self.reset();
-            return;
-        }
-        let (name, value) = match self.line.iter().position(|&b| b == b':') {
-            Some(colon) => {
-                let value = &self.line[colon + 1..];
-                (
-                    &self.line[..colon],
-                    value.strip_prefix(b" ").unwrap_or(value),
-                )
-            }
-            None => (&self.line[..], &b""[..]),
-        };
-        if name == b"data" {
-            if self.has_data {
-                self.data.push(b'\n');
-            }
-            self.data.extend_from_slice(value);
-            self.has_data = true;
-        }
-        self.line.clear();
-    }
-
-    fn reset(&mut self) {
-        self.line.clear();
-        self.data.clear();
-        self.has_data = false;
-        self.overflowed = false;
+        self.has_data = true;
     }
 }

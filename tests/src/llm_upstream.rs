@@ -14,10 +14,26 @@
 //!   Anthropic answers above, streamed with `x-stream: 1`;
 //! - anything else: `ok\n`, `text/plain`, no usage.
 //!
+//! What else a client can ask for, as it can of the public APIs (each changes the answer,
+//! never the tokens it reports):
+//! - `accept-encoding` naming `gzip`: the body is gzip-compressed (`content-encoding:
+//!   gzip`), a stream flushed event by event, as public APIs answer such a client;
+//! - `x-pad-bytes: N`: a JSON answer carries N more bytes of content (long output,
+//!   logprobs, `n` choices);
+//! - `x-nest-depth: N`: an Anthropic JSON answer carries a tool call whose `input` is
+//!   nested N objects deep, before its usage;
+//! - `x-no-usage: 1`: an OpenAI stream has no usage chunk (a client that leaves out
+//!   `stream_options.include_usage`).
+//!
+//! Every answer says in `x-upstream-accept-encoding` which `accept-encoding` reached the
+//! upstream (`-` for none).
+//!
 //! Each event is its own body chunk. With `x-hold: 1` a stream sends its first events
-//! (for Anthropic: `message_start` and the first `message_delta`) and then waits until
+//! (for Anthropic: `message_start` and the first `message_delta`), and a JSON answer all
+//! but its last 64 bytes (the end of its usage), and then waits until
 //! [`LlmUpstream::release`] is called, so a test can read them downstream while the
-//! upstream has not finished (nothing buffered them), or abandon the stream there.
+//! upstream has not finished (nothing buffered them), hold many answers open at once, or
+//! abandon one there.
 
 use bytes::Bytes;
 use futures::stream;
@@ -79,6 +95,26 @@ impl LlmUpstream {
     }
 }
 
+/// A real Envoy (two workers) loading floodgate-llm.wasm configured with `plugin`, in
+/// front of a fresh fake LLM API.
+pub async fn behind_envoy(plugin: &serde_json::Value) -> (crate::Envoy, LlmUpstream) {
+    let upstream = LlmUpstream::start().await;
+    let filter = crate::configs::wasm_filter(
+        "floodgate",
+        &crate::paths::llm_wasm().display().to_string(),
+        &plugin.to_string(),
+    );
+    let yaml = crate::configs::bootstrap(
+        vec![crate::configs::listener(
+            "ingress",
+            vec![filter],
+            "upstream",
+        )],
+        vec![crate::configs::cluster("upstream", upstream.addr(), false)],
+    );
+    (crate::Envoy::start(&yaml, 2).await, upstream)
+}
+
 impl Drop for LlmUpstream {
     fn drop(&mut self) {
         self.task.abort();
@@ -107,9 +143,18 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
     let tokens =
         |name: &str, default: u64| header(name).and_then(|v| v.parse().ok()).unwrap_or(default);
     let (input, output) = (tokens("x-input-tokens", 10), tokens("x-output-tokens", 20));
+    let shape = Shape {
+        pad: tokens("x-pad-bytes", 0) as usize,
+        nest: tokens("x-nest-depth", 0) as usize,
+        usage: header("x-no-usage").is_none(),
+    };
+    let accept_encoding = header("accept-encoding");
+    let gzip = accept_encoding
+        .as_deref()
+        .is_some_and(|v| v.split(',').any(|c| c.trim() == "gzip"));
     let hold = header("x-hold").is_some();
     let path = request.uri().path().to_string();
-    // The public APIs' own paths (as in `envoy/llm.yaml`) stream when asked to.
+    // The public APIs' own paths (as in `examples/llm/envoy.yaml`) stream when asked to.
     let path = match (path.as_str(), header("x-stream").is_some()) {
         ("/v1/chat/completions", false) => "/openai/json".to_string(),
         ("/v1/chat/completions", true) => "/openai/sse".to_string(),
@@ -117,13 +162,36 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
         ("/v1/messages", true) => "/anthropic/sse".to_string(),
         _ => path,
     };
-    let (content_type, events, held_after): (&str, Vec<String>, usize) = match path.as_str() {
-        "/openai/json" => ("application/json", vec![openai_json(input, output)], 0),
-        "/anthropic/json" => ("application/json", vec![anthropic_json(input, output)], 0),
-        "/openai/sse" => ("text/event-stream", openai_sse(input, output), 2),
-        "/anthropic/sse" => ("text/event-stream", anthropic_sse(input, output), 2),
-        _ => ("text/plain", vec!["ok\n".to_string()], 0),
+    let (content_type, events, held_after): (&str, Vec<Vec<u8>>, usize) = match path.as_str() {
+        "/openai/json" => (
+            "application/json",
+            vec![openai_json(input, output, &shape).into()],
+            0,
+        ),
+        "/anthropic/json" => (
+            "application/json",
+            vec![anthropic_json(input, output, &shape).into()],
+            0,
+        ),
+        "/openai/sse" => (
+            "text/event-stream",
+            bytes(openai_sse(input, output, &shape)),
+            2,
+        ),
+        "/anthropic/sse" => ("text/event-stream", bytes(anthropic_sse(input, output)), 2),
+        _ => ("text/plain", vec![b"ok\n".to_vec()], 0),
     };
+    let (mut events, held_after) = match (hold, content_type) {
+        (true, "application/json") => {
+            let mut body = events.concat();
+            let tail = body.split_off(body.len().saturating_sub(64));
+            (vec![body, tail], 1)
+        }
+        _ => (events, held_after),
+    };
+    if gzip {
+        events = gzipped(events);
+    }
     let body = if hold && held_after > 0 {
         held(seen.clone(), events, held_after)
     } else if events.len() == 1 {
@@ -131,14 +199,54 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
     } else {
         chunked(events)
     };
-    Response::builder()
+    let mut response = Response::builder()
         .header("content-type", content_type)
-        .body(body)
-        .expect("response")
+        .header(
+            "x-upstream-accept-encoding",
+            accept_encoding.as_deref().unwrap_or("-"),
+        );
+    if gzip {
+        response = response.header("content-encoding", "gzip");
+    }
+    response.body(body).expect("response")
+}
+
+/// What a client asked for that changes an answer's size and shape, not its usage.
+struct Shape {
+    /// Bytes of extra content.
+    pad: usize,
+    /// How deep a tool call's input is nested.
+    nest: usize,
+    /// Whether a stream reports its usage.
+    usage: bool,
+}
+
+fn bytes(events: Vec<String>) -> Vec<Vec<u8>> {
+    events.into_iter().map(String::into_bytes).collect()
+}
+
+/// The events gzip-compressed as one stream, each flushed into its own chunk (so a stream
+/// still reaches the client event by event).
+fn gzipped(events: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    use flate2::write::GzEncoder;
+    use std::io::Write;
+    let mut encoder = GzEncoder::new(Vec::new(), flate2::Compression::default());
+    let mut chunks = Vec::with_capacity(events.len());
+    for e in &events {
+        encoder.write_all(e).expect("compress");
+        encoder.flush().expect("flush");
+        chunks.push(std::mem::take(encoder.get_mut()));
+    }
+    let tail = encoder.finish().expect("finish");
+    match chunks.last_mut() {
+        Some(last) => last.extend_from_slice(&tail),
+        None => chunks.push(tail),
+    }
+    chunks
 }
 
 /// One body chunk per event.
-fn chunked(events: Vec<String>) -> Body {
+fn chunked(events: Vec<Vec<u8>>) -> Body {
     let frames = events
         .into_iter()
         .map(|e| Ok::<_, Infallible>(Frame::data(Bytes::from(e))));
@@ -146,7 +254,7 @@ fn chunked(events: Vec<String>) -> Body {
 }
 
 /// The first `first` events at once, the rest after [`LlmUpstream::release`].
-fn held(seen: Arc<Seen>, events: Vec<String>, first: usize) -> Body {
+fn held(seen: Arc<Seen>, events: Vec<Vec<u8>>, first: usize) -> Body {
     let (tx, rx) = mpsc::channel::<Bytes>(events.len().max(1));
     tokio::spawn(async move {
         let released = seen.release.notified();
@@ -173,33 +281,47 @@ fn held(seen: Arc<Seen>, events: Vec<String>, first: usize) -> Body {
     StreamBody::new(frames).boxed()
 }
 
-fn openai_json(input: u64, output: u64) -> String {
+fn openai_json(input: u64, output: u64, shape: &Shape) -> String {
+    let content = format!("Hello.{}", "x".repeat(shape.pad));
     format!(
-        r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"Hello."}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{input},"completion_tokens":{output},"total_tokens":{}}}}}"#,
+        r#"{{"id":"chatcmpl-1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"{content}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{input},"completion_tokens":{output},"total_tokens":{}}}}}"#,
         input + output
     )
 }
 
-fn openai_sse(input: u64, output: u64) -> Vec<String> {
+fn openai_sse(input: u64, output: u64, shape: &Shape) -> Vec<String> {
+    // Without `include_usage` the chunks carry no `usage` field at all.
+    let null = if shape.usage { ",\"usage\":null" } else { "" };
     let chunk = |content: &str| {
         format!(
-            "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{content}\"}}}}],\"usage\":null}}\n\n"
+            "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{content}\"}}}}]{null}}}\n\n"
         )
     };
-    vec![
-        chunk("Hel"),
-        chunk("lo."),
-        format!(
+    let mut events = vec![chunk("Hel"), chunk("lo.")];
+    if shape.usage {
+        events.push(format!(
             "data: {{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{{\"prompt_tokens\":{input},\"completion_tokens\":{output},\"total_tokens\":{}}}}}\n\n",
             input + output
-        ),
-        "data: [DONE]\n\n".to_string(),
-    ]
+        ));
+    }
+    events.push("data: [DONE]\n\n".to_string());
+    events
 }
 
-fn anthropic_json(input: u64, output: u64) -> String {
+fn anthropic_json(input: u64, output: u64, shape: &Shape) -> String {
+    let tool = if shape.nest > 0 {
+        let arguments = format!(
+            "{}{{}}{}",
+            r#"{"a":"#.repeat(shape.nest - 1),
+            "}".repeat(shape.nest - 1)
+        );
+        format!(r#",{{"type":"tool_use","id":"toolu_1","name":"f","input":{arguments}}}"#)
+    } else {
+        String::new()
+    };
     format!(
-        r#"{{"id":"msg_1","type":"message","role":"assistant","content":[{{"type":"text","text":"Hello."}}],"stop_reason":"end_turn","usage":{{"input_tokens":{input},"output_tokens":{output}}}}}"#
+        r#"{{"id":"msg_1","type":"message","role":"assistant","content":[{{"type":"text","text":"Hello.{}"}}{tool}],"stop_reason":"end_turn","usage":{{"input_tokens":{input},"output_tokens":{output}}}}}"#,
+        "x".repeat(shape.pad)
     )
 }
 

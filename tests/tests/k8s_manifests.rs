@@ -1,4 +1,4 @@
-//! floodgate-server's Kubernetes manifests (`deploy/`) and the Istio ones (`envoy/istio/`)
+//! floodgate-server's Kubernetes manifests (`deploy/`) and the Istio ones (`examples/istio/`)
 //! are what an API server accepts, and hold the settings a security review asks for: each
 //! document passes Kubernetes' own schemas strictly (an unknown or misspelt field is an
 //! error) or Istio's CRD schemas, every pod meets the restricted Pod Security Standard,
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 fn all_documents() -> Vec<Document> {
     let mut documents = manifests::deploy();
-    documents.extend(manifests::read("envoy/istio"));
+    documents.extend(manifests::read("examples/istio"));
     documents
 }
 

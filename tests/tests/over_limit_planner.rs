@@ -13,12 +13,12 @@
 //! request without a call, the same request is put to the service, which must deny it.
 
 use floodgate::config::Config;
-use floodgate::descriptor::{Lookup, RequestView};
 use floodgate::limiter::{Limiter, Pass, Verdict};
 use floodgate::metrics::Tally;
-use floodgate::placement::PlacementKey;
-use floodgate::rls::Answer;
+use floodgate::request::descriptor::{Lookup, RequestView};
+use floodgate::shared::placement::PlacementKey;
 use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
+use floodgate::wire::rls::Answer;
 use floodgate_server::clock::Clock;
 use floodgate_server::config::source::Files;
 use floodgate_server::metrics::Metrics;

@@ -10,10 +10,10 @@
 
 use crate::abi::{pairs, Pairs};
 use crate::host::{Call, CallResponse};
-use floodgate::proto::envoy::service::ratelimit::v3::rate_limit_response::{
+use floodgate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
     quota::ExpirationSpecifier, rate_limit::Unit, Code, DescriptorStatus, Quota, RateLimit,
 };
-use floodgate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use floodgate::wire::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use prost::Message;
 
 /// How the service answers descriptors whose first key is [`Limit::key`].
@@ -57,7 +57,7 @@ impl Rls {
     /// The answer to `call` at `now_ns`; an error if the call is not a rate limit call.
     pub fn answer(&mut self, call: &Call, now_ns: u64) -> Result<CallResponse, String> {
         let path = header(&call.headers, ":path");
-        if path.as_deref() != Some(floodgate::rls::PATH) {
+        if path.as_deref() != Some(floodgate::wire::rls::PATH) {
             return Err(format!("a call to {path:?}, not ShouldRateLimit"));
         }
         let message = call
@@ -66,7 +66,7 @@ impl Rls {
             .filter(|m| call.body.first() == Some(&0) && m.len() == frame_len(&call.body))
             .ok_or("the call's body is not one uncompressed gRPC message")?;
         let request = RateLimitRequest::decode(message).map_err(|e| e.to_string())?;
-        let quota: Vec<usize> = header(&call.headers, floodgate::rls::QUOTA_HEADER)
+        let quota: Vec<usize> = header(&call.headers, floodgate::wire::rls::QUOTA_HEADER)
             .map(|v| v.split(',').filter_map(|i| i.parse().ok()).collect())
             .unwrap_or_default();
         let mut statuses = Vec::new();

@@ -1,6 +1,6 @@
 use super::*;
-use crate::descriptor::Lookup;
-use crate::header_map::HeaderMap;
+use crate::request::descriptor::Lookup;
+use crate::request::header_map::HeaderMap;
 use proptest::prelude::*;
 
 #[test]

@@ -31,7 +31,7 @@ pub(super) fn denial_message(codes: &[Code]) -> RateLimitResponse {
     r.raw_body = b"over quota\n".to_vec();
     for s in &mut r.statuses {
         s.current_limit = Some(
-            crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit {
+            crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit {
                 name: String::new(),
                 requests_per_unit: 10,
                 unit: 3,
@@ -260,7 +260,7 @@ fn denials_without_an_instant_or_for_shadow_rules_are_not_remembered() {
 fn a_denial_too_large_to_keep_is_not_remembered_and_counted() {
     let (l, store, mut tally) = limiter(TWO_GLOBAL);
     let mut r = denial_message(&[Code::OverLimit]);
-    r.raw_body = vec![b'x'; crate::over_limit::ENTRY_MAX];
+    r.raw_body = vec![b'x'; crate::shared::over_limit::ENTRY_MAX];
     through(
         &l,
         &store,

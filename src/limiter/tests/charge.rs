@@ -135,10 +135,13 @@ fn charge_of(l: &Limiter, t: &str, body: &[u8], ended: crate::usage::Ended) -> O
         panic!("admitted: {verdict:?}");
     };
     let mut meter = pass.meter.expect("a global response-cost rule is metered");
-    let rules = &l.config().rules;
-    meter.on_headers(rules, Some(b"application/json"), &mut FakeRequest::new(&[]));
-    meter.on_body(rules, body);
-    let charges = meter.finish(rules, ended);
+    let config = l.config();
+    meter.on_headers(
+        config,
+        &mut FakeRequest::new(&[("content-type", "application/json")]),
+    );
+    meter.on_body(config, body);
+    let charges = meter.finish(config, ended);
     l.settle(&charges, || Some(NOW), &store, &mut tally)
 }
 
@@ -155,6 +158,11 @@ fn a_finished_response_becomes_one_charge_of_its_reported_cost_or_the_fallback()
     // Cut off before any usage: the fallback (1 by default, sent as the default 1).
     let message = charge_of(&l, "acme", b"{\"choi", Ended::CutOff).unwrap();
     assert_eq!(sent_hits(&message), [None]);
+    // A usage past the rule's `max` (a million by default) is charged `max`: a hostile
+    // upstream cannot send the service `4294967295`.
+    let huge = br#"{"usage":{"total_tokens":4294967295}}"#;
+    let message = charge_of(&l, "acme", huge, Ended::Complete).unwrap();
+    assert_eq!(sent_hits(&message), [Some(1_000_000)]);
     let (l, _, _) = limiter(
         &budget(Some(100)).replace(r#""estimate": 100"#, r#""estimate": 100, "fallback": 30"#),
     );

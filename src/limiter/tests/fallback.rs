@@ -3,12 +3,12 @@
 use super::{ask, counts, limiter, rls_answer, tenant, NOW};
 use crate::bucket;
 use crate::limiter::*;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
-use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
-use crate::response::{DETAILS, FAILURE_DETAILS};
-use crate::rls::Answer;
+use crate::reply::{DETAILS, FAILURE_DETAILS};
 use crate::testing::MemoryShared;
 use crate::testing::{h, FakeRequest};
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::rls::Answer;
 use proptest::prelude::*;
 use prost::Message;
 
@@ -281,7 +281,7 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
         &[b"a".to_vec()],
     );
     let found = l.table().find(&store, fallback, NOW).unwrap();
-    assert_eq!(found.origin, crate::table::Origin::Empty);
+    assert_eq!(found.origin, crate::shared::table::Origin::Empty);
     // ...and the local burst of 3 is whole.
     for _ in 0..3 {
         ask(l.check(&mut tenant("a"), || Some(NOW), &store, &mut tally));
@@ -374,7 +374,7 @@ fn a_fallback_that_cannot_be_used_takes_the_local_failure_mode() {
     );
     assert_eq!(
         verdict,
-        Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+        Verdict::Reject(reply::failure(500, crate::reply::protocol::Protocol::Http))
     );
     assert_eq!(
         counts(&l, &mut tally),

@@ -3,7 +3,7 @@
 //! tied to the right rule.
 
 use super::*;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
 
 /// A local rule, then a shadow one, then a global one: the service's status, which comes
 /// by descriptor position, must be tied to rule 2.

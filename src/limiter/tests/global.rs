@@ -211,7 +211,7 @@ fn service_failures_take_the_rls_failure_mode() {
         );
         assert_eq!(
             verdict,
-            Verdict::Reject(response::failure(500, crate::protocol::Protocol::Http))
+            Verdict::Reject(reply::failure(500, crate::reply::protocol::Protocol::Http))
         );
     }
     let counted = counts(&closed, &mut tally);

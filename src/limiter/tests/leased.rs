@@ -2,8 +2,8 @@
 //! nothing across a request's global rules, refilling in the background, expiry.
 
 use super::*;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
 
 const S: u64 = 1_000_000_000;
 

@@ -2,15 +2,17 @@
 //! local rules' tests.
 
 use super::*;
-use crate::descriptor::parse_cost;
 use crate::metrics::definitions;
-use crate::proto::envoy::config::core::v3::HeaderValue;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
-use crate::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
-use crate::response::{DETAILS, FAILURE_DETAILS};
-use crate::rls::Answer;
+use crate::reply::{DETAILS, FAILURE_DETAILS};
+use crate::request::descriptor::parse_cost;
 use crate::testing::{h, FakeRequest};
 use crate::testing::{Broken, MemoryShared};
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
+    Code, DescriptorStatus,
+};
+use crate::wire::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use crate::wire::rls::Answer;
 use prost::Message;
 use std::borrow::Cow;
 

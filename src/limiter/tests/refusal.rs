@@ -2,12 +2,12 @@
 
 use crate::limiter::*;
 use crate::metrics::definitions;
-use crate::proto::envoy::config::core::v3::HeaderValue;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
-use crate::proto::envoy::service::ratelimit::v3::RateLimitResponse;
-use crate::rls::Answer;
 use crate::testing::FakeRequest;
 use crate::testing::MemoryShared;
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::rls::Answer;
 use prost::Message;
 
 const NOW: u64 = 1_700_000_000_000_000_000;

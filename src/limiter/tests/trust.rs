@@ -3,9 +3,9 @@
 //! quota lease up to `rls.max_grant_requests` hits and `rls.max_grant_valid_ms`.
 
 use super::*;
-use crate::lease::SubGrant;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
-use crate::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+use crate::shared::lease::SubGrant;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
 
 const S: u64 = 1_000_000_000;
 

@@ -28,11 +28,11 @@ fn exchange(
         return Err(Box::new(verdict));
     };
     let mut meter = pass.meter.expect("a response-cost rule applies: a meter");
-    let rules = &l.config().rules;
-    let mut no_headers = FakeRequest::new(&[]);
-    meter.on_headers(rules, Some(b"application/json"), &mut no_headers);
-    meter.on_body(rules, body);
-    let charges = meter.finish(rules, ended);
+    let config = l.config();
+    let mut json = FakeRequest::new(&[("content-type", "application/json")]);
+    meter.on_headers(config, &mut json);
+    meter.on_body(config, body);
+    let charges = meter.finish(config, ended);
     l.settle(&charges, || Some(now), store, tally);
     Ok(())
 }
@@ -115,7 +115,17 @@ fn a_response_that_cannot_be_charged_costs_the_fallback_and_is_counted() {
         NOW,
     )
     .unwrap();
-    exchange(&l, &store, &mut tally, "a", &used(7), Ended::CutOff, NOW).unwrap();
+    // Cut off before its usage came.
+    exchange(
+        &l,
+        &store,
+        &mut tally,
+        "a",
+        b"{\"choices\":[",
+        Ended::CutOff,
+        NOW,
+    )
+    .unwrap();
     exchange(&l, &store, &mut tally, "a", b"{}", Ended::Complete, NOW).unwrap();
     let c = counts(&l, &mut tally);
     let get = |name: &str| c.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
@@ -125,9 +135,12 @@ fn a_response_that_cannot_be_charged_costs_the_fallback_and_is_counted() {
     assert_eq!(get("floodgate.usage.tokens"), 15);
     // An empty body is not JSON either.
     let mut m = l.meter_for_test("a", &store, &mut tally);
-    let rules = &l.config().rules;
-    m.on_headers(rules, Some(b"application/json"), &mut FakeRequest::new(&[]));
-    let charges = m.finish(rules, Ended::Complete);
+    let config = l.config();
+    m.on_headers(
+        config,
+        &mut FakeRequest::new(&[("content-type", "application/json")]),
+    );
+    let charges = m.finish(config, Ended::Complete);
     assert_eq!(
         charges[0].usage,
         Usage::Fallback {
@@ -135,6 +148,29 @@ fn a_response_that_cannot_be_charged_costs_the_fallback_and_is_counted() {
             why: NoUsage::Unreadable
         }
     );
+}
+
+/// An answer reporting `4294967295` tokens is charged the rule's `max` (a million by
+/// default), and the bucket's debt stops at one burst: the tenant waits about a minute
+/// (1 001 tokens at 16.67 per second), not eight years. Both are counted.
+#[test]
+fn a_huge_usage_is_clamped_and_locks_a_tenant_out_for_at_most_two_bursts() {
+    let (l, store, mut tally) = limiter(BUDGET);
+    let huge = used(u32::MAX);
+    exchange(&l, &store, &mut tally, "a", &huge, Ended::Complete, NOW).unwrap();
+    let rejected = exchange(&l, &store, &mut tally, "a", &used(1), Ended::Complete, NOW);
+    let Err(rejected) = rejected else {
+        panic!("in debt: rejected");
+    };
+    let Verdict::Reject(Reply::Http { headers, .. }) = *rejected else {
+        panic!("expected a 429, got {rejected:?}");
+    };
+    assert_eq!(headers[0], ("retry-after".into(), "61".to_string()));
+    let c = counts(&l, &mut tally);
+    let get = |name: &str| c.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+    assert_eq!(get("floodgate.usage.clamped"), 1);
+    assert_eq!(get("floodgate.usage.debt_capped"), 1);
+    assert_eq!(get("floodgate.usage.tokens"), 1_000_000);
 }
 
 #[test]

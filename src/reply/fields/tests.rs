@@ -1,0 +1,220 @@
+use super::*;
+use crate::bucket::{decide, Decision, Quota, Tat};
+use crate::reply::tests::rules;
+use proptest::prelude::*;
+
+const SECOND: u64 = 1_000_000_000;
+
+/// A parsed list item: its String value and its Integer parameters, in order.
+type Parsed = (String, Vec<(String, i64)>);
+
+/// Parses a field value as a Structured Field List with a real parser, and insists on
+/// the draft's shape: every member an Item whose value is a String, every parameter
+/// used here an Integer.
+fn parse_list(value: &str) -> Vec<Parsed> {
+    let list: sfv::List = sfv::Parser::new(value)
+        .parse()
+        .unwrap_or_else(|e| panic!("{value:?} is not a Structured Field List: {e}"));
+    list.into_iter()
+        .map(|entry| {
+            let sfv::ListEntry::Item(item) = entry else {
+                panic!("{value:?}: an inner list where an Item belongs");
+            };
+            let name = item
+                .bare_item
+                .as_string()
+                .unwrap_or_else(|| panic!("{value:?}: the item's value must be a String"))
+                .as_str()
+                .to_string();
+            let params = item
+                .params
+                .iter()
+                .map(|(k, v)| {
+                    let n = v
+                        .as_integer()
+                        .unwrap_or_else(|| panic!("{value:?}: {} must be an Integer", k.as_str()));
+                    (k.as_str().to_string(), i64::from(n))
+                })
+                .collect();
+            (name, params)
+        })
+        .collect()
+}
+
+fn quota(capacity: u32, per_second: f64) -> Quota {
+    Quota::new(capacity, (per_second * 1e6).round() as u64).unwrap()
+}
+
+/// A bucket after `taken` tokens at one instant, then `later_ns` of refill, then one
+/// more request: the standing of rule `rule`.
+fn standing(rule: usize, q: Quota, taken: u32, later_ns: u64) -> Standing {
+    let mut state = Tat::default();
+    for _ in 0..taken {
+        if let Decision::Allow { new_state, .. } = decide(state, SECOND, q, 1) {
+            state = new_state;
+        }
+    }
+    Standing::local(rule, q, decide(state, SECOND + later_ns, q, 1), false)
+}
+
+fn header<'a>(headers: &'a Headers, name: &str) -> &'a str {
+    headers
+        .iter()
+        .find(|(k, _)| k == name)
+        .map_or("", |(_, v)| v.as_str())
+}
+
+#[test]
+fn a_rejected_bucket_shows_its_policy_and_when_the_next_token_comes() {
+    // 10 tokens, 2 per second: empty, then 0.2 s of refill (0.4 of a token).
+    let denied = standing(0, quota(10, 2.0), 10, SECOND / 5);
+    assert!(denied.rejects());
+    let headers = draft10_headers(&rules(), &[denied]);
+    assert_eq!(
+        headers,
+        vec![
+            (
+                "ratelimit-policy".into(),
+                r#""per-tenant";q=10;w=5"#.to_string()
+            ),
+            ("ratelimit".into(), r#""per-tenant";r=0;t=1"#.to_string()),
+        ]
+    );
+    assert_eq!(
+        parse_list(header(&headers, "ratelimit-policy")),
+        vec![(
+            "per-tenant".to_string(),
+            vec![("q".to_string(), 10), ("w".to_string(), 5)]
+        )]
+    );
+    assert_eq!(
+        parse_list(header(&headers, "ratelimit")),
+        vec![(
+            "per-tenant".to_string(),
+            vec![("r".to_string(), 0), ("t".to_string(), 1)]
+        )]
+    );
+}
+
+#[test]
+fn several_rules_are_one_item_each_in_configuration_order_and_shadows_are_hidden() {
+    let tenant = standing(0, quota(100, 10.0), 1, 0);
+    let route = standing(1, Quota::new(5, 0).unwrap(), 2, 0);
+    let shadow = Standing {
+        shadow: true,
+        ..standing(0, quota(1, 1.0), 1, 0)
+    };
+    // Arriving global rules first must not change the order.
+    let headers = draft10_headers(&rules(), &[route, shadow, tenant]);
+    assert_eq!(
+        header(&headers, "ratelimit-policy"),
+        r#""per-tenant";q=100;w=10, "per-route";q=5"#
+    );
+    assert_eq!(
+        header(&headers, "ratelimit"),
+        r#""per-tenant";r=98;t=1, "per-route";r=2"#
+    );
+    assert_eq!(parse_list(header(&headers, "ratelimit")).len(), 2);
+    assert!(draft10_headers(&rules(), &[shadow]).is_empty());
+}
+
+#[test]
+fn a_service_status_without_a_limit_shows_nothing() {
+    let unlimited = Standing {
+        rule: 0,
+        limit: 0,
+        window_s: None,
+        remaining: 0,
+        reset_ns: None,
+        next_ns: None,
+        allowed: true,
+        retry_ns: Some(0),
+        shadow: false,
+    };
+    assert!(draft10_headers(&rules(), &[unlimited]).is_empty());
+}
+
+#[test]
+fn a_window_is_the_time_to_refill_from_empty_rounded_up() {
+    assert_eq!(bucket_window_s(100, 10_000_000), Some(10));
+    assert_eq!(bucket_window_s(10, 3_000_000), Some(4)); // 3.33 s
+    assert_eq!(bucket_window_s(1, 1_000_000_000), Some(1)); // 1 per ms: no sub-second
+    assert_eq!(bucket_window_s(5, 83_333), Some(61)); // 5 per minute, as written
+    assert_eq!(bucket_window_s(7, 0), None);
+    assert_eq!(bucket_window_s(u32::MAX, 1), None); // past 15 digits
+}
+
+#[test]
+fn names_are_always_well_formed_strings() {
+    let mut out = String::new();
+    push_sf_string(&mut out, "a\"b\\c\u{e9}\n");
+    assert_eq!(out, r#""a\"b\\c""#);
+    assert_eq!(parse_list(&out)[0].0, "a\"b\\c");
+}
+
+proptest! {
+    /// The mapping's promise: a client that sends at most `q` requests in any `w`
+    /// seconds, as greedily as that allows, is never rejected by the bucket.
+    #[test]
+    fn a_client_keeping_to_q_per_w_is_never_rejected(
+        capacity in 1u32..50,
+        rate_micro in 1_000u64..100_000_000,
+        gaps in prop::collection::vec(0u64..3_000_000_000, 1..300),
+    ) {
+        let q = Quota::new(capacity, rate_micro).unwrap();
+        let w = bucket_window_s(capacity, rate_micro).unwrap();
+        let window_ns = w * SECOND;
+        let mut state = Tat::default();
+        let mut sent: Vec<u64> = Vec::new();
+        let mut now = 10 * SECOND;
+        for gap in gaps {
+            now += gap;
+            // Send as many as the q-per-w rule allows at this instant.
+            loop {
+                // The q-th send back must have left the window.
+                let full = sent.len() >= capacity as usize
+                    && sent[sent.len() - capacity as usize] + window_ns > now;
+                if full {
+                    break;
+                }
+                match decide(state, now, q, 1) {
+                    Decision::Allow { new_state, .. } => state = new_state,
+                    Decision::Deny { .. } => {
+                        prop_assert!(false, "rejected at {now} after {} sends (q={capacity}, w={w})", sent.len());
+                    }
+                }
+                sent.push(now);
+            }
+        }
+    }
+
+    /// `t` is exact: one more whole token is there after `next_token_in_ns`, not a
+    /// nanosecond before.
+    #[test]
+    fn the_next_token_comes_exactly_when_t_says(
+        capacity in 1u32..20,
+        rate_micro in 1_000u64..5_000_000_000,
+        taken in 0u32..20,
+        later in 0u64..5_000_000_000,
+    ) {
+        let q = Quota::new(capacity, rate_micro).unwrap();
+        let mut state = Tat::default();
+        for _ in 0..taken.min(capacity) {
+            if let Decision::Allow { new_state, .. } = decide(state, SECOND, q, 1) {
+                state = new_state;
+            }
+        }
+        let now = SECOND + later;
+        let d = decide(state, now, q, capacity + 1); // never admitted: only looks
+        match d.next_token_in_ns(q) {
+            None => prop_assert_eq!(d.remaining(), capacity),
+            Some(next) => {
+                prop_assert!(next > 0);
+                let before = decide(state, now + next - 1, q, capacity + 1);
+                let after = decide(state, now + next, q, capacity + 1);
+                prop_assert_eq!(before.remaining(), d.remaining());
+                prop_assert_eq!(after.remaining(), d.remaining() + 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,381 @@
+//! Speaking Envoy's rate limit service protocol (RLS v3): the one module that knows it.
+//!
+//! [`encode_request`] builds the `ShouldRateLimit` request for the global rules that
+//! apply to a request; [`interpret`] turns whatever came back (a response, a gRPC status,
+//! or nothing because the call could not even start) into a decision or a [`Failure`].
+//! Protocol quirks are handled here, each where it matters.
+
+use crate::reply::{Headers, Standing};
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
+    Code, DescriptorStatus,
+};
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::service_headers;
+use prost::Message;
+
+/// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
+pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
+
+use crate::wire::grpc::code;
+/// What the transport brought back, re-exported where its meaning is decided.
+pub use crate::wire::grpc::Answer;
+
+/// The gRPC request header by which floodgate asks floodgate-server for quota leases:
+/// the 0-based indices of the request's descriptors it will spend a grant for, comma
+/// separated (`0,2`). Envoy's own filter never sends it, so it never gets a grant.
+pub const QUOTA_HEADER: &str = "x-floodgate-quota";
+
+/// The request header that makes a call a **charge**: every descriptor counted with its
+/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
+/// with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+
+/// One descriptor to send: its entries in order and the request's cost for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Descriptor<'a> {
+    /// (key, value) entries.
+    pub entries: Vec<(&'a str, &'a str)>,
+    /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
+    /// and granted quota if asked, but not counted.
+    pub cost: u32,
+}
+
+/// The value of [`QUOTA_HEADER`] for these descriptor indices (ascending, distinct).
+pub fn quota_header_value(indices: &[usize]) -> String {
+    let mut out = String::with_capacity(indices.len() * 3);
+    for (n, i) in indices.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(&i.to_string());
+    }
+    out
+}
+
+/// A quota lease the service granted for one descriptor (RLS v3 `Quota`): `requests`
+/// hits already counted for us, ours to spend until `valid_until_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// Hits granted (at least 1).
+    pub requests: u32,
+    /// Wall-clock instant (ns since the Unix epoch) after which none may be spent.
+    pub valid_until_ns: u64,
+}
+
+/// The encoded `ShouldRateLimit` request.
+///
+/// Written field by field rather than through prost's message types: those would copy
+/// every key and value into owned strings first, on every request. The bytes are the
+/// same as prost's (a property test compares them).
+pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
+    // Quirk: a descriptor's own `hits_addend` overrides the request's, but services that
+    // predate it only read the request's. When every descriptor has the same cost we set
+    // both, so either kind of service counts it; 0 (absent) means 1.
+    let first = descriptors.first().map_or(1, |d| d.cost);
+    let uniform = descriptors.iter().all(|d| d.cost == first);
+    let request_hits = if uniform && first != 1 { first } else { 0 };
+
+    let sizes: Vec<usize> = descriptors.iter().map(descriptor_len).collect();
+    let mut out = Vec::with_capacity(
+        bytes_field_len(domain.len())
+            + sizes
+                .iter()
+                .map(|&n| 1 + varint_len(n as u64) + n)
+                .sum::<usize>()
+            + 6,
+    );
+    string_field(&mut out, 1, domain);
+    for (d, &size) in descriptors.iter().zip(&sizes) {
+        tag(&mut out, 2, LENGTH_DELIMITED);
+        varint(&mut out, size as u64);
+        for &(key, value) in &d.entries {
+            tag(&mut out, 1, LENGTH_DELIMITED);
+            varint(&mut out, entry_len(key, value) as u64);
+            string_field(&mut out, 1, key);
+            string_field(&mut out, 2, value);
+        }
+        if d.cost == 0 {
+            // Quirk: present with value 0 is "check only" (envoyproxy/ratelimit's
+            // meaning), unlike the request's 0, which means 1. proto3 leaves the zero
+            // value out, so the wrapper is present and empty.
+            tag(&mut out, 3, LENGTH_DELIMITED);
+            varint(&mut out, 0);
+        } else if d.cost != 1 {
+            // google.protobuf.UInt64Value { value = 1 }
+            tag(&mut out, 3, LENGTH_DELIMITED);
+            varint(&mut out, (1 + varint_len(u64::from(d.cost))) as u64);
+            tag(&mut out, 1, VARINT);
+            varint(&mut out, u64::from(d.cost));
+        }
+    }
+    if request_hits != 0 {
+        tag(&mut out, 3, VARINT);
+        varint(&mut out, u64::from(request_hits));
+    }
+    out
+}
+
+/// Protobuf wire types.
+const VARINT: u8 = 0;
+const LENGTH_DELIMITED: u8 = 2;
+
+fn tag(out: &mut Vec<u8>, field: u8, wire_type: u8) {
+    out.push(field << 3 | wire_type);
+}
+
+fn varint(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push((n as u8) | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn varint_len(n: u64) -> usize {
+    (64 - (n | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// A string field, left out when empty as proto3 does.
+fn string_field(out: &mut Vec<u8>, field: u8, s: &str) {
+    if !s.is_empty() {
+        tag(out, field, LENGTH_DELIMITED);
+        varint(out, s.len() as u64);
+        out.extend_from_slice(s.as_bytes());
+    }
+}
+
+fn bytes_field_len(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        1 + varint_len(n as u64) + n
+    }
+}
+
+fn entry_len(key: &str, value: &str) -> usize {
+    bytes_field_len(key.len()) + bytes_field_len(value.len())
+}
+
+fn descriptor_len(d: &Descriptor<'_>) -> usize {
+    let entries: usize = d
+        .entries
+        .iter()
+        .map(|&(k, v)| {
+            let n = entry_len(k, v);
+            1 + varint_len(n as u64) + n
+        })
+        .sum();
+    let hits = if d.cost == 0 {
+        2
+    } else if d.cost != 1 {
+        let inner = 1 + varint_len(u64::from(d.cost));
+        1 + varint_len(inner as u64) + inner
+    } else {
+        0
+    };
+    entries + hits
+}
+
+/// Why the service's answer cannot decide the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// The call could not be started (missing cluster, bad arguments).
+    NotSent,
+    /// No answer within the timeout.
+    Timeout,
+    /// gRPC UNAVAILABLE: no healthy host, refused, or reset.
+    Unavailable,
+    /// Another gRPC status.
+    Status,
+    /// The service answered `UNKNOWN` overall.
+    UnknownCode,
+    /// The response could not be decoded.
+    BadResponse,
+}
+
+/// A decided answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// Whether an enforced (non-shadow) descriptor is over its limit.
+    pub over_limit: bool,
+    /// Where each descriptor stands, in request order (empty if the service sent no
+    /// statuses, or not one per descriptor).
+    pub standings: Vec<Standing>,
+    /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
+    /// descriptor: derived from the overall code when statuses are missing.
+    pub over: Vec<bool>,
+    /// Headers for the upstream request.
+    pub request_headers: Vec<(String, String)>,
+    /// Headers for the downstream response.
+    pub response_headers: Headers,
+    /// Body for a rejection (empty: use the configured one).
+    pub raw_body: Vec<u8>,
+    /// Headers the service sent that were dropped as unsafe ([`service_headers`]).
+    pub dropped_headers: u32,
+    /// Per descriptor, the quota lease granted for it (empty when statuses are not one
+    /// per descriptor).
+    pub grants: Vec<Option<Grant>>,
+}
+
+/// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
+/// request order).
+pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> {
+    let bytes = match answer {
+        Answer::NotSent(_) => return Err(Failure::NotSent),
+        // The gRPC status is always checked before any body is read.
+        Answer::Status { code, message } => return Err(failure(*code, message)),
+        Answer::Undecodable => return Err(Failure::BadResponse),
+        Answer::Response(bytes) => bytes,
+    };
+    let response = RateLimitResponse::decode(bytes.as_slice()).map_err(|_| Failure::BadResponse)?;
+    let overall = Code::try_from(response.overall_code).unwrap_or(Code::Unknown);
+    if overall == Code::Unknown {
+        return Err(Failure::UnknownCode);
+    }
+    let overall_over = overall == Code::OverLimit;
+    // Quirk: statuses should be one per request descriptor, in order; a service that
+    // sends none (or a different number) leaves only the overall code to go by.
+    let aligned = response.statuses.len() == shadows.len();
+    let standings: Vec<Standing> = if aligned {
+        response
+            .statuses
+            .iter()
+            .zip(shadows)
+            .map(|(status, &shadow)| standing(status, shadow))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let over: Vec<bool> = if aligned {
+        standings.iter().map(|s| !s.allowed).collect()
+    } else {
+        vec![overall_over; shadows.len()]
+    };
+    // Shadow rules are sent and counted, never enforced: the request is over limit only
+    // if the service says so and an enforced descriptor is among those over.
+    let over_limit = overall_over
+        && over
+            .iter()
+            .zip(shadows)
+            .any(|(&is_over, &shadow)| is_over && !shadow);
+    let mut dropped_headers = 0;
+    let request_headers = headers(&response.request_headers_to_add, &mut dropped_headers)
+        .into_iter()
+        .map(|(k, v)| (k.into_owned(), v))
+        .collect();
+    let response_headers = headers(&response.response_headers_to_add, &mut dropped_headers);
+    let grants = if aligned {
+        response.statuses.iter().map(grant).collect()
+    } else {
+        Vec::new()
+    };
+    Ok(Decided {
+        grants,
+        over_limit,
+        standings,
+        over,
+        request_headers,
+        response_headers,
+        raw_body: response.raw_body,
+        dropped_headers,
+    })
+}
+
+/// Why a call failed, from its gRPC status and message.
+fn failure(status: u32, message: &str) -> Failure {
+    // Quirk: Envoy reports its own timeout as an HTTP 504 (UNAVAILABLE to gRPC, sometimes
+    // CANCELLED), never as DEADLINE_EXCEEDED; only the message, "upstream request timeout",
+    // tells it from a refused connection or no healthy host (UNAVAILABLE as well).
+    if status == code::DEADLINE_EXCEEDED || message.contains("timeout") {
+        Failure::Timeout
+    } else if status == code::UNAVAILABLE {
+        Failure::Unavailable
+    } else {
+        Failure::Status
+    }
+}
+
+/// A descriptor's status as a [`Standing`].
+fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
+    let over = status.code == Code::OverLimit as i32;
+    let reset_ns = status.duration_until_reset.as_ref().map(|d| {
+        let nanos = i128::from(d.seconds) * 1_000_000_000 + i128::from(d.nanos);
+        u64::try_from(nanos.max(0)).unwrap_or(u64::MAX)
+    });
+    Standing {
+        // By position only: the caller knows which rule each descriptor is.
+        rule: 0,
+        limit: status
+            .current_limit
+            .as_ref()
+            .map_or(0, |l| l.requests_per_unit),
+        window_s: status
+            .current_limit
+            .as_ref()
+            .and_then(|l| unit_seconds(l.unit)),
+        remaining: status.limit_remaining,
+        reset_ns,
+        // A window's reset is when its quota comes back: the draft-10 `t`.
+        next_ns: reset_ns,
+        allowed: !over,
+        retry_ns: if over { reset_ns } else { Some(0) },
+        shadow,
+    }
+}
+
+/// The length of a limit's unit in seconds, the draft-10 `w`. `None` for `UNKNOWN` and
+/// for months and years, which have no fixed length (floodgate-server's `week` travels
+/// as `UNKNOWN`).
+fn unit_seconds(unit: i32) -> Option<u64> {
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+    match Unit::try_from(unit).ok()? {
+        Unit::Second => Some(1),
+        Unit::Minute => Some(60),
+        Unit::Hour => Some(3_600),
+        Unit::Day => Some(86_400),
+        Unit::Unknown | Unit::Month | Unit::Year => None,
+    }
+}
+
+/// A descriptor's quota lease, if it carries a usable one. Quirk: the public API allows a
+/// `Quota` without `valid_until`; a grant that never expires cannot be spent safely (the
+/// window it was counted in ends), so it is ignored, as is one of 0 requests. The
+/// whole-request `RateLimitResponse.quota` (field 7) is not used: leases are per
+/// descriptor.
+fn grant(status: &DescriptorStatus) -> Option<Grant> {
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    let quota = status.quota.as_ref().filter(|q| q.requests > 0)?;
+    let Some(ExpirationSpecifier::ValidUntil(t)) = &quota.expiration_specifier else {
+        return None;
+    };
+    let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
+    Some(Grant {
+        requests: quota.requests,
+        valid_until_ns: u64::try_from(nanos.max(0)).unwrap_or(u64::MAX),
+    })
+}
+
+/// The service's headers that are safe to add, as text: `value`, or `raw_value` when
+/// the service used that instead. Each unsafe one is left out and counted in `dropped`.
+fn headers(values: &[HeaderValue], dropped: &mut u32) -> Headers {
+    values
+        .iter()
+        .filter_map(|h| {
+            let raw = if h.value.is_empty() {
+                h.raw_value.as_slice()
+            } else {
+                h.value.as_bytes()
+            };
+            if service_headers::check(&h.key, raw).is_err() {
+                *dropped += 1;
+                return None;
+            }
+            let value = String::from_utf8_lossy(raw).into_owned();
+            Some((h.key.to_ascii_lowercase().into(), value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,367 @@
+use super::*;
+use crate::wire::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use crate::wire::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use proptest::prelude::*;
+
+fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
+    Descriptor {
+        entries: pairs.to_vec(),
+        cost,
+    }
+}
+
+/// What prost makes of the same request: the reference for our hand-written encoder.
+fn prost_encoding(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
+    let first = descriptors.first().map_or(1, |d| d.cost);
+    let uniform = descriptors.iter().all(|d| d.cost == first);
+    RateLimitRequest {
+        domain: domain.to_string(),
+        descriptors: descriptors
+            .iter()
+            .map(|d| RateLimitDescriptor {
+                entries: d
+                    .entries
+                    .iter()
+                    .map(|(k, v)| Entry {
+                        key: k.to_string(),
+                        value: v.to_string(),
+                    })
+                    .collect(),
+                limit: None,
+                hits_addend: (d.cost != 1).then_some(u64::from(d.cost)),
+            })
+            .collect(),
+        hits_addend: if uniform && first != 1 { first } else { 0 },
+    }
+    .encode_to_vec()
+}
+
+proptest! {
+    /// The hand-written encoder produces exactly prost's bytes.
+    #[test]
+    fn encoding_matches_prost(
+        domain in ".{0,20}",
+        descriptors in prop::collection::vec(
+            (prop::collection::vec((".{0,12}", ".{0,300}"), 0..4), 0u32..5),
+            0..4,
+        ),
+    ) {
+        let owned: Vec<Descriptor<'_>> = descriptors
+            .iter()
+            .map(|(entries, cost)| Descriptor {
+                entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+                cost: *cost,
+            })
+            .collect();
+        prop_assert_eq!(encode_request(&domain, &owned), prost_encoding(&domain, &owned));
+    }
+}
+
+fn decode(bytes: &[u8]) -> RateLimitRequest {
+    RateLimitRequest::decode(bytes).unwrap()
+}
+
+#[test]
+fn the_request_carries_domain_and_entries_in_order() {
+    let bytes = encode_request(
+        "edge",
+        &[
+            descriptor(&[("tenant", "acme"), ("path", "/api")], 1),
+            descriptor(&[("client", "10.0.0.1")], 1),
+        ],
+    );
+    let request = decode(&bytes);
+    assert_eq!(request.domain, "edge");
+    assert_eq!(request.hits_addend, 0, "absent means 1");
+    let entries: Vec<Vec<(String, String)>> = request
+        .descriptors
+        .iter()
+        .map(|d| {
+            d.entries
+                .iter()
+                .map(|e| (e.key.clone(), e.value.clone()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        vec![
+            vec![
+                ("tenant".into(), "acme".into()),
+                ("path".into(), "/api".into())
+            ],
+            vec![("client".into(), "10.0.0.1".into())],
+        ]
+    );
+    assert!(request.descriptors.iter().all(|d| d.hits_addend.is_none()));
+}
+
+/// The exact bytes on the wire for a small request, so a change to the encoding is
+/// deliberate (fields 1, 2 with nested entries, 3).
+#[test]
+fn the_wire_format_is_pinned() {
+    let bytes = encode_request("d", &[descriptor(&[("k", "v")], 3)]);
+    assert_eq!(
+        bytes,
+        [
+            0x0a, 0x01, b'd', // domain = "d"
+            0x12, 0x0c, // descriptors[0], 12 bytes
+            0x0a, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v', // entries[0] = (k, v)
+            0x1a, 0x02, 0x08, 0x03, // hits_addend = UInt64Value(3)
+            0x18, 0x03, // request hits_addend = 3
+        ]
+    );
+}
+
+#[test]
+fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
+    let same = decode(&encode_request(
+        "d",
+        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 5)],
+    ));
+    assert_eq!(same.hits_addend, 5);
+    assert!(same.descriptors.iter().all(|d| d.hits_addend == Some(5)));
+    let mixed = decode(&encode_request(
+        "d",
+        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 1)],
+    ));
+    assert_eq!(mixed.hits_addend, 0);
+    assert_eq!(mixed.descriptors[0].hits_addend, Some(5));
+    assert_eq!(mixed.descriptors[1].hits_addend, None);
+}
+
+fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorStatus {
+    DescriptorStatus {
+        code: code as i32,
+        current_limit: Some(RateLimit {
+            name: String::new(),
+            requests_per_unit: limit,
+            unit: 2,
+        }),
+        limit_remaining: remaining,
+        duration_until_reset: Some(prost_types::Duration {
+            seconds: reset_s,
+            nanos: 0,
+        }),
+        quota: None,
+    }
+}
+
+fn response(overall: Code, statuses: Vec<DescriptorStatus>) -> RateLimitResponse {
+    RateLimitResponse {
+        overall_code: overall as i32,
+        statuses,
+        ..RateLimitResponse::default()
+    }
+}
+
+fn answer(r: RateLimitResponse) -> Answer {
+    Answer::Response(r.encode_to_vec())
+}
+
+#[test]
+fn ok_answers_pass_headers_through() {
+    let mut r = response(Code::Ok, vec![status(Code::Ok, 7, 30, 10)]);
+    r.request_headers_to_add = vec![HeaderValue {
+        key: "x-quota".into(),
+        value: "7".into(),
+        raw_value: vec![],
+    }];
+    r.response_headers_to_add = vec![HeaderValue {
+        key: "X-Raw".into(),
+        value: String::new(),
+        raw_value: b"bytes".to_vec(),
+    }];
+    let d = interpret(&answer(r), &[false]).unwrap();
+    assert!(!d.over_limit);
+    assert_eq!(d.over, vec![false]);
+    assert_eq!(d.request_headers, vec![("x-quota".into(), "7".into())]);
+    assert_eq!(
+        d.response_headers,
+        vec![("x-raw".into(), "bytes".to_string())]
+    );
+    assert_eq!(
+        d.standings,
+        vec![Standing {
+            rule: 0,
+            limit: 10,
+            window_s: Some(60),
+            remaining: 7,
+            reset_ns: Some(30_000_000_000),
+            next_ns: Some(30_000_000_000),
+            allowed: true,
+            retry_ns: Some(0),
+            shadow: false
+        }]
+    );
+}
+
+#[test]
+fn over_limit_answers_reject_unless_only_shadow_rules_are_over() {
+    let both = vec![
+        status(Code::Ok, 3, 5, 10),
+        status(Code::OverLimit, 0, 42, 30),
+    ];
+    let d = interpret(
+        &answer(response(Code::OverLimit, both.clone())),
+        &[false, false],
+    )
+    .unwrap();
+    assert!(d.over_limit);
+    assert_eq!(d.over, vec![false, true]);
+    assert_eq!(d.standings[1].retry_ns, Some(42_000_000_000));
+    let d = interpret(&answer(response(Code::OverLimit, both)), &[false, true]).unwrap();
+    assert!(!d.over_limit, "only the shadow rule is over");
+    assert_eq!(d.over, vec![false, true]);
+}
+
+#[test]
+fn without_statuses_the_overall_code_decides() {
+    let mut r = response(Code::OverLimit, vec![]);
+    r.raw_body = b"go away".to_vec();
+    let d = interpret(&answer(r.clone()), &[false, false]).unwrap();
+    assert!(d.over_limit);
+    assert_eq!(d.over, vec![true, true]);
+    assert!(d.standings.is_empty());
+    assert_eq!(d.raw_body, b"go away");
+    let all_shadow = interpret(&answer(r), &[true, true]).unwrap();
+    assert!(!all_shadow.over_limit);
+}
+
+#[test]
+fn failures_are_told_apart() {
+    let status = |code: u32, message: &str| Answer::Status {
+        code,
+        message: message.to_string(),
+    };
+    // What Envoy 1.40 says, as seen in the end-to-end tests.
+    let timeout = status(14, "upstream request timeout{response_timeout}");
+    assert_eq!(interpret(&timeout, &[false]), Err(Failure::Timeout));
+    assert_eq!(
+        interpret(&status(1, "upstream request timeout"), &[false]),
+        Err(Failure::Timeout)
+    );
+    assert_eq!(interpret(&status(4, ""), &[false]), Err(Failure::Timeout));
+    let refused = status(
+        14,
+        "upstream connect error or disconnect/reset before headers. reset reason: remote connection failure",
+    );
+    assert_eq!(interpret(&refused, &[false]), Err(Failure::Unavailable));
+    assert_eq!(
+        interpret(&status(14, "no healthy upstream"), &[false]),
+        Err(Failure::Unavailable)
+    );
+    assert_eq!(
+        interpret(&status(13, "internal"), &[false]),
+        Err(Failure::Status)
+    );
+    assert_eq!(
+        interpret(&Answer::NotSent(4), &[false]),
+        Err(Failure::NotSent)
+    );
+    assert_eq!(
+        interpret(&answer(response(Code::Unknown, vec![])), &[false]),
+        Err(Failure::UnknownCode)
+    );
+    assert_eq!(
+        interpret(&Answer::Response(vec![0xff, 0xff, 0xff]), &[false]),
+        Err(Failure::BadResponse)
+    );
+    assert_eq!(
+        interpret(&Answer::Undecodable, &[false]),
+        Err(Failure::BadResponse)
+    );
+}
+
+#[test]
+fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
+    let hv = |key: &str, value: &str, raw: &[u8]| HeaderValue {
+        key: key.into(),
+        value: value.into(),
+        raw_value: raw.to_vec(),
+    };
+    let mut r = response(Code::OverLimit, vec![]);
+    r.response_headers_to_add = vec![
+        hv("x-a", "v\r\nx-injected: yes", b""),
+        hv("x-raw", "", b"a\nb"),
+        hv(":status", "502", b""),
+        hv("content-length", "3", b""),
+        hv("", "v", b""),
+        hv("x-good", "1", b""),
+    ];
+    r.request_headers_to_add = vec![
+        hv(":path", "/admin", b""),
+        hv("Host", "evil.example", b""),
+        hv("x-good-req", "1", b""),
+    ];
+    let d = interpret(&answer(r), &[false]).unwrap();
+    assert!(d.over_limit, "one bad header does not change the verdict");
+    assert_eq!(d.response_headers, vec![("x-good".into(), "1".to_string())]);
+    assert_eq!(d.request_headers, vec![("x-good-req".into(), "1".into())]);
+    assert_eq!(d.dropped_headers, 7);
+}
+
+/// A grant in `DescriptorStatus.quota` (field 5), bytes written by hand from the public
+/// proto: `Quota { requests: 10, valid_until: 1_900_000_000 s + 5 ns }`.
+#[test]
+fn a_descriptor_grant_is_decoded_from_its_wire_bytes() {
+    let bytes = vec![
+        0x08, 0x01, // overall_code OK
+        0x12, 0x10, // statuses[0], 16 bytes
+        0x08, 0x01, // code OK
+        0x2a, 0x0c, // quota (field 5), 12 bytes
+        0x08, 0x0a, // requests 10
+        0x12, 0x08, // valid_until, 8 bytes
+        0x08, 0x80, 0xe6, 0xfe, 0x89, 0x07, // seconds 1 900 000 000
+        0x10, 0x05, // nanos 5
+    ];
+    let d = interpret(&Answer::Response(bytes), &[false]).unwrap();
+    assert!(!d.over_limit);
+    let expected = Grant {
+        requests: 10,
+        valid_until_ns: 1_900_000_000_000_000_005,
+    };
+    assert_eq!(d.grants, vec![Some(expected)]);
+}
+
+/// A grant of 0 requests, or without `valid_until`, is no grant; the whole-request
+/// `quota` (field 7) is not read; and the verdict is the same with or without grants.
+#[test]
+fn unusable_grants_are_ignored_and_grants_never_change_the_verdict() {
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
+    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+    let until = Some(ExpirationSpecifier::ValidUntil(prost_types::Timestamp {
+        seconds: 1_900_000_000,
+        nanos: 0,
+    }));
+    let quota = |requests, expiration_specifier| Quota {
+        requests,
+        expiration_specifier,
+        id: String::new(),
+    };
+    let plain = response(
+        Code::Ok,
+        vec![status(Code::Ok, 5, 30, 10), status(Code::Ok, 5, 30, 10)],
+    );
+    let mut granted = plain.clone();
+    granted.statuses[0].quota = Some(quota(0, until));
+    granted.statuses[1].quota = Some(quota(7, None));
+    granted.quota = Some(quota(50, until));
+    let d = interpret(&answer(granted), &[false, false]).unwrap();
+    assert_eq!(d.grants, vec![None, None]);
+    assert_eq!(d, interpret(&answer(plain), &[false, false]).unwrap());
+}
+
+/// A check-only descriptor (cost 0) carries `hits_addend` present and 0; the quota
+/// header lists indices in order.
+#[test]
+fn check_only_descriptors_send_an_explicit_zero() {
+    let d = [descriptor(&[("k", "v")], 0)];
+    let bytes = encode_request("", &d);
+    assert_eq!(decode(&bytes).descriptors[0].hits_addend, Some(0));
+    assert_eq!(decode(&bytes).hits_addend, 0);
+    assert_eq!(quota_header_value(&[0, 2, 11]), "0,2,11");
+    assert_eq!(quota_header_value(&[]), "");
+}
