@@ -11,7 +11,7 @@
 //! ([`Limiter::charge_answered`]); a charge that fails is counted once and never sent
 //! again: retrying would need to keep it, unbounded, while the service is away.
 
-use super::record::{record, Outcome};
+use super::record::{record, ChargeOutcome, Outcome};
 use super::Limiter;
 use crate::metrics::Tally;
 use crate::wire::grpc::Answer;
@@ -26,17 +26,6 @@ pub struct GlobalCharge<'a> {
     pub values: &'a [Vec<u8>],
     /// What the request cost in all (reported, or the rule's fallback).
     pub cost: u32,
-}
-
-/// What became of a charge call, to be counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChargeOutcome {
-    /// The call was sent.
-    Sent,
-    /// It could not be sent, or the service answered with an error.
-    Failed,
-    /// The service counted it (whatever it says of the budget now).
-    Counted,
 }
 
 impl Limiter {

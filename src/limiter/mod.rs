@@ -33,8 +33,9 @@ use crate::shared::table::Table;
 use crate::shared::SharedData;
 use crate::usage::ResponseMeter;
 use cached::CacheKey;
-pub use charge::{ChargeOutcome, GlobalCharge};
+pub use charge::GlobalCharge;
 use leased::LeaseStep;
+pub use record::ChargeOutcome;
 use record::{record, Outcome};
 use std::cell::Cell;
 
