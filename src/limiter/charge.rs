@@ -14,6 +14,7 @@
 use super::record::{record, ChargeOutcome, Outcome};
 use super::Limiter;
 use crate::metrics::Tally;
+use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use crate::wire::rls;
 
@@ -29,13 +30,14 @@ pub struct GlobalCharge<'a> {
 }
 
 impl Limiter {
-    /// The encoded charge for `charges`: one descriptor per global rule with something
+    /// The charge call for `charges` (with the charge header): one descriptor per global rule with something
     /// left to charge. A rule admitted on an estimate of more than 1 had that counted at
     /// request time, so only what the cost exceeds it by is charged (a cost below the
     /// estimate cannot be given back: the service has no refund). `None` when nothing is
     /// left to charge, or no rule is global.
-    pub fn charge_call(&self, charges: &[GlobalCharge<'_>]) -> Option<Vec<u8>> {
+    pub fn charge_call(&self, charges: &[GlobalCharge<'_>]) -> Option<Call> {
         let rls = self.rls()?;
+        let calls = self.calls.as_ref()?;
         let descriptors: Vec<rls::Descriptor<'_>> = charges
             .iter()
             .filter_map(|c| {
@@ -62,7 +64,8 @@ impl Limiter {
                 })
             })
             .collect();
-        (!descriptors.is_empty()).then(|| rls::encode_request(&rls.domain, &descriptors))
+        (!descriptors.is_empty())
+            .then(|| calls.charge(rls::encode_request(&rls.domain, &descriptors)))
     }
 
     /// Counts what the service answered a charge: only whether it was counted (its
