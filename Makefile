@@ -30,7 +30,7 @@ OCI_TAG       := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -
 SERVER_TAG    := $(shell sed -n 's/^version = "\(.*\)"/\1/p' server/Cargo.toml | head -n 1)
 # The commit the image is built from, as its `revision` annotation (none outside git).
 REVISION      := $(shell git rev-parse HEAD 2>/dev/null)
-# The manifest tests validate deploy/ and envoy/istio/ against Kubernetes' own schemas
+# The manifest tests validate deploy/ and examples/istio/ against Kubernetes' own schemas
 # (kubernetes-validate from PyPI, strict about unknown fields) and Istio's CRDs (the npm
 # package @kubernetes-models/istio, pinned by tools/k8s-validate/package-lock.json).
 KUBE_VALIDATE_VERSION := 1.37.0
@@ -42,7 +42,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Every shipped or benched module goes through binaryen's wasm-opt at -O3 (the features
 # current Rust emits must be enabled, or it refuses the module). It drops the `name`
 # section too and shrinks the filter by about 12 %; no slowdown seen side by side
-# (`BENCH_VARIANTS`, README "The module's size").
+# (`BENCH_VARIANTS`, docs/decisions/module-size.md).
 WASM_OPT      := wasm-opt -O3 --enable-bulk-memory --enable-sign-ext \
                  --enable-nontrapping-float-to-int --enable-mutable-globals
 # The bench-only modules, as cargo packages and as the files `make bench` loads.
@@ -119,7 +119,7 @@ $(ISTIO_SCHEMAS): tools/k8s-validate/package.json tools/k8s-validate/package-loc
 	npm ci --prefix tools/k8s-validate --no-audit --no-fund --silent
 	touch $@
 
-# promtool checks and unit-tests the example alerting rules (envoy/prometheus/).
+# promtool checks and unit-tests the example alerting rules (examples/prometheus/).
 promtool:
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }

@@ -11,7 +11,7 @@
 #
 # FUZZ_SECONDS (default 600), FUZZ_TARGETS (default: all), FUZZ_TIMEOUT (seconds one input
 # may take, default 10). New inputs that reach new code go to fuzz/corpus/<target>/; a
-# crash is saved in fuzz/artifacts/<target>/ (see the README's Fuzzing section).
+# crash is saved in fuzz/artifacts/<target>/ (see docs/fuzzing.md).
 #
 # `scripts/fuzz.sh <cargo-fuzz command> ARGS...` runs that command with the same build
 # settings instead (so it reuses the build), e.g. `scripts/fuzz.sh cmin rls_answer` or

@@ -28,13 +28,13 @@ wait_for() { # wait_for URL EXPECTED WHAT
 
 target/debug/demo-upstream 127.0.0.1:10080 &
 pids+=($!)
-target/debug/floodgate-server --config envoy/ratelimit/ \
+target/debug/floodgate-server --config examples/global/ratelimit.yaml \
     --grpc-addr 127.0.0.1:8081 --http-addr 127.0.0.1:8080 2>.run/floodgate-server.log &
 pids+=($!)
-"$ENVOY" -c envoy/local.yaml --concurrency 2 --disable-hot-restart \
+"$ENVOY" -c examples/local/envoy.yaml --concurrency 2 --disable-hot-restart \
     --log-path .run/envoy-local.log &
 pids+=($!)
-"$ENVOY" -c envoy/global.yaml --concurrency 2 --disable-hot-restart \
+"$ENVOY" -c examples/global/envoy.yaml --concurrency 2 --disable-hot-restart \
     --log-path .run/envoy-global.log &
 pids+=($!)
 wait_for http://127.0.0.1:8080/healthz ok "floodgate-server"
@@ -45,16 +45,16 @@ cat <<'TXT'
 
 floodgate is running.
 
-Local mode (envoy/local.yaml, listener 127.0.0.1:10000): 5 requests per tenant, then
-1 more per second. Watch 200s turn into 429s:
+Local mode (examples/local/envoy.yaml, listener 127.0.0.1:10000): 5 requests per
+tenant, then 1 more per second. Watch 200s turn into 429s:
 
   for i in $(seq 8); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-tenant-id: acme' localhost:10000/; done
   curl -i -H 'x-tenant-id: acme' localhost:10000/          # retry-after, x-ratelimit-*
   curl -i -H 'x-tenant-id: globex' localhost:10000/        # another tenant: its own bucket
 
-Global mode (envoy/global.yaml, listener 127.0.0.1:10001): 10 requests per minute per
-tenant, decided by floodgate-server (envoy/ratelimit/edge.yaml) for every Envoy asking it,
-after a local burst limit of 50 per client (10 more per second):
+Global mode (examples/global/envoy.yaml, listener 127.0.0.1:10001): 10 requests per
+minute per tenant, decided by floodgate-server (examples/global/ratelimit.yaml) for every
+Envoy asking it, after a local burst limit of 50 per client (10 more per second):
 
   for i in $(seq 12); do curl -s -o /dev/null -w '%{http_code}\n' -H 'x-tenant-id: acme' localhost:10001/; done
   curl -i -H 'x-tenant-id: acme' localhost:10001/          # 429 from the global limit

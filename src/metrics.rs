@@ -6,8 +6,8 @@
 //!
 //! Names become Envoy stats `wasmcustom.floodgate.*` and Prometheus series `floodgate_*`.
 //! Per-rule series embed the rule name (`floodgate.rule.<name>.allowed`), never a
-//! descriptor value, so their number is fixed by the configuration; the `envoy/`
-//! configs extract the name into a `rule` tag.
+//! descriptor value, so their number is fixed by the configuration; the examples'
+//! Envoy configurations extract the name into a `rule` tag.
 
 use crate::config::Rule;
 

@@ -4,7 +4,7 @@
 //! Each row fills a fresh store to its capacity with distinct counters (one decision per
 //! counter, as distinct client values would), reads this process's RSS (Linux,
 //! `/proc/self/statm`), then lets every counter go idle, sweeps, and reads it again. The
-//! README's per-cell figure comes from here.
+//! per-cell figure of `docs/server/stores.md` comes from here.
 
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::clock::ManualClock;

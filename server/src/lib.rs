@@ -16,7 +16,8 @@
 //! - [`clock`]: time for the memory store (Redis uses its own), injectable for tests.
 //! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.
 //! - [`reload`]: polls the configuration and swaps in valid changes.
-//! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags.
+//! - [`server`], [`cli`]: listeners, readiness line, graceful shutdown, flags;
+//!   [`shutdown`] and [`readiness`]: SIGTERM drains (`/healthz` 503) before it stops.
 //! - [`listener`], [`tls`]: the gRPC port's connections (bounded, timed) and their TLS
 //!   and mutual TLS (rotated certificates, an identity allow-list).
 //! - [`proto`]: the generated RLS types, public so tests and tools share them.
@@ -31,8 +32,10 @@ pub mod http;
 pub mod listener;
 pub mod metrics;
 pub mod proto;
+pub mod readiness;
 pub mod reload;
 pub mod rls;
 pub mod server;
+pub mod shutdown;
 pub mod store;
 pub mod tls;

@@ -278,7 +278,7 @@ fn respond(
     for s in &mut statuses {
         match (&s.quota, over) {
             // An over-limit request grants nothing. The stores take no grant then; on
-            // Redis Cluster a slot may have committed one in the race the README
+            // Redis Cluster a slot may have committed one in the race `docs/server/stores.md`
             // describes, and those hits stay unspent rather than be spent by a caller
             // that was told no.
             (Some(_), true) => s.quota = None,

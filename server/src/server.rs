@@ -6,8 +6,10 @@ use crate::http;
 use crate::listener;
 use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
+use crate::readiness::Readiness;
 use crate::reload;
 use crate::rls::RlsService;
+use crate::shutdown;
 use crate::store::health::Health;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
@@ -59,11 +61,17 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
     let files = source::read(&args.config)?;
     let shared = config::Shared::new(config::parse_with(&files, &args.load_options())?);
     let (stop_tx, stop) = watch::channel(false);
+    let readiness = Arc::new(Readiness::default());
+    let delay = Duration::from_millis(args.shutdown_delay_ms);
+    let draining = readiness.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
+        shutdown::stop_requested(delay, &draining).await;
         let _ = stop_tx.send(true);
     });
+    let lifecycle = Lifecycle {
+        readiness,
+        stop: stop.clone(),
+    };
     let grpc_tls = args.grpc_tls().map_err(ServerError::Tls)?;
     let redis = args.redis().map_err(ServerError::Redis)?;
     if redis.password_on_argv {
@@ -78,7 +86,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
-            serve(args, grpc_tls, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
         Some(options) => {
             let health = Arc::new(Health::default());
@@ -88,9 +96,16 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 .map_err(ServerError::Redis)?;
             tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
-            serve(args, grpc_tls, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
     }
+}
+
+/// Where the server is in its life: whether `/healthz` still wants calls, and the
+/// signal that it should stop accepting.
+struct Lifecycle {
+    readiness: Arc<Readiness>,
+    stop: watch::Receiver<bool>,
 }
 
 async fn serve<S: Store>(
@@ -100,8 +115,9 @@ async fn serve<S: Store>(
     shared: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
-    stop: watch::Receiver<bool>,
+    lifecycle: Lifecycle,
 ) -> Result<(), ServerError> {
+    let Lifecycle { readiness, stop } = lifecycle;
     metrics.register_config(&shared.get());
     let acceptor = match &grpc_tls.tls {
         None => None,
@@ -158,6 +174,8 @@ async fn serve<S: Store>(
     }
     let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     let grpc_server = tonic::transport::Server::builder()
+        .max_concurrent_streams(args.calls.max_concurrent_streams)
+        .timeout(args.calls.call_timeout())
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(
             listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
@@ -165,7 +183,7 @@ async fn serve<S: Store>(
         );
     let http_server = listener::http::serve(
         http,
-        http::router(metrics.clone()),
+        http::router(metrics.clone(), readiness),
         http_limits,
         metrics.http_connections.clone(),
         stop.clone(),
@@ -224,29 +242,5 @@ async fn sweep(store: Arc<MemoryStore>, metrics: Arc<Metrics>, mut stop: watch::
         if removed > 0 {
             tracing::debug!(removed, cells = store.cells(), "swept idle counters");
         }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -94,7 +94,7 @@ fn the_valid_examples_load() {
     assert!(c.domain("web").is_some());
 }
 
-/// Issue 13 item 8: 200 KB of nested `[` used to cost libyaml about a minute of CPU (its
+/// 200 KB of nested `[` used to cost libyaml about a minute of CPU (its
 /// flow levels make parsing quadratic). The linear pre-scan refuses it before the parser.
 #[test]
 fn a_200_kb_flow_nesting_bomb_is_refused_by_the_pre_scan() {

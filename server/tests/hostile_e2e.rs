@@ -1,4 +1,4 @@
-//! End to end against hostile clients (issue 13): the real binary, real sockets.
+//! End to end against hostile clients: the real binary, real sockets.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -25,7 +25,7 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
-/// Issue 13 item 1: 3,000 distinct 50 KB values used to grow the memory store by the
+/// 3,000 distinct 50 KB values used to grow the memory store by the
 /// values themselves (about 150 MB). A counter now holds a fixed-size fingerprint, so
 /// they cost what 3,000 small values cost: well under a megabyte, plus allocator noise.
 #[tokio::test]
@@ -146,7 +146,7 @@ async fn refused_charges_count_nothing() {
     );
 }
 
-/// Issue 13 item 6: connections that never send the HTTP/2 preface used to stay open
+/// Connections that never send the HTTP/2 preface used to stay open
 /// forever. Now they are closed after the handshake timeout, the excess over
 /// `--max-connections` is closed at once, and a connected gRPC client keeps its answers
 /// throughout.

@@ -1,4 +1,4 @@
-//! End to end, issue 12: configuration directories laid out as deployments of
+//! End to end: configuration directories laid out as deployments of
 //! envoyproxy/ratelimit have them, reloaded the way they are updated: the reference's
 //! runtime root symlink swap, a Kubernetes ConfigMap's `..data` swap, and a domain split
 //! over files (`--merge-domains`). Each swap is an atomic `rename` of a symlink, and each

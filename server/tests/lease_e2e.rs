@@ -1,4 +1,4 @@
-//! Quota leases on the wire (issue 11): the real binary, a real tonic client sending the
+//! Quota leases on the wire: the real binary, a real tonic client sending the
 //! `x-floodgate-quota` header as gRPC metadata, on the memory store and on a real Redis.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

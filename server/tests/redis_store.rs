@@ -279,7 +279,7 @@ async fn a_frozen_redis_times_out_and_calls_beyond_the_cap_fail_at_once() {
     );
 }
 
-/// Issue 13 item 9: calls that time out while Redis is frozen used to be applied when it
+/// Calls that time out while Redis is frozen used to be applied when it
 /// thawed, so Redis counted more than the OK answers. Each call now carries a deadline in
 /// Redis's clock; the thawed Redis runs the queued scripts past it, and they change nothing.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! End to end, issue 12: the real binary answers as envoyproxy/ratelimit does over gRPC, on
+//! End to end: the real binary answers as envoyproxy/ratelimit does over gRPC, on
 //! the memory store and on a real Redis, and honours the operator flags a migration needs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! End to end (issue 12): a configuration directory using the envoyproxy/ratelimit keys
+//! End to end: a configuration directory using the envoyproxy/ratelimit keys
 //! floodgate-server used to refuse (`tests/fixtures/config/reference-keys/`) loads
 //! unchanged and is answered with the reference's semantics over gRPC: wildcards in the
 //! middle of a value, `share_threshold`, blocks, month and year units, `replaces`,

@@ -2,8 +2,8 @@
 //!
 //! A cost comes from a request header (known before the upstream is called), or from the
 //! response (known only once it is done: an LLM API's tokens, in a header, a JSON body or
-//! the events of a server-sent-events stream). See the README's "Limiting LLM APIs by
-//! tokens" for how a response cost is admitted and charged.
+//! the events of a server-sent-events stream). See `docs/llm-token-budgets.md`
+//! for how a response cost is admitted and charged.
 
 use super::names::header_name;
 use super::wire;

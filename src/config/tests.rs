@@ -101,7 +101,7 @@ fn fractional_rates_keep_six_decimals() {
     }
 }
 
-/// The layered example of the README and `envoy/global.yaml`.
+/// The layered example of `docs/global-mode.md` and `examples/global/envoy.yaml`.
 #[test]
 fn global_rules_and_the_rate_limit_service_parse() {
     let config = Config::parse(

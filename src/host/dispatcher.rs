@@ -5,7 +5,7 @@
 //! not export, and every call into the VM costs microseconds: the SDK exports all
 //! twenty-odd callbacks, so each request would also enter the VM for its response body,
 //! its log and its `done`, for nothing. Measured with `make bench`, those entries alone
-//! cost more than floodgate's own work (see the README's benchmark section).
+//! cost more than floodgate's own work (see `docs/benchmarks.md`).
 
 use super::background;
 use super::hostcalls;

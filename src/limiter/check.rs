@@ -65,7 +65,8 @@ impl Limiter {
     /// it does not, and the look-up is left to count). Tokens this Envoy holds as leases
     /// were counted by the service already, so a request that can pay from them is
     /// admitted whatever the cache says (a denial can be remembered while grants are
-    /// held: a call that raced a grant). Only for requests without local rules.
+    /// held: a call that raced a grant). Only for requests without local rules (see
+    /// docs/leases-and-over-limit-cache.md).
     fn remembered_denial(
         &self,
         lookup: &mut Lookup,

@@ -120,12 +120,12 @@ pub fn applicable(
 /// Each applied rule's cost: 1, its cost header's value, or the estimate of a cost the
 /// response will report. Refused when a cost header
 /// is not a whole number from 1 to `u32::MAX`, or is sent more than once. Inline for up
-/// to four rules, as the limiter's per-bucket results are: no heap on the common path.
+/// to two rules, as the limiter's per-bucket results are: no heap on the common path.
 pub fn costs(
     rules: &[Rule],
     applied: &[Applied],
     request: &mut impl RequestView,
-) -> Result<SmallVec<[u32; 4]>, Refusal> {
+) -> Result<SmallVec<[u32; 2]>, Refusal> {
     applied
         .iter()
         .map(|a| {

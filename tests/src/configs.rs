@@ -30,7 +30,7 @@ pub fn wasm_filter(name: &str, file: &str, configuration: &str) -> Value {
                     "runtime": "envoy.wasm.runtime.v8",
                     "code": {"local": {"filename": file}}
                 },
-                // As the README recommends ("When the module crashes").
+                // As docs/failures.md recommends ("When the module crashes").
                 "failure_policy": "FAIL_RELOAD",
                 "configuration": {
                     "@type": "type.googleapis.com/google.protobuf.StringValue",

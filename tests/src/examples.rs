@@ -1,4 +1,4 @@
-//! The example configurations under `envoy/`, made runnable in a test: their fixed ports
+//! The examples (`examples/<name>/envoy.yaml`), made runnable in a test: their fixed ports
 //! (listeners, admin, the demo upstream, the limiter) are rewritten to port 0 or to the
 //! test's own processes, so examples run in parallel with everything else.
 
@@ -9,16 +9,31 @@ use serde_json::Value;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
-/// Every `envoy/*.yaml`, sorted.
+/// The Envoy configuration of an example.
+pub const ENVOY_FILE: &str = "envoy.yaml";
+
+/// floodgate-server's configuration beside an example's Envoy configuration, for an
+/// example in global mode (`make run` starts the server with it).
+pub const SERVER_FILE: &str = "ratelimit.yaml";
+
+/// Every example's Envoy configuration (`examples/<name>/envoy.yaml`), sorted.
 pub fn files() -> Vec<PathBuf> {
-    let dir = paths::repo_root().join("envoy");
+    let dir = paths::repo_root().join("examples");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("yaml"))
+        .map(|e| e.expect("dir entry").path().join(ENVOY_FILE))
+        .filter(|p| p.is_file())
         .collect();
     files.sort();
     files
+}
+
+/// An example's Envoy configuration by the example's name (`local`, `global`, `llm`).
+pub fn file(name: &str) -> PathBuf {
+    paths::repo_root()
+        .join("examples")
+        .join(name)
+        .join(ENVOY_FILE)
 }
 
 /// An example as JSON.
@@ -51,25 +66,24 @@ pub fn rls_clusters(example: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The floodgate-server configuration (a file of `envoy/ratelimit/`) serving `domain`,
-/// the one the examples are run with.
-pub fn server_config_for(domain: &str) -> String {
-    let dir = paths::repo_root().join("envoy/ratelimit");
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.expect("dir entry").path();
-        let text = std::fs::read_to_string(&path).expect("read server config");
-        let parsed: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
-        if parsed["domain"] == domain {
-            found.push(text);
-        }
-    }
+/// The floodgate-server configuration beside the example at `path` ([`SERVER_FILE`]),
+/// which must serve `domain`, the one the example's filter asks about.
+pub fn server_config_for(path: &Path, domain: &str) -> String {
+    let file = path.with_file_name(SERVER_FILE);
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (an example in global mode needs one)",
+            file.display()
+        )
+    });
+    let parsed: Value = serde_yaml_ng::from_str(&text).unwrap_or(Value::Null);
     assert_eq!(
-        found.len(),
-        1,
-        "one file in envoy/ratelimit/ for domain {domain}"
+        parsed["domain"],
+        domain,
+        "{} must serve the domain its example's filter asks about",
+        file.display()
     );
-    found.remove(0)
+    text
 }
 
 /// The domains the example's floodgate filters ask their rate limit service about.
@@ -166,15 +180,16 @@ pub struct Running {
     pub envoy: Envoy,
     /// The counting upstream standing in for the demo one.
     pub upstream: Upstream,
-    /// floodgate-server with the example's `envoy/ratelimit/` configuration, when the
-    /// example is in global mode.
+    /// floodgate-server with the example's `ratelimit.yaml`, when the example is in
+    /// global mode.
     pub server: Option<Server>,
     /// The first listener's name.
     pub listener: String,
 }
 
 /// Starts the example at `path`: a counting upstream, a floodgate-server when its filter
-/// calls one (configured from `envoy/ratelimit/`, as `make run` pairs them), and Envoy.
+/// calls one (configured from the example's `ratelimit.yaml`, as `make run` pairs them),
+/// and Envoy.
 pub async fn start(path: &Path) -> Running {
     let name = path
         .strip_prefix(paths::repo_root())
@@ -190,7 +205,7 @@ pub async fn start(path: &Path) -> Running {
     );
     let server = domains
         .first()
-        .map(|domain| Server::start(&server_config_for(domain), &[]));
+        .map(|domain| Server::start(&server_config_for(path, domain), &[]));
     localize(
         &mut example,
         upstream.addr(),

@@ -1,4 +1,4 @@
-//! The Istio manifests under `envoy/istio/`, with floodgate-server's under `deploy/` (the
+//! The Istio manifests under `examples/istio/`, with floodgate-server's under `deploy/` (the
 //! global mode's limiter), read the way Istio reads them.
 
 use crate::manifests;
@@ -8,9 +8,9 @@ pub use crate::manifests::{
     labels, named, of_kind, render, server_deployments, Document, TEMPLATE_VARIABLES,
 };
 
-/// Every document of `envoy/istio/` and then of `deploy/`, rendered, in file order.
+/// Every document of `examples/istio/` and then of `deploy/`, rendered, in file order.
 pub fn documents() -> Vec<Document> {
-    let mut documents = manifests::read("envoy/istio");
+    let mut documents = manifests::read("examples/istio");
     documents.extend(manifests::deploy());
     documents
 }
@@ -18,7 +18,7 @@ pub fn documents() -> Vec<Document> {
 /// Every WasmPlugin (there is at least one).
 pub fn wasm_plugins(documents: &[Document]) -> Vec<&Document> {
     let plugins = of_kind(documents, "WasmPlugin");
-    assert!(!plugins.is_empty(), "no WasmPlugin in envoy/istio/");
+    assert!(!plugins.is_empty(), "no WasmPlugin in examples/istio/");
     plugins
 }
 

@@ -19,6 +19,7 @@ pub mod kube_validate;
 pub mod lds;
 pub mod llm_upstream;
 pub mod manifests;
+pub mod markdown;
 pub mod oci;
 pub mod paths;
 pub mod raw_http;

@@ -154,7 +154,7 @@ fn answer(seen: &Arc<Seen>, request: Request<Incoming>) -> Response<Body> {
         .is_some_and(|v| v.split(',').any(|c| c.trim() == "gzip"));
     let hold = header("x-hold").is_some();
     let path = request.uri().path().to_string();
-    // The public APIs' own paths (as in `envoy/llm.yaml`) stream when asked to.
+    // The public APIs' own paths (as in `examples/llm/envoy.yaml`) stream when asked to.
     let path = match (path.as_str(), header("x-stream").is_some()) {
         ("/v1/chat/completions", false) => "/openai/json".to_string(),
         ("/v1/chat/completions", true) => "/openai/sse".to_string(),

@@ -1,9 +1,9 @@
-//! The Kubernetes manifests under `deploy/` and `envoy/istio/`, read as `kubectl` would
+//! The Kubernetes manifests under `deploy/` and `examples/istio/`, read as `kubectl` would
 //! read them once rendered.
 //!
 //! The manifests are templates: `${NAME}` stands for what only the user knows (their
 //! image reference, the digest `make oci` printed), rendered with `envsubst` as the
-//! README shows. [`render`] does the same substitution for the tests.
+//! docs/istio.md shows. [`render`] does the same substitution for the tests.
 
 use crate::paths;
 use serde::Deserialize;

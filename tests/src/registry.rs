@@ -170,7 +170,7 @@ fn lookup(blobs: &Blobs) -> impl Fn(&str, &Value) -> Vec<u8> + '_ {
 }
 
 /// `skopeo copy --preserve-digests SOURCE DESTINATION` into a plain-HTTP registry (the
-/// README's push command); panics with skopeo's output if it fails.
+/// push command of `docs/istio.md`); panics with skopeo's output if it fails.
 pub fn skopeo_copy(source: &str, destination: &str) {
     let out = Command::new(paths::program("skopeo", "make oci-tools"))
         .args(["copy", "--dest-tls-verify=false", "--preserve-digests"])

@@ -1,4 +1,4 @@
-//! The example configurations under `envoy/` stay valid for the pinned Envoy, and each
+//! The examples (`examples/<name>/envoy.yaml`) stay valid for the pinned Envoy, and each
 //! one actually limits traffic when run.
 
 use floodgate_integration::client::{get, statuses};
@@ -7,22 +7,32 @@ use floodgate_integration::{burst, client, examples, Envoy};
 
 #[test]
 fn every_envoy_example_passes_validate() {
-    let dir = repo_root().join("envoy");
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).expect("envoy/") {
-        let path = entry.expect("entry").path();
-        if path.extension().and_then(|e| e.to_str()) != Some("yaml") {
-            continue;
-        }
+    let files = examples::files();
+    assert!(files.len() >= 3, "examples found: {files:?}");
+    for path in files {
         let relative = path
             .strip_prefix(repo_root())
             .expect("inside the repository");
         if let Err(log) = Envoy::validate(relative) {
             panic!("{} is not valid:\n{log}", relative.display());
         }
-        checked += 1;
     }
-    assert!(checked >= 1, "no examples found in {}", dir.display());
+}
+
+/// An example is a folder a user can run: it says what it shows and how, in its README.
+#[test]
+fn every_example_has_a_readme() {
+    let dir = repo_root().join("examples");
+    let mut folders = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples/") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            folders += 1;
+            let readme = path.join("README.md");
+            assert!(readme.is_file(), "{} has no README.md", path.display());
+        }
+    }
+    assert!(folders >= 5, "only {folders} examples");
 }
 
 /// Requests carry this tenant: every example limits on the `x-tenant-id` header.
@@ -31,13 +41,13 @@ const TENANT: (&str, &str) = ("x-tenant-id", "example-check");
 /// More requests than any example's per-tenant burst allows.
 const BURST: usize = 120;
 
-/// Each `envoy/*.yaml`, with its ports moved to free ones and its demo upstream replaced
+/// Each example, with its ports moved to free ones and its demo upstream replaced
 /// by a counting one: the first request gets 200, a burst then gets 429s, and no rejected
 /// request reaches the upstream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn every_envoy_example_serves_then_limits() {
     let files = examples::files();
-    assert!(!files.is_empty(), "no envoy/*.yaml");
+    assert!(!files.is_empty(), "no examples/*/envoy.yaml");
     for file in files {
         let running = examples::start(&file).await;
         let (name, upstream) = (&running.name, &running.upstream);

@@ -1,4 +1,4 @@
-//! Hostile client input end to end (issue 13): a real Envoy loading floodgate.wasm,
+//! Hostile client input end to end: a real Envoy loading floodgate.wasm,
 //! spoken to over HTTP/1.1 by hand where a client library would not send the request (a
 //! header twice, bytes that are not UTF-8), in front of an upstream that counts what
 //! reaches it.

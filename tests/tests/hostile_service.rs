@@ -1,4 +1,4 @@
-//! A misbehaving rate limit service end to end (issue 13): a real Envoy loading
+//! A misbehaving rate limit service end to end: a real Envoy loading
 //! floodgate.wasm, spoken to over HTTP/1.1 by hand so that the response is read as the
 //! bytes on the wire, in front of an upstream that records what reaches it, asking a
 //! scripted service that sends what no real one should.

@@ -1,4 +1,4 @@
-//! The Istio manifests in `envoy/istio/` stay true to the code: every `pluginConfig` passes
+//! The Istio manifests in `examples/istio/` stay true to the code: every `pluginConfig` passes
 //! the filter's own validation (the code its root context runs) and loads in the pinned
 //! Envoy, and the pieces of the global mode point at each other (plugin → cluster →
 //! Service → container in `deploy/`; plugin domain → server configuration). The

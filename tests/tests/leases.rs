@@ -104,12 +104,13 @@ async fn storm(urls: &[String], clients: usize, total: usize) -> Vec<Reply> {
 }
 
 /// Clients per Envoy in the storms below: at most this many of the tenant's requests
-/// are in flight in one Envoy at once, so at most this many calls (`c` in the README's
-/// bound).
+/// are in flight in one Envoy at once, so at most this many calls (`c` in the bound
+/// of `docs/leases-and-over-limit-cache.md`).
 const CLIENTS: usize = 8;
 
-/// The README's bound on what one Envoy holds unspent: below half a grant when the last
-/// refill started, plus that refill and every call in flight then, each at most `N`.
+/// The bound on what one Envoy holds unspent (`docs/leases-and-over-limit-cache.md`):
+/// below half a grant when the last refill started, plus that refill and every call in
+/// flight then, each at most `N`.
 fn held_bound() -> usize {
     N.div_ceil(2) + N * (1 + CLIENTS)
 }

@@ -1,5 +1,5 @@
 //! Listener updates while Envoy runs (listeners from a file, as a control plane pushes
-//! them): buckets are kept or restarted exactly as the README says, a steady load sees no
+//! them): buckets are kept or restarted exactly as `docs/local-mode.md` says, a steady load sees no
 //! 5xx and no connection error, no VM crashes, and any sequence of `max_buckets` changes
 //! keeps Envoy's memory bounded.
 

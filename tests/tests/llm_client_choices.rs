@@ -1,5 +1,5 @@
 //! Nothing an LLM API's client chooses changes what its answer is charged: a real Envoy
-//! loading floodgate-llm.wasm with `envoy/llm.yaml` as shipped, in front of the fake LLM
+//! loading floodgate-llm.wasm with `examples/llm/envoy.yaml` as shipped, in front of the fake LLM
 //! API, which shapes its answers the way public APIs do for what the client asked
 //! (compressed for `accept-encoding: gzip`, long, a deeply nested tool call), and always
 //! reports the same 1,500 tokens.
@@ -14,7 +14,7 @@ const TOKENS: u64 = 1_500;
 
 async fn example() -> (Envoy, LlmUpstream) {
     let upstream = LlmUpstream::start().await;
-    let mut example = examples::load(&paths::repo_root().join("envoy/llm.yaml"));
+    let mut example = examples::load(&examples::file("llm"));
     examples::localize(&mut example, upstream.addr(), None);
     (Envoy::start(&example.to_string(), 2).await, upstream)
 }
@@ -201,7 +201,7 @@ async fn a_stream_without_a_usage_event_is_charged_the_fallback_and_counted() {
     envoy
         .expect_stat("wasmcustom.floodgate.usage.fallback.stream_absent", 1)
         .await;
-    // envoy/llm.yaml's estimate, 200: the fallback when none is set.
+    // examples/llm/envoy.yaml's estimate, 200: the fallback when none is set.
     envoy
         .expect_stat("wasmcustom.floodgate.usage.tokens", 200)
         .await;

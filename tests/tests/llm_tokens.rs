@@ -4,7 +4,7 @@
 //! tenant (`x-tenant-id`).
 
 use floodgate_integration::client::get;
-use floodgate_integration::{client, configs, examples, llm_upstream, paths, Envoy, LlmUpstream};
+use floodgate_integration::{client, configs, examples, llm_upstream, Envoy, LlmUpstream};
 use serde_json::{json, Value};
 
 /// One rule per API style, each 1 000 tokens per minute per tenant.
@@ -242,12 +242,12 @@ async fn the_plain_module_refuses_a_response_cost() {
     );
 }
 
-/// `envoy/llm.yaml` as shipped: 2 000 tokens per tenant per minute on each API, an
+/// `examples/llm/envoy.yaml` as shipped: 2 000 tokens per tenant per minute on each API, an
 /// estimate of 200 held per request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_llm_example_budgets_each_tenant_on_both_apis() {
     let upstream = LlmUpstream::start().await;
-    let mut example = examples::load(&paths::repo_root().join("envoy/llm.yaml"));
+    let mut example = examples::load(&examples::file("llm"));
     examples::localize(&mut example, upstream.addr(), None);
     let envoy = Envoy::start(&example.to_string(), 2).await;
     let c = client();

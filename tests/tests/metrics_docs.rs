@@ -1,8 +1,8 @@
-//! The metric names the README documents and the alerting rules use are the ones the
-//! filter (in Envoy) and floodgate-server really export, and the rules themselves pass
-//! promtool's checks and unit tests.
+//! The metric names the docs' two tables document (one per component, see `docs.rs`) and
+//! the alerting rules use are the ones the filter (in Envoy) and floodgate-server really
+//! export, and the rules themselves pass promtool's checks and unit tests.
 
-use floodgate_integration::{examples, paths};
+use floodgate_integration::{examples, markdown, paths};
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -36,25 +36,21 @@ async fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
     (filter, server)
 }
 
-/// Names in the metric tables (rows starting with a backquoted `floodgate_…`) under the
+/// Names in the metric table (rows starting with a backquoted `floodgate_…`) under the
 /// heading `heading` of the markdown file `file`, labels stripped.
 fn documented(file: &str, heading: &str) -> BTreeSet<String> {
     let text = std::fs::read_to_string(paths::repo_root().join(file)).expect("read markdown");
-    let mut inside = false;
-    let mut names = BTreeSet::new();
-    for line in text.lines() {
-        if line.starts_with('#') {
-            inside = line.trim_start_matches('#').trim() == heading;
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("| `floodgate_").filter(|_| inside) {
+    let names: BTreeSet<String> = markdown::section(&text, heading)
+        .into_iter()
+        .filter_map(|line| line.strip_prefix("| `floodgate_"))
+        .map(|rest| {
             let name: String = rest
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                 .collect();
-            names.insert(format!("floodgate_{name}"));
-        }
-    }
+            format!("floodgate_{name}")
+        })
+        .collect();
     assert!(
         !names.is_empty(),
         "{file}: no metric table under {heading:?}"
@@ -63,26 +59,21 @@ fn documented(file: &str, heading: &str) -> BTreeSet<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn the_readme_documents_exactly_the_exported_metrics() {
+async fn the_docs_document_exactly_the_exported_metrics() {
     let (filter, server) = exported().await;
     assert_eq!(
-        documented("README.md", "Metrics"),
+        documented("docs/metrics.md", "The filter's metrics"),
         filter,
-        "README.md \"Metrics\" table vs what Envoy exports"
+        "docs/metrics.md table vs what Envoy exports"
     );
     assert_eq!(
-        documented("README.md", "floodgate-server's `/metrics`"),
+        documented("docs/server/metrics.md", "floodgate-server's metrics"),
         server,
-        "README.md server metrics table vs floodgate-server's /metrics"
-    );
-    assert_eq!(
-        documented("server/README.md", "Metrics (`GET /metrics`)"),
-        server,
-        "server/README.md metrics table vs floodgate-server's /metrics"
+        "docs/server/metrics.md table vs floodgate-server's /metrics"
     );
 }
 
-const ALERTS: &str = "envoy/prometheus/floodgate-alerts.yaml";
+const ALERTS: &str = "examples/prometheus/floodgate-alerts.yaml";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_alerts_use_only_exported_metrics() {
@@ -115,7 +106,7 @@ async fn the_alerts_use_only_exported_metrics() {
 
 fn promtool(args: &[&str]) {
     let out = Command::new(paths::program("promtool", "make promtool"))
-        .current_dir(paths::repo_root().join("envoy/prometheus"))
+        .current_dir(paths::repo_root().join("examples/prometheus"))
         .args(args)
         .output()
         .expect("run promtool");

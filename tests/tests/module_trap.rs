@@ -1,6 +1,6 @@
 //! A module that traps, in a real Envoy 1.40: what each failure setting does to the
-//! request that crashed the VM and to the requests after it (README, "When the module
-//! crashes"). The module is the test-only build that panics on a magic header
+//! request that crashed the VM and to the requests after it (`docs/failures.md`, "When the
+//! module crashes"). The module is the test-only build that panics on a magic header
 //! (`make wasm-trap`); one worker, so that every request meets the crashed VM.
 
 use floodgate_integration::client::get;

@@ -1,4 +1,4 @@
-//! The README's push commands work: skopeo copies the layout (directory and tar) into a
+//! The push commands of `docs/istio.md` work: skopeo copies the layout (directory and tar) into a
 //! real registry with the digest unchanged, and pulling it back the way Istio does gives
 //! the built filter. The digest the registry reports for the tag is the one `make oci`
 //! printed, so `WasmPlugin.spec.sha256` can be set before pushing.

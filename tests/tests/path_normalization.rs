@@ -83,7 +83,7 @@ fn every_plain_envoy_example_normalizes_the_path() {
 /// manager of every pod a WasmPlugin runs on.
 #[test]
 fn every_istio_plugin_runs_behind_a_normalizing_connection_manager() {
-    let documents = manifests::read("envoy/istio");
+    let documents = manifests::read("examples/istio");
     let plugins = of_kind(&documents, "WasmPlugin");
     assert!(!plugins.is_empty());
     for plugin in plugins {
@@ -190,7 +190,7 @@ async fn every_spelling_of_a_path_is_limited_together() {
         assert_eq!(reply.status(), expected);
     }
 
-    // What Envoy does not fold (README "Paths"): case, and a trailing slash, which a
+    // What Envoy does not fold (docs/configuration.md, "Paths"): case, and a trailing slash, which a
     // `source: path` descriptor keeps as another value.
     let upper = raw_http::get_from(client(0), envoy.listener("ingress"), "/API/login", &[]).await;
     assert_eq!(upper.status(), 200, "the prefix is case-sensitive");

@@ -1,4 +1,4 @@
-//! Issue 14, global mode end to end: LLM token budgets decided by floodgate-server (memory
+//! Global mode end to end: LLM token budgets decided by floodgate-server (memory
 //! and Redis) for a real Envoy loading floodgate.wasm, in front of a fake LLM API that
 //! answers JSON and both styles of event stream with their usage.
 //!

@@ -3,7 +3,7 @@
 //!
 //! Envoy looks up every `proxy_on_*` export when it loads a module and enters the VM for
 //! each one it finds, whether the module does anything in it or not: about 0.5 µs of
-//! worker CPU per callback per request (see README, "Design decisions"). An export added
+//! worker CPU per callback per request (see `docs/decisions/raw-abi.md`). An export added
 //! by accident (a `#[no_mangle]` left on a helper, a dependency that brings its own
 //! callbacks) therefore costs every request, and one removed by accident silently turns a
 //! feature off (no `proxy_on_tick`, no metrics flush; no `proxy_on_delete`, state that
@@ -70,7 +70,7 @@ fn the_filter_exports_exactly_the_callbacks_it_uses() {
          Envoy enters the VM for every exported proxy_on_* callback on every request it \
          applies to (about 0.5 µs each), and never calls one that is not exported. If the \
          change is deliberate, measure it with `make bench`, then update EXPECTED in \
-         tests/tests/wasm_exports.rs and the README's \"Design decisions\"."
+         tests/tests/wasm_exports.rs and docs/decisions/raw-abi.md."
     );
 }
 

@@ -30,7 +30,7 @@ pub struct Model {
     pub baseline: f64,
 }
 
-/// The model fitted from `make bench` (the README's Benchmarks section has the run and
+/// The model fitted from `make bench` (`docs/costs.md` has the run and
 /// each configuration's residual). The machine was loaded: a request with no filter cost
 /// its worker 91.9 µs, against 29.1 µs on a quiet day, so read these as fractions of
 /// [`Model::baseline`] ([`Model::share`]) rather than as microseconds anywhere else.

@@ -1,4 +1,4 @@
-//! The counts as tables (Markdown, as the README shows them).
+//! The counts as tables (Markdown, as `docs/costs.md` shows them).
 
 use crate::calibration;
 use crate::cost::Cost;

@@ -1,4 +1,4 @@
-//! Quota leases (issue 11): after an admission, hits taken ahead for the caller.
+//! Quota leases: after an admission, hits taken ahead for the caller.
 //!
 //! A caller that will spend hits on its own (floodgate's filter) may ask, per descriptor,
 //! for a grant. When the request is admitted, the store takes up to `quota.requests` more

@@ -11,7 +11,7 @@
 //! when admitted, the time until the limit is fully available again; when denied, the exact
 //! time until a request of **one hit** would be admitted, whatever this request's cost: 0
 //! when one hit fits now (only the cost was too much). A filter may reject every request of
-//! the descriptor for that long without asking (issue 11's over-limit cache), so it must
+//! the descriptor for that long without asking (floodgate's over-limit cache), so it must
 //! never be longer than the truth: each algorithm solves for the first nanosecond at which
 //! one hit fits, rounding up only where that instant falls between two nanoseconds (one ns
 //! earlier is then still over). `proptests` checks both edges for every denial.

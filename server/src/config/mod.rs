@@ -166,7 +166,7 @@ pub struct Rule {
     /// the limit, reported with this unit; no counter is kept. `None` otherwise.
     pub blocked: Option<Unit>,
     /// Quota mode: a soft limit; the request is over only when every quota-mode limit it
-    /// matched is (see the server README).
+    /// matched is (see `docs/server/configuration.md`).
     pub quota_mode: bool,
     /// Names of the limits this one replaces when both apply to one request.
     pub replaces: Arc<[Arc<str>]>,
@@ -177,7 +177,7 @@ pub struct Rule {
     /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
     /// limit is only counted per domain.
     pub metric: Option<Arc<str>>,
-    /// The lease a caller that asks may take when admitted (issue 11); `None`: no grants.
+    /// The lease a caller that asks may take when admitted; `None`: no grants.
     /// Never granted for a quota-mode or blocked limit.
     pub quota: Option<Quota>,
 }

@@ -45,14 +45,14 @@ pub struct Descriptor {
     #[serde(default)]
     pub detailed_metric: bool,
     /// Per-limit decision metrics for the limits at or under this node (the reference's
-    /// name; ours never put a client's value in a metric, see the README).
+    /// name; ours never put a client's value in a metric, see `docs/server/configuration.md`).
     #[serde(default)]
     pub value_to_metric: bool,
     /// Returned in the response's dynamic metadata when this node's limit applied and
     /// was not over; any YAML mapping.
     #[serde(default)]
     pub metadata: Option<serde_yaml_ng::Mapping>,
-    /// Ours (issue 11): hits a caller that asks may take ahead as a lease.
+    /// Ours: hits a caller that asks may take ahead as a lease.
     #[serde(default)]
     pub quota: Option<Quota>,
     /// Children, matched against the next entry of a request descriptor.

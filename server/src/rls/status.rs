@@ -39,7 +39,7 @@ pub(super) fn limited_status(
         // does, even when a cheaper request would fit (the duration says when one does).
         limit_remaining: if d.allowed { d.remaining } else { 0 },
         duration_until_reset: Some(duration(d.reset_in_ns)),
-        // Our lease (issue 11): the grant taken with the admission, spendable until
+        // Our lease: the grant taken with the admission, spendable until
         // valid_until. Unlike the RLS v3 comment on this field, a caller that has spent it
         // before valid_until asks again; it does not treat the descriptor as over.
         quota: d.grant.map(|g| Quota {

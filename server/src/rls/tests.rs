@@ -1,5 +1,5 @@
 //! The protocol layer over the real memory store and a fake clock. `reference` holds the
-//! answers issue 12 aligned with envoyproxy/ratelimit's and the operator options.
+//! answers that are envoyproxy/ratelimit's, and the operator options.
 
 use super::*;
 use crate::clock::ManualClock;

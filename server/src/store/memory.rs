@@ -32,7 +32,7 @@ const SHARDS: usize = 64;
 /// frees nothing worth the reallocation).
 const MIN_SHARD_CAPACITY: usize = 128;
 
-/// The default capacity in cells (up to about 220 MB when full, see the README).
+/// The default capacity in cells (up to about 220 MB when full, see `docs/server/stores.md`).
 pub const DEFAULT_CAPACITY: usize = 1_000_000;
 
 type Shard = HashMap<super::CounterKey, Slot>;

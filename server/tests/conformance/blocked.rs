@@ -1,4 +1,4 @@
-//! Scenarios for a limit of `requests_per_unit: 0` (issue 12, a `blocked` item): always
+//! Scenarios for a limit of `requests_per_unit: 0` (a `blocked` item): always
 //! over, no counter, the request's other items consume nothing, and a charge counts
 //! nothing on it.
 

@@ -1,4 +1,4 @@
-//! Scenarios for the stream-end charge (issue 14, `x-floodgate-charge`): every item is
+//! Scenarios for the stream-end charge (`x-floodgate-charge`): every item is
 //! counted whether it fits or not, the limit goes into debt, and the answer is over the
 //! limit with the exact time until one hit fits again, on every store.
 

@@ -1,4 +1,4 @@
-//! Scenarios for the reference's `month` and `year` units (issue 12): 30 and 365 days,
+//! Scenarios for the reference's `month` and `year` units: 30 and 365 days,
 //! epoch aligned, on every algorithm.
 
 use super::{all_algorithms, limit, Harness, W};

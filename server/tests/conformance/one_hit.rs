@@ -1,4 +1,4 @@
-//! Scenarios for issue 11's over-limit cache: on a denial, `reset_in_ns` (the RLS
+//! Scenarios for the filter's over-limit cache: on a denial, `reset_in_ns` (the RLS
 //! `duration_until_reset`) is exactly the time until a one-hit request is admitted, on
 //! every store. Each drives a counter over its limit, reads the duration, then checks that
 //! one hit is still over one clock tick (1 µs, Redis's resolution) before it and admitted

@@ -1,4 +1,4 @@
-//! Scenarios for quota leases (issue 11): an admitted item that asked takes up to its
+//! Scenarios for quota leases: an admitted item that asked takes up to its
 //! quota of what remains, in the same atomic step, on every algorithm and store; never more
 //! than remain; never for a shadow item, an over-limit request, or a counter used twice in
 //! one request; valid until now + `valid_ms`, capped at the window's end for the windowed

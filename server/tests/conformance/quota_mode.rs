@@ -1,4 +1,4 @@
-//! Scenarios for the reference's `quota_mode` (issue 12): quota-mode items block the
+//! Scenarios for the reference's `quota_mode`: quota-mode items block the
 //! request only together (`store::admits`), get no lease, and never refuse a charge.
 
 use super::{limit, Harness, W};

@@ -1,4 +1,4 @@
-//! Scenarios for issue 12's counting: what a rejected request's admitted descriptors
+//! Scenarios for counting a rejected request: what its admitted descriptors
 //! report under all-or-nothing (the remaining that holds, nothing having been taken), and
 //! what `Counting::PerDescriptor`, the reference's counting, consumes.
 

@@ -1,4 +1,4 @@
-//! Answers as envoyproxy/ratelimit gives them (issue 12), and the operator options.
+//! Answers as envoyproxy/ratelimit gives them, and the operator options.
 
 use super::*;
 

@@ -225,7 +225,8 @@ fn a_changed_limit_starts_afresh() {
 }
 
 /// A counter's entry is fixed-size: the key is a fingerprint, never the client's bytes
-/// (issue 13, item 1); the README's per-cell figure is built on this size.
+/// (so a flood of long values costs what short ones cost); the per-cell figure of
+/// `docs/server/stores.md` is built on this size.
 #[test]
 fn a_counters_entry_is_fixed_size() {
     let entry = std::mem::size_of::<(CounterKey, Slot)>();

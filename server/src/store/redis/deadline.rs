@@ -21,7 +21,7 @@
 //! step of the server's wall clock changes nothing; a step of Redis's clock is followed
 //! within the two-second window (forwards at once).
 //!
-//! What stays inexact (documented in the README): a script Redis ran *before* its deadline
+//! What stays inexact (documented in `docs/server/stores.md`): a script Redis ran *before* its deadline
 //! whose answer was then delayed past the timeout (Redis frozen between running it and
 //! writing the answer, or a lost reply) was applied though answered UNAVAILABLE: at most
 //! the calls in flight at that instant (`--redis-max-in-flight`).

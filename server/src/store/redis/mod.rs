@@ -232,7 +232,7 @@ impl Inner {
 
     /// The times a call starting now passes to the script. A fake clock (tests) has no
     /// deadline; neither has Redis Cluster, whose nodes' clocks each differ from the one
-    /// the probe reads (the README states its bound instead).
+    /// the probe reads (`docs/server/stores.md` states its bound instead).
     fn call_times(&self) -> CallTimes {
         if let Some(c) = self.clock.get() {
             return CallTimes {
