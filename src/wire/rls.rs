@@ -17,7 +17,8 @@ use prost::Message;
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
-use crate::wire::grpc::code;
+use crate::reply::protocol::code;
+use crate::wire::grpc;
 /// What the transport brought back, re-exported where its meaning is decided.
 pub use crate::wire::grpc::Answer;
 
@@ -63,7 +64,8 @@ pub struct Grant {
     pub valid_until_ns: u64,
 }
 
-/// The encoded `ShouldRateLimit` request.
+/// The encoded `ShouldRateLimit` request, framed as a gRPC call's body
+/// ([`grpc::start_frame`]).
 ///
 /// Written field by field rather than through prost's message types: those would copy
 /// every key and value into owned strings first, on every request. The bytes are the
@@ -77,7 +79,7 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
     let request_hits = if uniform && first != 1 { first } else { 0 };
 
     let sizes: Vec<usize> = descriptors.iter().map(descriptor_len).collect();
-    let mut out = Vec::with_capacity(
+    let mut out = grpc::start_frame(
         bytes_field_len(domain.len())
             + sizes
                 .iter()
@@ -113,6 +115,7 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
         tag(&mut out, 3, VARINT);
         varint(&mut out, u64::from(request_hits));
     }
+    grpc::end_frame(&mut out);
     out
 }
 

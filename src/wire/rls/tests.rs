@@ -38,6 +38,17 @@ fn prost_encoding(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
     .encode_to_vec()
 }
 
+/// The message in a body [`encode_request`] framed, its prefix checked.
+fn unframed(body: &[u8]) -> &[u8] {
+    let (prefix, message) = body.split_at(crate::wire::grpc::FRAME_PREFIX);
+    assert_eq!(prefix[0], 0, "uncompressed");
+    assert_eq!(
+        u32::from_be_bytes(prefix[1..].try_into().unwrap()) as usize,
+        message.len()
+    );
+    message
+}
+
 proptest! {
     /// The hand-written encoder produces exactly prost's bytes.
     #[test]
@@ -55,12 +66,14 @@ proptest! {
                 cost: *cost,
             })
             .collect();
-        prop_assert_eq!(encode_request(&domain, &owned), prost_encoding(&domain, &owned));
+        let body = encode_request(&domain, &owned);
+        let reference = prost_encoding(&domain, &owned);
+        prop_assert_eq!(unframed(&body), reference.as_slice());
     }
 }
 
-fn decode(bytes: &[u8]) -> RateLimitRequest {
-    RateLimitRequest::decode(bytes).unwrap()
+fn decode(body: &[u8]) -> RateLimitRequest {
+    RateLimitRequest::decode(unframed(body)).unwrap()
 }
 
 #[test]
@@ -106,6 +119,7 @@ fn the_wire_format_is_pinned() {
     assert_eq!(
         bytes,
         [
+            0x00, 0x00, 0x00, 0x00, 0x13, // uncompressed, 19 bytes
             0x0a, 0x01, b'd', // domain = "d"
             0x12, 0x0c, // descriptors[0], 12 bytes
             0x0a, 0x06, 0x0a, 0x01, b'k', 0x12, 0x01, b'v', // entries[0] = (k, v)
