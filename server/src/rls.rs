@@ -30,13 +30,17 @@ use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 pub mod permit;
-pub mod quota_header;
+/// The quota header's codec, written once for the filter and the server (see there).
+pub use floodgate_common::quota as quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
 
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
+
+// The quota header can name every descriptor a request may carry, and no more.
+const _: () = assert!(MAX_DESCRIPTORS == quota_header::MAX_ENTRIES);
 
 /// How answers are shaped, from the operator's flags.
 #[derive(Debug, Clone, PartialEq)]

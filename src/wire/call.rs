@@ -107,7 +107,7 @@ impl CallHeaders {
             return self.plain(body);
         }
         let indices: Vec<usize> = (0..descriptors).collect();
-        let quota = rls::quota_header_value(&indices);
+        let quota = floodgate_common::quota::encode(&indices);
         Call {
             headers: Encoded::Own(self.encode(Some((rls::QUOTA_HEADER, &quota)))),
             body,

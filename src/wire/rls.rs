@@ -24,13 +24,17 @@ pub use crate::wire::grpc::Answer;
 
 /// The gRPC request header by which floodgate asks floodgate-server for quota leases:
 /// the 0-based indices of the request's descriptors it will spend a grant for, comma
-/// separated (`0,2`). Envoy's own filter never sends it, so it never gets a grant.
-pub const QUOTA_HEADER: &str = "x-floodgate-quota";
+/// separated (`0,2`; written by [`floodgate_common::quota::encode`], which the server's
+/// parser is held to). Envoy's own filter never sends it, so it never gets a grant.
+pub use floodgate_common::headers::QUOTA_HEADER;
 
-/// The request header that makes a call a **charge**: every descriptor counted with its
-/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
-/// with the stream-end charge of a rule whose cost only the response reports.
-pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+/// The request header that makes a call a **charge**, with its one value: every
+/// descriptor counted with its `hits_addend` whether it fits or not (floodgate-server).
+/// Sent with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = (
+    floodgate_common::headers::CHARGE_HEADER,
+    floodgate_common::headers::CHARGE_VALUE,
+);
 
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,18 +44,6 @@ pub struct Descriptor<'a> {
     /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
     /// and granted quota if asked, but not counted.
     pub cost: u32,
-}
-
-/// The value of [`QUOTA_HEADER`] for these descriptor indices (ascending, distinct).
-pub fn quota_header_value(indices: &[usize]) -> String {
-    let mut out = String::with_capacity(indices.len() * 3);
-    for (n, i) in indices.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        out.push_str(&i.to_string());
-    }
-    out
 }
 
 /// A quota lease the service granted for one descriptor (RLS v3 `Quota`): `requests`
