@@ -247,9 +247,7 @@ pub fn rejection(
 /// `standings` in configuration order (they arrive grouped: local rules, then global
 /// ones). An insertion sort, stable: a request has a few rules, and the standard sorts
 /// would add kilobytes of code to the module for it.
-fn in_rule_order<'a>(
-    standings: impl Iterator<Item = &'a Standing>,
-) -> SmallVec<[&'a Standing; 4]> {
+fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> SmallVec<[&'a Standing; 4]> {
     let mut sorted: SmallVec<[&Standing; 4]> = SmallVec::new();
     for s in standings {
         let at = sorted
