@@ -1,6 +1,7 @@
 //! Command-line flags (and, for the settings the reference service reads from its
 //! environment, those variables: a flag wins over a variable).
 
+pub mod calls;
 pub mod redis;
 pub mod tls;
 
@@ -108,6 +109,10 @@ pub struct Args {
     #[command(flatten)]
     pub tls: self::tls::TlsArgs,
 
+    /// How many calls one gRPC connection carries at once, and how long one may take.
+    #[command(flatten)]
+    pub calls: self::calls::CallArgs,
+
     /// gRPC connections open at once; beyond, a new connection is closed at once. 0: the
     /// open-files limit (ulimit -n) less 100 and less --http-max-connections, at most
     /// 10,000 (1,000 where it cannot be read).
@@ -149,6 +154,13 @@ pub struct Args {
     /// milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     pub http_idle_timeout_ms: u64,
+
+    /// After SIGTERM, how long /healthz answers 503 (draining) while gRPC keeps serving,
+    /// before the listeners close and in-flight calls drain, in milliseconds: long enough
+    /// for Kubernetes and every proxy to stop sending (so no preStop sleep is needed).
+    /// SIGINT stops at once.
+    #[arg(long, value_name = "MS", default_value_t = 5_000)]
+    pub shutdown_delay_ms: u64,
 
     /// How often to look for configuration changes, in milliseconds (0: never).
     #[arg(long, value_name = "MS", default_value_t = 1000)]

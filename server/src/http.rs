@@ -1,6 +1,7 @@
 //! The HTTP side: `/healthz` for probes and `/metrics` for Prometheus.
 
 use crate::metrics::{Format, Metrics};
+use crate::readiness::Readiness;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
@@ -11,21 +12,25 @@ use std::sync::Arc;
 
 /// The routes, over the server's metrics.
 ///
-/// `/healthz` answers `200 ok` while the store can decide, and `503 degraded: store cannot
-/// decide (<cause>): <reason>` while it cannot (the Redis store during an outage, or while
+/// `/healthz` answers `503 draining: shutting down` once SIGTERM has started the drain
+/// (see [`crate::shutdown`]); otherwise `200 ok` while the store can decide, and
+/// `503 degraded: store cannot decide (<cause>): <reason>` while it cannot (the Redis store during an outage, or while
 /// Redis refuses our credentials or our script; the memory store is always up). The
 /// process itself is fine then and recovers by itself: use it for readiness and alerts,
 /// not for a liveness probe that would restart the server.
-pub fn router(metrics: Arc<Metrics>) -> Router {
+pub fn router(metrics: Arc<Metrics>, readiness: Arc<Readiness>) -> Router {
     let health = metrics.clone();
     Router::new()
         .route(
             "/healthz",
             get(move || {
                 let metrics = health.clone();
+                let readiness = readiness.clone();
                 async move {
                     let h = metrics.health();
-                    if h.is_up() {
+                    if let Some(why) = readiness.not_ready() {
+                        (StatusCode::SERVICE_UNAVAILABLE, why.to_owned())
+                    } else if h.is_up() {
                         (StatusCode::OK, "ok".to_owned())
                     } else {
                         (

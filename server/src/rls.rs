@@ -18,10 +18,11 @@ use crate::algorithm::{Algorithm, Decision, Limit};
 use crate::config::{self, Rule};
 use crate::listener::PeerInfo;
 use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
-use crate::proto::rls::rate_limit_response::Code;
+use crate::proto::rls::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::store::{admits, Check, Store, StoreError};
+use crate::store::batch::admits;
+use crate::store::{Check, Store, StoreError};
 use plan::{plan, Applied};
 use status::{blocked_status, limited_status, no_limit_status};
 use std::sync::Arc;
@@ -29,13 +30,17 @@ use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 pub mod permit;
-pub mod quota_header;
+/// The quota header's codec, written once for the filter and the server (see there).
+pub use floodgate_common::quota as quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
 
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
+
+// The quota header can name every descriptor a request may carry, and no more.
+const _: () = assert!(MAX_DESCRIPTORS == quota_header::MAX_ENTRIES);
 
 /// How answers are shaped, from the operator's flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -233,39 +238,7 @@ fn respond(
     let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
     for a in applied {
-        let (status, outcome) = match a {
-            Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
-            // Quirk: the reference service answers `unlimited` with no current_limit
-            // and the largest remaining count.
-            Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
-            Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
-            Applied::Configured(_, limit) | Applied::Overridden(limit) => {
-                let Some(d) = decided.next() else {
-                    return Err(Status::internal("store answered too few decisions"));
-                };
-                let name = match a {
-                    Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
-                    _ => "",
-                };
-                if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
-                    counters.near_limit();
-                }
-                let shadow = a.shadow();
-                let mut status = limited_status(name, limit, shadow, &d);
-                if a.configured_block() {
-                    // Quirk: a block reports its limit as the reference does: 0 per unit.
-                    if let Some(l) = status.current_limit.as_mut() {
-                        l.requests_per_unit = 0;
-                    }
-                }
-                let outcome = match (d.allowed, shadow) {
-                    (true, _) => Outcome::Ok,
-                    (false, true) => Outcome::ShadowOverLimit,
-                    (false, false) => Outcome::OverLimit,
-                };
-                (status, outcome)
-            }
-        };
+        let (status, outcome) = descriptor_status(a, &mut decided, counters, options)?;
         if !a.shadow() && status.current_limit.is_some() {
             limited.push(status.clone());
         }
@@ -305,6 +278,49 @@ fn respond(
         ..Default::default()
     };
     Ok((response, result))
+}
+
+/// One descriptor's status and how it counts, taking its decision from `decided` when the
+/// store decided it.
+fn descriptor_status(
+    a: &Applied<'_>,
+    decided: &mut impl Iterator<Item = Decision>,
+    counters: &DomainCounters,
+    options: &Options,
+) -> Result<(DescriptorStatus, Outcome), Status> {
+    Ok(match a {
+        Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
+        // Quirk: the reference service answers `unlimited` with no current_limit and the
+        // largest remaining count.
+        Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
+        Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
+        Applied::Configured(_, limit) | Applied::Overridden(limit) => {
+            let Some(d) = decided.next() else {
+                return Err(Status::internal("store answered too few decisions"));
+            };
+            let name = match a {
+                Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
+                _ => "",
+            };
+            if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
+                counters.near_limit();
+            }
+            let shadow = a.shadow();
+            let mut status = limited_status(name, limit, shadow, &d);
+            if a.configured_block() {
+                // Quirk: a block reports its limit as the reference does: 0 per unit.
+                if let Some(l) = status.current_limit.as_mut() {
+                    l.requests_per_unit = 0;
+                }
+            }
+            let outcome = match (d.allowed, shadow) {
+                (true, _) => Outcome::Ok,
+                (false, true) => Outcome::ShadowOverLimit,
+                (false, false) => Outcome::OverLimit,
+            };
+            (status, outcome)
+        }
+    })
 }
 
 /// The configured rule a descriptor's answer came from (none for an override, or no match).

@@ -6,8 +6,10 @@ use crate::http;
 use crate::listener;
 use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
+use crate::readiness::Readiness;
 use crate::reload;
 use crate::rls::RlsService;
+use crate::shutdown;
 use crate::store::health::Health;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
@@ -59,11 +61,17 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
     let files = source::read(&args.config)?;
     let shared = config::Shared::new(config::parse_with(&files, &args.load_options())?);
     let (stop_tx, stop) = watch::channel(false);
+    let readiness = Arc::new(Readiness::default());
+    let delay = Duration::from_millis(args.shutdown_delay_ms);
+    let draining = readiness.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
-        tracing::info!("shutting down");
+        shutdown::stop_requested(delay, &draining).await;
         let _ = stop_tx.send(true);
     });
+    let lifecycle = Lifecycle {
+        readiness,
+        stop: stop.clone(),
+    };
     let grpc_tls = args.grpc_tls().map_err(ServerError::Tls)?;
     let redis = args.redis().map_err(ServerError::Redis)?;
     if redis.password_on_argv {
@@ -78,7 +86,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
-            serve(args, grpc_tls, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
         Some(options) => {
             let health = Arc::new(Health::default());
@@ -88,9 +96,16 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 .map_err(ServerError::Redis)?;
             tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
-            serve(args, grpc_tls, files, shared, store, metrics, stop).await
+            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
         }
     }
+}
+
+/// Where the server is in its life: whether `/healthz` still wants calls, and the
+/// signal that it should stop accepting.
+struct Lifecycle {
+    readiness: Arc<Readiness>,
+    stop: watch::Receiver<bool>,
 }
 
 async fn serve<S: Store>(
@@ -100,25 +115,11 @@ async fn serve<S: Store>(
     shared: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
-    stop: watch::Receiver<bool>,
+    lifecycle: Lifecycle,
 ) -> Result<(), ServerError> {
+    let Lifecycle { readiness, stop } = lifecycle;
     metrics.register_config(&shared.get());
-    let acceptor = match &grpc_tls.tls {
-        None => None,
-        Some(settings) => {
-            let acceptor = Arc::new(
-                Acceptor::new(settings.clone(), metrics.tls.clone()).map_err(ServerError::Tls)?,
-            );
-            tracing::info!(
-                cert = %settings.cert.display(),
-                client_certificates = settings.client_ca.is_some(),
-                allowed_identities = settings.allowed.len(),
-                "gRPC over TLS"
-            );
-            tokio::spawn(acceptor.clone().watch(stop.clone()));
-            Some(acceptor)
-        }
-    };
+    let acceptor = tls_acceptor(&grpc_tls, &metrics, &stop)?;
 
     let grpc = bind(args.grpc_addr).await?;
     let http = bind(args.http_addr).await?;
@@ -137,27 +138,11 @@ async fn serve<S: Store>(
         ));
     }
 
-    let open_files = listener::open_files_limit();
-    let limits = args.connection_limits(open_files);
-    let http_limits = args.http_limits();
-    tracing::info!(
-        open_files,
-        max_connections = limits.caps.total,
-        max_connections_per_peer = limits.caps.per_peer,
-        handshake_timeout = ?limits.timeouts.handshake,
-        idle_timeout = ?limits.timeouts.idle,
-        http_max_connections = http_limits.caps.total,
-        http_max_connections_per_peer = http_limits.caps.per_peer,
-        http_header_timeout = ?http_limits.header_timeout,
-        http_idle_timeout = ?http_limits.idle_timeout,
-        "connection limits"
-    );
-    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
-    {
-        tracing::warn!("{w}");
-    }
+    let (limits, http_limits) = connection_limits(&args);
     let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     let grpc_server = tonic::transport::Server::builder()
+        .max_concurrent_streams(args.calls.max_concurrent_streams)
+        .timeout(args.calls.call_timeout())
         .add_service(RateLimitServiceServer::new(service))
         .serve_with_incoming_shutdown(
             listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
@@ -165,7 +150,7 @@ async fn serve<S: Store>(
         );
     let http_server = listener::http::serve(
         http,
-        http::router(metrics.clone()),
+        http::router(metrics.clone(), readiness),
         http_limits,
         metrics.http_connections.clone(),
         stop.clone(),
@@ -188,6 +173,52 @@ async fn serve<S: Store>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The gRPC port's TLS acceptor, if TLS is on, watching its files for rotation until `stop`.
+fn tls_acceptor(
+    grpc_tls: &cli::tls::Resolved,
+    metrics: &Metrics,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Arc<Acceptor>>, ServerError> {
+    let Some(settings) = &grpc_tls.tls else {
+        return Ok(None);
+    };
+    let acceptor =
+        Arc::new(Acceptor::new(settings.clone(), metrics.tls.clone()).map_err(ServerError::Tls)?);
+    tracing::info!(
+        cert = %settings.cert.display(),
+        client_certificates = settings.client_ca.is_some(),
+        allowed_identities = settings.allowed.len(),
+        "gRPC over TLS"
+    );
+    tokio::spawn(acceptor.clone().watch(stop.clone()));
+    Ok(Some(acceptor))
+}
+
+/// The gRPC and HTTP ports' connection limits, logged, with a warning when together they
+/// could exceed the open-files limit.
+fn connection_limits(args: &Args) -> (listener::Limits, listener::HttpLimits) {
+    let open_files = listener::open_files_limit();
+    let limits = args.connection_limits(open_files);
+    let http_limits = args.http_limits();
+    tracing::info!(
+        open_files,
+        max_connections = limits.caps.total,
+        max_connections_per_peer = limits.caps.per_peer,
+        handshake_timeout = ?limits.timeouts.handshake,
+        idle_timeout = ?limits.timeouts.idle,
+        http_max_connections = http_limits.caps.total,
+        http_max_connections_per_peer = http_limits.caps.per_peer,
+        http_header_timeout = ?http_limits.header_timeout,
+        http_idle_timeout = ?http_limits.idle_timeout,
+        "connection limits"
+    );
+    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
+    {
+        tracing::warn!("{w}");
+    }
+    (limits, http_limits)
 }
 
 /// The readiness line: one line, flushed, nothing else ever goes to stdout.
@@ -224,29 +255,5 @@ async fn sweep(store: Arc<MemoryStore>, metrics: Arc<Metrics>, mut stop: watch::
         if removed > 0 {
             tracing::debug!(removed, cells = store.cells(), "swept idle counters");
         }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot watch SIGTERM; only Ctrl-C stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

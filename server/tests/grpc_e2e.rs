@@ -246,7 +246,10 @@ async fn a_valid_change_is_applied_and_an_invalid_one_is_refused() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_it_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = Server::start(&write_config(dir.path(), CONFIG), &[]);
+    let mut server = Server::start(
+        &write_config(dir.path(), CONFIG),
+        &["--shutdown-delay-ms", "0"],
+    );
     let mut client = server.client().await;
     ask(
         &mut client,

@@ -16,7 +16,8 @@
 //! [`Standing`], so one set of rules makes the headers whatever decided the request.
 //!
 //! A reply speaks the client's protocol: [`protocol`] tells gRPC, gRPC-Web and plain HTTP
-//! apart from the request's `content-type`, as Envoy does.
+//! apart from the request's `content-type`, as Envoy does. [`local`] lays a reply out as
+//! the host's local response takes it.
 //!
 //! **Which rule rejected** is in the reply's details, which Envoy logs as
 //! `%RESPONSE_CODE_DETAILS%`: `floodgate_rate_limited{per-tenant}` ([`rejection_details`]).
@@ -24,7 +25,7 @@
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::request::descriptor::Refusal;
-use crate::wire::grpc::code;
+use protocol::code;
 use protocol::Protocol;
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -376,6 +377,7 @@ fn status_reply(
 }
 
 pub mod fields;
+pub mod local;
 pub mod problem;
 pub mod protocol;
 

@@ -8,7 +8,7 @@ use crate::paths;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-/// The oldest Kubernetes the manifests are for (a preStop `sleep` needs 1.30), and the
+/// The oldest Kubernetes the manifests are checked against, and the
 /// newest schema set `kubernetes-validate` has.
 pub const KUBERNETES_VERSIONS: [&str; 2] = ["1.30.0", "1.37.0"];
 

@@ -28,11 +28,21 @@ impl Server {
     /// Like [`Server::start`], pinned to the CPUs in `cpus` (a `taskset` list), for
     /// benchmarks.
     pub fn start_pinned(config: &str, extra: &[&str], cpus: Option<&str>) -> Server {
+        Server::launch(config, extra, cpus, &[])
+    }
+
+    /// Like [`Server::start`], with these environment variables set.
+    pub fn start_env(config: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::launch(config, extra, None, env)
+    }
+
+    fn launch(config: &str, extra: &[&str], cpus: Option<&str>, env: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("ratelimit.yaml");
         std::fs::write(&path, config).expect("write config");
         let pin: Vec<&str> = cpus.map(|c| vec!["taskset", "-c", c]).unwrap_or_default();
-        let (child, grpc, http) = spawn(&dir, extra, "127.0.0.1:0".parse().expect("address"), &pin);
+        let any = "127.0.0.1:0".parse().expect("address");
+        let (child, grpc, http) = spawn(&dir, extra, any, &pin, env);
         Server {
             child,
             dir,
@@ -45,7 +55,7 @@ impl Server {
     /// coming back after [`Server::stop`].
     pub fn restart(&mut self, extra: &[&str]) {
         self.stop();
-        let (child, grpc, http) = spawn(&self.dir, extra, self.grpc, &[]);
+        let (child, grpc, http) = spawn(&self.dir, extra, self.grpc, &[], &[]);
         (self.child, self.grpc, self.http) = (child, grpc, http);
     }
 
@@ -111,6 +121,7 @@ fn spawn(
     extra: &[&str],
     grpc: SocketAddr,
     pin: &[&str],
+    env: &[(&str, &str)],
 ) -> (Child, SocketAddr, SocketAddr) {
     let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
     let mut command = match pin.split_first() {
@@ -128,6 +139,7 @@ fn spawn(
         .arg(grpc.to_string())
         .args(["--http-addr", "127.0.0.1:0"])
         .args(extra)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log)

@@ -169,18 +169,31 @@ impl Server {
 
     /// Sends SIGTERM and waits (bounded) for the exit status.
     pub fn terminate(&mut self) -> ExitStatus {
+        self.signal("TERM");
+        self.wait_exit(Duration::from_secs(20))
+            .expect("did not stop on SIGTERM")
+    }
+
+    /// Sends the signal `name` (`TERM`, `INT`) to the process.
+    pub fn signal(&self, name: &str) {
         let pid = self.child.id().to_string();
         assert!(Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([&format!("-{name}"), &pid])
             .status()
             .unwrap()
             .success());
-        let deadline = Instant::now() + Duration::from_secs(10);
+    }
+
+    /// Waits up to `within` for the process to exit; its status, or `None` if it runs on.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
+                return Some(status);
             }
-            assert!(Instant::now() < deadline, "did not stop on SIGTERM");
+            if Instant::now() >= deadline {
+                return None;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
