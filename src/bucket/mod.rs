@@ -92,17 +92,17 @@ pub struct Tat(pub u128);
 /// The outcome of asking a bucket for tokens at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
-    /// The tokens were available; store `new_state`.
+    /// The tokens were available; store `new_state`. What the bucket has left is kept as
+    /// scaled units and turned into tokens and time only when asked
+    /// ([`Decision::remaining`], [`Decision::full_in_ns`], [`Decision::next_token_in_ns`]):
+    /// each is a 128-bit division, and most admitted requests show none of them.
     Allow {
         /// The state to write back.
         new_state: Tat,
-        /// Whole tokens left after this request.
-        remaining: u32,
-        /// Nanoseconds until the bucket is full again (`None`: never refills).
-        full_in_ns: Option<u64>,
-        /// Scaled units the bucket must earn for one more whole token; see
-        /// [`Decision::next_token_in_ns`], which turns it into time only when asked.
-        to_next_token: u128,
+        /// Scaled units the bucket is short of full after this request.
+        ahead: u128,
+        /// The bucket's shape.
+        quota: Quota,
     },
     /// Not enough tokens; the state is unchanged.
     Deny {
@@ -127,14 +127,16 @@ impl Decision {
     /// Whole tokens left (after the request when admitted).
     pub fn remaining(&self) -> u32 {
         match *self {
-            Decision::Allow { remaining, .. } | Decision::Deny { remaining, .. } => remaining,
+            Decision::Allow { ahead, quota, .. } => whole_tokens(quota.burst_units() - ahead),
+            Decision::Deny { remaining, .. } => remaining,
         }
     }
 
-    /// Nanoseconds until the bucket is full again.
+    /// Nanoseconds until the bucket is full again (`None`: never refills).
     pub fn full_in_ns(&self) -> Option<u64> {
         match *self {
-            Decision::Allow { full_in_ns, .. } | Decision::Deny { full_in_ns, .. } => full_in_ns,
+            Decision::Allow { ahead, quota, .. } => quota.units_to_nanos_ceil(ahead),
+            Decision::Deny { full_in_ns, .. } => full_in_ns,
         }
     }
 
@@ -143,7 +145,10 @@ impl Decision {
     /// refill, or full). Computed here, not in [`decide`], so that the division it takes
     /// is paid only by replies that show it.
     pub fn next_token_in_ns(&self, quota: Quota) -> Option<u64> {
-        let (Decision::Allow { to_next_token, .. } | Decision::Deny { to_next_token, .. }) = *self;
+        let to_next_token = match *self {
+            Decision::Allow { ahead, quota, .. } => to_next_token(quota, ahead, self.remaining()),
+            Decision::Deny { to_next_token, .. } => to_next_token,
+        };
         if to_next_token == 0 {
             return None;
         }
@@ -163,13 +168,10 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     let new_tat = start.saturating_add(cost_units);
     let ahead = new_tat - now;
     if ahead <= burst {
-        let left = burst - ahead;
-        let remaining = whole_tokens(left);
         Decision::Allow {
             new_state: Tat(new_tat),
-            remaining,
-            full_in_ns: quota.units_to_nanos_ceil(ahead),
-            to_next_token: to_next_token(quota, ahead, remaining),
+            ahead,
+            quota,
         }
     } else {
         let debt = start - now;
@@ -190,8 +192,8 @@ pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
 }
 
 /// Scaled units a bucket `debt` units short of full, with `remaining` whole tokens, must
-/// earn to hold `remaining + 1`; 0 when it is full. No division: this is on every
-/// request's path.
+/// earn to hold `remaining + 1`; 0 when it is full. No division: every rejection
+/// computes it.
 fn to_next_token(quota: Quota, debt: u128, remaining: u32) -> u128 {
     if remaining >= quota.capacity {
         return 0;

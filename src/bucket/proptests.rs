@@ -167,9 +167,8 @@ proptest! {
         start in 0u64..1_000_000_000_000_000_000,
         cost in 1u32..=3,
     ) {
-        if let Decision::Allow { new_state, full_in_ns: Some(full), .. } =
-            decide(Tat::default(), start, q, cost)
-        {
+        let d = decide(Tat::default(), start, q, cost);
+        if let (Decision::Allow { new_state, .. }, Some(full)) = (d, d.full_in_ns()) {
             prop_assert_eq!(full_in_ns(new_state, start + full, q.rate_micro()), Some(0));
             prop_assert!(full == 0 || full_in_ns(new_state, start + full - 1, q.rate_micro()) != Some(0));
         }

@@ -13,12 +13,8 @@ fn a_new_bucket_admits_its_capacity_then_denies() {
     let mut state = Tat::default();
     for expected_left in [2, 1, 0] {
         match decide(state, now, q, 1) {
-            Decision::Allow {
-                new_state,
-                remaining,
-                ..
-            } => {
-                assert_eq!(remaining, expected_left);
+            d @ Decision::Allow { new_state, .. } => {
+                assert_eq!(d.remaining(), expected_left);
                 state = new_state;
             }
             other => panic!("expected allow, got {other:?}"),

@@ -23,6 +23,7 @@ use crate::request::descriptor::Applied;
 use crate::shared::lease::{GrantBounds, Stored, Taken};
 use crate::shared::SharedData;
 use crate::wire::rls::{self, Answer, Grant};
+use smallvec::SmallVec;
 
 /// What the lease step found for a request.
 pub(super) enum LeaseStep {
@@ -41,9 +42,9 @@ impl Limiter {
         &self,
         applied: &'a [Applied],
         costs: &[u32],
-    ) -> Option<Vec<(&'a Applied, u32)>> {
+    ) -> Option<SmallVec<[(&'a Applied, u32); 2]>> {
         self.leases.as_ref()?;
-        let global: Vec<(&Applied, u32)> = applied
+        let global: SmallVec<[(&Applied, u32); 2]> = applied
             .iter()
             .zip(costs.iter().copied())
             .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
@@ -68,7 +69,7 @@ impl Limiter {
         else {
             return LeaseStep::None;
         };
-        let keys: Vec<u128> = global
+        let keys: SmallVec<[u128; 2]> = global
             .iter()
             .map(|(a, _)| {
                 let rule = &self.config.rules[a.rule];
@@ -76,11 +77,11 @@ impl Limiter {
             })
             .collect();
         let Some(now) = clock.now() else {
-            return LeaseStep::Ask(keys);
+            return LeaseStep::Ask(keys.to_vec());
         };
         let flight_ns = u64::from(rls.timeout_ms) * 2_000_000;
-        let mut taken: Vec<(u128, Taken)> = Vec::with_capacity(keys.len());
-        let mut refill: Vec<usize> = Vec::new();
+        let mut taken: SmallVec<[(u128, Taken); 2]> = SmallVec::new();
+        let mut refill: SmallVec<[usize; 2]> = SmallVec::new();
         let mut conflicts = 0;
         let mut failed = 0;
         for (i, (&key, &(_, cost))) in keys.iter().zip(&global).enumerate() {
@@ -108,7 +109,7 @@ impl Limiter {
                 }
             }
         }
-        let rules: Vec<usize> = global.iter().map(|(a, _)| a.rule).collect();
+        let rules: SmallVec<[usize; 2]> = global.iter().map(|(a, _)| a.rule).collect();
         record(
             Outcome::LeasesSpent {
                 decided_rules: if decided { &rules } else { &[] },
@@ -119,7 +120,7 @@ impl Limiter {
             tally,
         );
         if !decided {
-            return LeaseStep::Ask(keys);
+            return LeaseStep::Ask(keys.to_vec());
         }
         let refill = self.refill(&global, &keys, &refill);
         LeaseStep::Decided(refill)

@@ -250,7 +250,7 @@ fn the_meter_goes_through_a_call_to_the_rate_limit_service() {
             crate::bucket::Quota::new(1000, 1_000_000).unwrap(),
             1,
         ) {
-            crate::bucket::Decision::Allow { remaining, .. } => remaining + 1,
+            d @ crate::bucket::Decision::Allow { .. } => d.remaining() + 1,
             _ => 0,
         }
     };

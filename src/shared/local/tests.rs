@@ -42,7 +42,7 @@ fn left(t: &Table, store: &impl SharedData, tk: &Take) -> u32 {
         Tat::default()
     };
     match bucket::decide(state, NOW, tk.quota, 1) {
-        Decision::Allow { remaining, .. } => remaining + 1,
+        d @ Decision::Allow { .. } => d.remaining() + 1,
         Decision::Deny { remaining, .. } => remaining,
     }
 }
