@@ -38,7 +38,7 @@ use floodgate_server::store::redis::{script_cmd, CallTimes, Mode, SCRIPT};
 use floodgate_server::store::{Check, CounterKey};
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -300,6 +300,7 @@ async fn compare_redis(secs: u64, stream_counts: &[usize]) -> Result<(), BoxErro
         limit: Limit {
             requests_per_unit: NonZeroU32::new(4_000_000_000).ok_or("rpu")?,
             unit: Unit::Second,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::TokenBucket {
                 burst: NonZeroU32::new(4_000_000_000).ok_or("burst")?,
             },

@@ -27,6 +27,8 @@ mod quota_mode;
 #[path = "conformance/rejected.rs"]
 mod rejected;
 mod support;
+#[path = "conformance/windows.rs"]
+mod windows;
 
 use blocked::*;
 use charge::*;
@@ -44,11 +46,12 @@ use proptest::prelude::*;
 use quota::*;
 use quota_mode::*;
 use rejected::*;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use support::redis::{RedisCluster, RedisServer};
+use windows::*;
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
@@ -111,6 +114,7 @@ fn limit(rpu: u32, unit: Unit, algorithm: Algorithm) -> Limit {
     Limit {
         requests_per_unit: NonZeroU32::new(rpu).unwrap(),
         unit,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm,
     }
 }
@@ -429,6 +433,9 @@ macro_rules! for_each_scenario {
             a_blocked_item_is_always_over_and_consumes_nothing,
             a_charge_counts_nothing_on_a_blocked_item,
             month_and_year_work_with_every_algorithm,
+            a_fixed_window_of_several_units_is_one_aligned_window,
+            token_bucket_and_log_refill_over_the_whole_window,
+            a_sliding_counter_of_several_units_weighs_the_whole_window,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
             idle_counters_are_as_good_as_fresh,
@@ -611,20 +618,28 @@ mod redis_cluster {
 /// A random limit, small (so limits are reached) or at the edges of the types.
 fn limit_strategy() -> impl Strategy<Value = Limit> {
     let rpu = prop_oneof![4 => 1u32..=5, 1 => Just(u32::MAX)];
-    let unit = prop_oneof![Just(Unit::Second), Just(Unit::Minute), Just(Unit::Week)];
+    // Plain units, and windows of several (`unit_multiplier`): 30 s, 5 and 90 minutes.
+    let unit = prop_oneof![
+        Just((Unit::Second, 1)),
+        Just((Unit::Minute, 1)),
+        Just((Unit::Week, 1)),
+        Just((Unit::Second, 30)),
+        Just((Unit::Minute, 5)),
+        Just((Unit::Minute, 90)),
+    ];
     let alg = prop_oneof![
         Just(Algorithm::FixedWindow),
         prop_oneof![3 => 1u32..=5, 1 => Just(u32::MAX)].prop_map(bucket),
         Just(Algorithm::SlidingWindowLog),
         Just(Algorithm::SlidingWindowCounter),
     ];
-    (rpu, unit, alg).prop_map(|(rpu, unit, algorithm)| {
+    (rpu, unit, alg).prop_map(|(rpu, (unit, m), algorithm)| {
         let rpu = if algorithm == Algorithm::SlidingWindowLog {
             rpu.min(100_000)
         } else {
             rpu
         };
-        limit(rpu, unit, algorithm)
+        limit_per(rpu, m, unit, algorithm)
     })
 }
 

@@ -3,8 +3,8 @@
 
 use super::wire::{self, AlgorithmName};
 use super::{ConfigError, Rule, MAX_LOG_LIMIT};
-use crate::algorithm::{Algorithm, Limit, Unit};
-use std::num::NonZeroU32;
+use crate::algorithm::{Algorithm, Limit, Unit, Window, MAX_WINDOW_SECONDS};
+use std::num::{NonZeroU16, NonZeroU32};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -43,7 +43,7 @@ pub(super) fn rule(
             Some(n) => replaces.push(Arc::from(n)),
         }
     }
-    let rule = |limit: Option<Limit>, blocked: Option<Unit>| Rule {
+    let rule = |limit: Option<Limit>, blocked: Option<Window>| Rule {
         name,
         limit,
         shadow: from.shadow,
@@ -59,6 +59,7 @@ pub(super) fn rule(
         // alone is accepted and means nothing.
         let extra = [
             (r.unit.is_some(), "unit"),
+            (r.unit_multiplier.is_some(), "unit_multiplier"),
             (r.algorithm.is_some(), "algorithm"),
             (r.burst.is_some(), "burst"),
         ];
@@ -81,6 +82,7 @@ pub(super) fn rule(
             )
         })?,
     };
+    let window = window(unit, r.unit_multiplier).map_err(|m| err("unit_multiplier".into(), &m))?;
     let algorithm_name = r.algorithm.unwrap_or(AlgorithmName::FixedWindow);
     if r.burst.is_some() && algorithm_name != AlgorithmName::TokenBucket {
         return Err(err(
@@ -94,7 +96,7 @@ pub(super) fn rule(
         if r.burst == Some(0) {
             return Err(err("burst".into(), "must be greater than 0"));
         }
-        return Ok(rule(None, Some(unit)));
+        return Ok(rule(None, Some(window)));
     };
     let algorithm = match algorithm_name {
         AlgorithmName::FixedWindow => Algorithm::FixedWindow,
@@ -123,9 +125,34 @@ pub(super) fn rule(
     let limit = Limit {
         requests_per_unit,
         unit,
+        unit_multiplier: window.multiplier,
         algorithm,
     };
     Ok(rule(Some(limit), None))
+}
+
+/// The window of `multiplier` (absent: 1) `unit`s: at least one unit, at most 65,535 of
+/// them (a longer window is one in a longer unit), and at most [`MAX_WINDOW_SECONDS`].
+fn window(unit: Unit, multiplier: Option<u32>) -> Result<Window, String> {
+    let m = multiplier.unwrap_or(1);
+    if m == 0 {
+        return Err("must be at least 1 (a window of whole units)".to_owned());
+    }
+    let Some(multiplier) = u16::try_from(m).ok().and_then(NonZeroU16::new) else {
+        return Err(format!(
+            "must be at most {}: give a window this long in a longer unit",
+            u16::MAX
+        ));
+    };
+    let window = Window { unit, multiplier };
+    if window.seconds() > MAX_WINDOW_SECONDS {
+        return Err(format!(
+            "{m} {}s make a window of {} s, longer than the longest, ten years ({MAX_WINDOW_SECONDS} s)",
+            unit.name(),
+            window.seconds()
+        ));
+    }
+    Ok(window)
 }
 
 /// Unit names, in any case as the reference service accepts them. A month is 30 days and

@@ -1,7 +1,7 @@
 //! How one descriptor's status is written on the wire: the RLS v3 `DescriptorStatus` of a
 //! decided, unlimited or blocked descriptor, and the protobuf times and units in it.
 
-use crate::algorithm::{Decision, Limit, Unit, NANOS_PER_SECOND};
+use crate::algorithm::{Decision, Limit, Unit, Window, NANOS_PER_SECOND};
 use crate::proto::rls::rate_limit_response::{
     quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
     RateLimit,
@@ -34,6 +34,7 @@ pub(super) fn limited_status(
             name: name.to_owned(),
             requests_per_unit: limit.requests_per_unit.get(),
             unit: pb_unit(limit.unit) as i32,
+            unit_multiplier: unit_multiplier(limit.window()),
         }),
         // Quirk: an over-limit descriptor reports nothing remaining, as the reference
         // does, even when a cheaper request would fit (the duration says when one does).
@@ -69,11 +70,21 @@ pub(super) fn blocked_status(unit: Unit) -> DescriptorStatus {
             name: String::new(),
             requests_per_unit: 0,
             unit: pb_unit(unit) as i32,
+            unit_multiplier: None,
         }),
         limit_remaining: 0,
         duration_until_reset: Some(duration(unit.period_ns())),
         quota: None,
     }
+}
+
+/// Quirk: a window of several units travels as its unit and `unit_multiplier` (field 4,
+/// a `UInt32Value`, as Envoy's proposal for such windows defines it), sent only when the
+/// multiplier is not 1, so that a plain unit's answer is byte for byte what it was. A
+/// proxy that does not know the field skips it and sees the unit alone.
+pub(super) fn unit_multiplier(window: Window) -> Option<u32> {
+    let m = u32::from(window.multiplier.get());
+    (m > 1).then_some(m)
 }
 
 /// Quirk: the response's `RateLimit.Unit` has no WEEK. A week limit is reported as UNKNOWN

@@ -350,6 +350,7 @@ fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
 }
 
 mod reference;
+mod windows;
 #[test]
 fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
     let svc = service(100, false);

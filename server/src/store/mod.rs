@@ -286,7 +286,7 @@ impl CounterKey {
 mod tests {
     use super::*;
     use crate::algorithm::{Algorithm, Unit};
-    use std::num::NonZeroU32;
+    use std::num::{NonZeroU16, NonZeroU32};
 
     fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
         Check {
@@ -294,6 +294,7 @@ mod tests {
             limit: Limit {
                 requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
                 unit: Unit::Second,
+                unit_multiplier: NonZeroU16::MIN,
                 algorithm: Algorithm::FixedWindow,
             },
             hits,
@@ -374,6 +375,7 @@ mod tests {
         let limit = |rpu| Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
             unit: Unit::Minute,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::FixedWindow,
         };
         let entries = [("user", "a")];
