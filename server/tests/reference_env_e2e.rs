@@ -1,0 +1,106 @@
+//! End to end: the real binary started with no flag at all, configured only by the
+//! reference service's environment variables, as a deployment of envoyproxy/ratelimit
+//! configures it: the configuration from `RUNTIME_ROOT`/`RUNTIME_SUBDIRECTORY`, the
+//! listeners from `GRPC_HOST`/`GRPC_PORT` and `HOST`/`PORT`, its flags' variables, json
+//! logs; a variable naming a feature we lack refuses to start, saying what to use.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use floodgate_server::proto::rls::rate_limit_response::Code;
+use std::process::{Command, Stdio};
+use support::{ask, descriptor, envoy_request, Server, BIN};
+
+const CONFIG: &str = "domain: web\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n";
+
+/// A runtime tree as the reference reads it: ROOT/SUBDIRECTORY/config/*.yaml.
+fn runtime_tree() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let app = root.path().join("ratelimit").join("config");
+    std::fs::create_dir_all(&app).unwrap();
+    std::fs::write(app.join("web.yaml"), CONFIG).unwrap();
+    root
+}
+
+#[tokio::test]
+async fn the_references_variables_alone_configure_the_server() {
+    let root = runtime_tree();
+    let server = Server::start_reference(&[
+        ("RUNTIME_ROOT", root.path().to_str().unwrap()),
+        ("RUNTIME_SUBDIRECTORY", "ratelimit"),
+        ("RUNTIME_IGNOREDOTFILES", "true"),
+        ("GRPC_HOST", "127.0.0.1"),
+        ("GRPC_PORT", "0"),
+        ("HOST", "127.0.0.1"),
+        ("PORT", "0"),
+        ("LOG_LEVEL", "info"),
+        ("LOG_FORMAT", "json"),
+        ("REDIS_SOCKET_TYPE", "tcp"),
+        ("BACKEND_TYPE", "redis"),
+        ("SHADOW_MODE", "false"),
+        ("LIMIT_RESPONSE_HEADERS_ENABLED", "true"),
+        ("LIMIT_REMAINING_HEADER", "X-Left"),
+    ]);
+    let mut client = server.client().await;
+    let request = || envoy_request("web", vec![descriptor(&[("user", "a")])]);
+    for _ in 0..2 {
+        let ok = ask(&mut client, request()).await.unwrap();
+        assert_eq!(ok.overall_code, Code::Ok as i32);
+    }
+    let over = ask(&mut client, request()).await.unwrap();
+    assert_eq!(over.overall_code, Code::OverLimit as i32);
+    assert!(
+        over.response_headers_to_add
+            .iter()
+            .any(|h| h.key == "X-Left"),
+        "LIMIT_REMAINING_HEADER names the header: {:?}",
+        over.response_headers_to_add
+    );
+    assert_eq!(server.get("/healthz").await, (200, "ok".to_owned()));
+    // JSON logs, and the variable that needs nothing here noted once.
+    let log = server.log();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.is_empty()).collect();
+    assert!(!lines.is_empty());
+    for line in &lines {
+        assert!(
+            line.starts_with('{') && line.ends_with('}'),
+            "not JSON: {line}"
+        );
+    }
+    assert_eq!(
+        log.matches("RUNTIME_IGNOREDOTFILES is set: ignored")
+            .count(),
+        1,
+        "{log}"
+    );
+}
+
+#[test]
+fn a_feature_we_lack_refuses_to_start_and_says_what_to_use() {
+    let root = runtime_tree();
+    let mut command = Command::new(BIN);
+    for setting in floodgate_server::cli::reference::SETTINGS {
+        command.env_remove(setting.name);
+    }
+    let out = command
+        .envs([
+            ("RUNTIME_ROOT", root.path().to_str().unwrap()),
+            ("RUNTIME_SUBDIRECTORY", "ratelimit"),
+            ("BACKEND_TYPE", "memcache"),
+            ("MEMCACHE_HOST_PORT", "memcached:11211"),
+        ])
+        .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no ready line");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("BACKEND_TYPE=\"memcache\" is not supported: the store is memory, or Redis with `REDIS_URL`")
+            && err.contains("MEMCACHE_HOST_PORT is set: no memcache store"),
+        "{err}"
+    );
+}
