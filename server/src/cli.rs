@@ -88,6 +88,12 @@ pub struct Args {
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Counting::AllOrNothing)]
     pub counting: Counting,
 
+    /// Also export the reference service's per-limit series on /metrics
+    /// (ratelimit_service_rate_limit_total_hits and the others, with its labels), as its
+    /// USE_PROMETHEUS does, so that its dashboards and alerts keep working.
+    #[arg(long)]
+    pub reference_stats: bool,
+
     /// Let several files of a directory define the same domain: their descriptors are
     /// merged into one tree (the reference's MERGE_DOMAIN_CONFIG).
     #[arg(long)]

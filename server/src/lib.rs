@@ -33,6 +33,7 @@ pub mod listener;
 pub mod metrics;
 pub mod proto;
 pub mod readiness;
+pub mod reference_stats;
 pub mod reload;
 pub mod rls;
 pub mod server;

@@ -21,6 +21,7 @@ use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult}
 use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
+use crate::reference_stats::{Hit, ReferenceStats};
 use crate::store::{admits, Check, Store, StoreError};
 use plan::{plan, Applied};
 use status::{blocked_status, limited_status, no_limit_status};
@@ -78,6 +79,7 @@ pub struct RlsService<S> {
     store: S,
     metrics: Arc<Metrics>,
     options: Options,
+    reference: Option<Arc<ReferenceStats>>,
 }
 
 impl<S: Store> RlsService<S> {
@@ -89,7 +91,14 @@ impl<S: Store> RlsService<S> {
             store,
             metrics,
             options,
+            reference: None,
         }
+    }
+
+    /// Also counts every decision in the reference's own series.
+    pub fn with_reference_stats(mut self, stats: Arc<ReferenceStats>) -> Self {
+        self.reference = Some(stats);
+        self
     }
 
     /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
@@ -147,6 +156,7 @@ impl<S: Store> RlsService<S> {
             decisions,
             &counters,
             &self.options,
+            self.reference.as_deref(),
         )?;
         self.metrics.request(result);
         Ok(response)
@@ -219,6 +229,7 @@ fn respond(
     decisions: Vec<Decision>,
     counters: &DomainCounters,
     options: &Options,
+    reference: Option<&ReferenceStats>,
 ) -> Result<(RateLimitResponse, RequestResult), Status> {
     if decisions.len() != checks.len() {
         return Err(Status::internal("store answered too few decisions"));
@@ -230,6 +241,7 @@ fn respond(
         || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
     // Quirk: one status per request descriptor, in request order, limited or not.
     let mut decided = decisions.into_iter();
+    let mut checked = checks.iter();
     let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
     for a in applied {
@@ -240,17 +252,29 @@ fn respond(
             Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
             Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
             Applied::Configured(_, limit) | Applied::Overridden(limit) => {
-                let Some(d) = decided.next() else {
+                let (Some(d), Some(check)) = (decided.next(), checked.next()) else {
                     return Err(Status::internal("store answered too few decisions"));
                 };
                 let name = match a {
                     Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
                     _ => "",
                 };
-                if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
+                let near = d.allowed && near_limit(limit, &d, options.near_limit_ratio);
+                if near {
                     counters.near_limit();
                 }
                 let shadow = a.shadow();
+                if let (Some(stats), Applied::Configured(rule, _)) = (reference, a) {
+                    let hits = check.hits.max(1);
+                    let within = d.allowed;
+                    let hit = Hit {
+                        hits,
+                        within,
+                        near,
+                        shadow,
+                    };
+                    stats.record(&req.domain, &rule.stats_key, hit);
+                }
                 let mut status = limited_status(name, limit, shadow, &d);
                 if a.configured_block() {
                     // Quirk: a block reports its limit as the reference does: 0 per unit.

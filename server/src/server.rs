@@ -7,6 +7,7 @@ use crate::listener;
 use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
 use crate::readiness::Readiness;
+use crate::reference_stats::ReferenceStats;
 use crate::reload;
 use crate::rls::RlsService;
 use crate::shutdown;
@@ -172,7 +173,13 @@ async fn serve<S: Store>(
     {
         tracing::warn!("{w}");
     }
-    let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
+    let reference = args
+        .reference_stats
+        .then(|| Arc::new(ReferenceStats::default()));
+    let mut service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
+    if let Some(stats) = &reference {
+        service = service.with_reference_stats(stats.clone());
+    }
     let grpc_server = tonic::transport::Server::builder()
         .max_concurrent_streams(args.calls.max_concurrent_streams)
         .timeout(args.calls.call_timeout())
@@ -183,7 +190,7 @@ async fn serve<S: Store>(
         );
     let http_server = listener::http::serve(
         http,
-        http::router(metrics.clone(), readiness),
+        http::router(metrics.clone(), readiness, reference),
         http_limits,
         metrics.http_connections.clone(),
         stop.clone(),

@@ -41,6 +41,7 @@ async fn the_references_variables_alone_configure_the_server() {
         ("SHADOW_MODE", "false"),
         ("LIMIT_RESPONSE_HEADERS_ENABLED", "true"),
         ("LIMIT_REMAINING_HEADER", "X-Left"),
+        ("USE_PROMETHEUS", "true"),
     ]);
     let mut client = server.client().await;
     let request = || envoy_request("web", vec![descriptor(&[("user", "a")])]);
@@ -58,6 +59,22 @@ async fn the_references_variables_alone_configure_the_server() {
         over.response_headers_to_add
     );
     assert_eq!(server.get("/healthz").await, (200, "ok".to_owned()));
+    // The reference's series, with its names and labels, beside ours.
+    let (status, metrics) = server.get("/metrics").await;
+    assert_eq!(status, 200);
+    for line in [
+        "ratelimit_service_rate_limit_total_hits{domain=\"web\",key1=\"user\"} 3",
+        "ratelimit_service_rate_limit_within_limit{domain=\"web\",key1=\"user\"} 2",
+        "ratelimit_service_rate_limit_over_limit{domain=\"web\",key1=\"user\"} 1",
+        "ratelimit_service_rate_limit_near_limit{domain=\"web\",key1=\"user\"} 1",
+        "ratelimit_service_rate_limit_shadow_mode{domain=\"web\",key1=\"user\"} 0",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line} missing:\n{metrics}"
+        );
+    }
+    assert!(metrics.contains("floodgate_requests_total"), "ours stay");
     // JSON logs, and the variable that needs nothing here noted once.
     let log = server.log();
     let lines: Vec<&str> = log.lines().filter(|l| !l.is_empty()).collect();

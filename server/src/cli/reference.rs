@@ -117,7 +117,7 @@ pub const SETTINGS: &[Setting] = &[
     a("EXTRA_TAGS", "", "statsd tags: no statsd sink"),
     a("STATS_FLUSH_INTERVAL", "10s", "nothing is pushed: `/metrics` is read when scraped"),
     a("DISABLE_STATS", "false", "`/metrics` is always served; it costs nothing unless scraped"),
-    a("USE_PROMETHEUS", "false", "`/metrics` is always on, at `--http-addr`; its series are ours (see [Metrics](metrics.md))"),
+    s("USE_PROMETHEUS", "false", "`--reference-stats`: `/metrics` also carries the reference's per-limit series, its names and labels (see [Metrics](metrics.md#the-references-series)); ours are always there"),
     a("PROMETHEUS_ADDR", ":9090", "`/metrics` is on `--http-addr` (`HOST`/`PORT`): point the scraper there"),
     a("PROMETHEUS_PATH", "/metrics", "always `/metrics`"),
     a("PROMETHEUS_MAPPER_YAML", "", "no statsd-to-Prometheus mapping: the series are named at the source"),

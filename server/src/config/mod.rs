@@ -177,6 +177,10 @@ pub struct Rule {
     /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
     /// limit is only counted per domain.
     pub metric: Option<Arc<str>>,
+    /// The reference's stat key of this limit, without its domain: the configured path
+    /// of `key` or `key_value` names, dot-joined (`tenant_acme.path_/api*`), for the
+    /// reference's own series (see [`crate::reference_stats`]).
+    pub stats_key: Arc<str>,
     /// The lease a caller that asks may take when admitted; `None`: no grants.
     /// Never granted for a quota-mode or blocked limit.
     pub quota: Option<Quota>,

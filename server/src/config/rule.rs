@@ -19,6 +19,8 @@ pub(super) struct FromDescriptor {
     pub metadata: Option<Arc<prost_types::Struct>>,
     /// The per-limit series name, when `detailed_metric` or `value_to_metric` asks for one.
     pub metric: Option<Arc<str>>,
+    /// The reference's stat key of the descriptor (see [`Rule::stats_key`]).
+    pub stats_key: Arc<str>,
 }
 
 /// Checks the `rate_limit` at `at` (e.g. `descriptors[0].rate_limit`).
@@ -52,6 +54,7 @@ pub(super) fn rule(
         replaces: replaces.into(),
         metadata: from.metadata,
         metric: from.metric,
+        stats_key: from.stats_key,
         quota: None,
     };
     if r.unlimited {

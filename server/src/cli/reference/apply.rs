@@ -94,7 +94,12 @@ pub fn apply(
             args.config = path;
         }
     }
-    let flags: [(&str, &str, &mut bool); 4] = [
+    let flags: [(&str, &str, &mut bool); 5] = [
+        (
+            "reference_stats",
+            "USE_PROMETHEUS",
+            &mut args.reference_stats,
+        ),
         (
             "merge_domains",
             "MERGE_DOMAIN_CONFIG",

@@ -58,6 +58,7 @@ fn every_supported_variable_is_read_by_the_code_that_applies_it() {
             ("LIMIT_REMAINING_HEADER", "R"),
             ("LIMIT_RESET_HEADER", "T"),
             ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"),
+            ("USE_PROMETHEUS", "true"),
         ],
         &[("REDIS_URL", "redis:6379"), ("REDIS_TYPE", "SINGLE")],
         &[],
