@@ -94,6 +94,15 @@ pub struct Args {
     #[arg(long)]
     pub reference_stats: bool,
 
+    /// Push the reference's per-limit counters to this statsd address (HOST:PORT, UDP),
+    /// in its statsd names, as its USE_STATSD with STATSD_HOST and STATSD_PORT does.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub statsd_addr: Option<String>,
+
+    /// How often the statsd counters are pushed, in milliseconds (STATS_FLUSH_INTERVAL).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub statsd_flush_ms: u64,
+
     /// Let several files of a directory define the same domain: their descriptors are
     /// merged into one tree (the reference's MERGE_DOMAIN_CONFIG).
     #[arg(long)]

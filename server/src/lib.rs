@@ -38,5 +38,6 @@ pub mod reload;
 pub mod rls;
 pub mod server;
 pub mod shutdown;
+pub mod statsd;
 pub mod store;
 pub mod tls;

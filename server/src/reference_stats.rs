@@ -125,6 +125,26 @@ impl ReferenceStats {
     }
 }
 
+impl ReferenceStats {
+    /// Every counter under the reference's statsd name
+    /// (`ratelimit.service.rate_limit.<domain>.<key>.<stat>`) with its value now.
+    pub fn snapshot(&self) -> Vec<(String, u64)> {
+        let Ok(map) = self.series.read() else {
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(map.len() * STATS.len());
+        for ((domain, key), c) in map.iter() {
+            for (i, stat) in STATS.iter().enumerate() {
+                out.push((
+                    format!("ratelimit.service.rate_limit.{domain}.{key}.{stat}"),
+                    c[i].load(Ordering::Relaxed),
+                ));
+            }
+        }
+        out
+    }
+}
+
 /// A label value as the text format writes it.
 fn escape(v: &str) -> String {
     v.replace('\\', "\\\\")

@@ -173,9 +173,18 @@ async fn serve<S: Store>(
     {
         tracing::warn!("{w}");
     }
-    let reference = args
-        .reference_stats
+    let reference = (args.reference_stats || args.statsd_addr.is_some())
         .then(|| Arc::new(ReferenceStats::default()));
+    if let (Some(stats), Some(target)) = (&reference, &args.statsd_addr) {
+        tracing::info!(%target, "statsd: pushing the reference's counters");
+        tokio::spawn(crate::statsd::run(
+            stats.clone(),
+            target.clone(),
+            Duration::from_millis(args.statsd_flush_ms),
+            stop.clone(),
+        ));
+    }
+    let exported = reference.clone().filter(|_| args.reference_stats);
     let mut service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
     if let Some(stats) = &reference {
         service = service.with_reference_stats(stats.clone());
@@ -190,7 +199,7 @@ async fn serve<S: Store>(
         );
     let http_server = listener::http::serve(
         http,
-        http::router(metrics.clone(), readiness, reference),
+        http::router(metrics.clone(), readiness, exported),
         http_limits,
         metrics.http_connections.clone(),
         stop.clone(),

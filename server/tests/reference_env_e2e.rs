@@ -121,3 +121,60 @@ fn a_feature_we_lack_refuses_to_start_and_says_what_to_use() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn use_statsd_pushes_the_references_counters_over_udp() {
+    let statsd = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    let port = statsd.local_addr().unwrap().port().to_string();
+    let root = runtime_tree();
+    let server = Server::start_reference(&[
+        ("RUNTIME_ROOT", root.path().to_str().unwrap()),
+        ("RUNTIME_SUBDIRECTORY", "ratelimit"),
+        ("GRPC_HOST", "127.0.0.1"),
+        ("GRPC_PORT", "0"),
+        ("HOST", "127.0.0.1"),
+        ("PORT", "0"),
+        ("USE_STATSD", "true"),
+        ("STATSD_HOST", "127.0.0.1"),
+        ("STATSD_PORT", &port),
+        ("STATS_FLUSH_INTERVAL", "100ms"),
+    ]);
+    let mut client = server.client().await;
+    for _ in 0..3 {
+        ask(
+            &mut client,
+            envoy_request("web", vec![descriptor(&[("user", "a")])]),
+        )
+        .await
+        .unwrap();
+    }
+    // Sum each counter's increases until the three calls are all in.
+    let mut totals = std::collections::BTreeMap::<String, u64>::new();
+    let mut buf = vec![0u8; 2048];
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while totals.get("ratelimit.service.rate_limit.web.user.total_hits") != Some(&3) {
+        let n = tokio::time::timeout_at(deadline, statsd.recv(&mut buf))
+            .await
+            .unwrap_or_else(|_| panic!("no complete counts by statsd; got {totals:?}"))
+            .unwrap();
+        for line in std::str::from_utf8(&buf[..n]).unwrap().lines() {
+            let (name, rest) = line.split_once(':').unwrap();
+            let value: u64 = rest.strip_suffix("|c").unwrap().parse().unwrap();
+            *totals.entry(name.to_owned()).or_default() += value;
+        }
+    }
+    assert_eq!(
+        totals["ratelimit.service.rate_limit.web.user.within_limit"],
+        2
+    );
+    assert_eq!(
+        totals["ratelimit.service.rate_limit.web.user.over_limit"],
+        1
+    );
+    // The reference's series are not on /metrics unless asked for.
+    let (_, metrics) = server.get("/metrics").await;
+    assert!(
+        !metrics.contains("ratelimit_service_rate_limit"),
+        "{metrics}"
+    );
+}

@@ -153,6 +153,24 @@ pub fn apply(
             false => Counting::PerDescriptor,
         };
     }
+    let use_statsd = match set("USE_STATSD") {
+        Some(v) => truthy("USE_STATSD", &v)?,
+        None => false,
+    };
+    let (host, port) = (set("STATSD_HOST"), set("STATSD_PORT"));
+    if use_statsd && !given("statsd_addr") {
+        let host = host.unwrap_or_else(|| "localhost".to_owned());
+        let port = port.unwrap_or_else(|| "8125".to_owned());
+        if port.parse::<u16>().is_err() {
+            return Err(format!("STATSD_PORT {port:?}: expected a port number"));
+        }
+        args.statsd_addr = Some(format!("{host}:{port}"));
+    }
+    if let (false, Some(v)) = (given("statsd_flush_ms"), set("STATS_FLUSH_INTERVAL")) {
+        args.statsd_flush_ms = go_duration_ms(&v).ok_or_else(|| {
+            format!("STATS_FLUSH_INTERVAL {v:?}: expected a duration such as 10s")
+        })?;
+    }
     if let (false, Some(v)) = (given("redis_timeout_ms"), set("REDIS_TIMEOUT")) {
         args.redis.redis_timeout_ms = go_duration_ms(&v).ok_or_else(|| {
             format!(

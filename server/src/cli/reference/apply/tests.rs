@@ -59,6 +59,10 @@ fn every_supported_variable_is_read_by_the_code_that_applies_it() {
             ("LIMIT_RESET_HEADER", "T"),
             ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"),
             ("USE_PROMETHEUS", "true"),
+            ("USE_STATSD", "true"),
+            ("STATSD_HOST", "statsd"),
+            ("STATSD_PORT", "9125"),
+            ("STATS_FLUSH_INTERVAL", "1s"),
         ],
         &[("REDIS_URL", "redis:6379"), ("REDIS_TYPE", "SINGLE")],
         &[],
@@ -270,7 +274,7 @@ fn settings_that_need_nothing_are_noted_once_each() {
         &env_of(&[
             ("REDIS_POOL_SIZE", "20"),
             ("RUNTIME_WATCH_ROOT", "false"),
-            ("USE_STATSD", "false"),
+            ("DEBUG_PORT", "6070"),
         ]),
     )
     .unwrap();
