@@ -18,8 +18,8 @@
 //!    pay from quota grants ([`shared::lease`]) when they can; every fingerprint is keyed
 //!    by [`shared::placement`]. A rejected request consumes nothing.
 //! 4. **The wire to the service**: the global rules left make one `ShouldRateLimit` call
-//!    ([`wire::rls`] encodes it, [`wire::grpc`] frames it for a plain HTTP/2 call); the
-//!    request waits paused, and [`limiter::Limiter::answer`] turns what comes back (or
+//!    ([`wire::rls`] encodes it, [`wire::grpc`] frames it for a plain HTTP/2 call, and the
+//!    verdict carries it ready to send as a [`wire::call::Call`]); the request waits paused, and [`limiter::Limiter::answer`] turns what comes back (or
 //!    the failure to get an answer: degraded mode) into the final verdict.
 //! 5. **The reply** ([`reply`]): a rejection answered by the proxy in the client's
 //!    protocol ([`reply::protocol`]: 429, or gRPC `RESOURCE_EXHAUSTED`) with
@@ -39,7 +39,7 @@
 //! Every module above but `host` is plain Rust over plain data, tested on the host target
 //! with a fake clock and an in-memory shared store (`testing`). The host layer implements
 //! [`request::descriptor::RequestView`] and [`shared::SharedData`] with host calls and
-//! carries out the verdicts; its host calls and callbacks are compiled for wasm32 only.
+//! carries out the verdicts, which hold every call and reply ready to send; its host calls and callbacks are compiled for wasm32 only.
 
 #![warn(missing_docs)]
 

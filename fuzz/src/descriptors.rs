@@ -82,7 +82,7 @@ pub fn run(data: &[u8]) {
     for now_s in [1_000, 1_000, 1_001] {
         let now = || Some(now_s * 1_000_000_000);
         if let Verdict::Ask(ask) = limiter.check(&mut request, now, &store, &mut tally) {
-            let sent = RateLimitRequest::decode(ask.message.as_slice());
+            let sent = RateLimitRequest::decode(ask.call.message());
             assert!(
                 sent.as_ref()
                     .is_ok_and(|s| s.domain == "fuzz" && !s.descriptors.is_empty()),

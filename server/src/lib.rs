@@ -8,10 +8,12 @@
 //! - [`rls`]: the one module speaking RLS v3; every protocol quirk is commented there.
 //! - [`config`]: the envoyproxy/ratelimit YAML format plus our `algorithm` extension,
 //!   validated into types that cannot be wrong; [`config::matching`] walks descriptors.
-//! - [`store`]: the batch-shaped, async [`store::Store`] trait (all or nothing per
-//!   request), [`store::memory`], the in-process store, and [`store::redis`], counters
-//!   shared by replicas in Redis or Redis Cluster (one Lua script per request, `check.lua`);
-//!   [`store::health`] tells `/healthz` whether the store answers.
+//! - [`store`]: the batch-shaped, async [`store::Store`] trait; [`store::batch`], the
+//!   batch's rules (all or nothing, check-only and blocked items, charges, grants) as pure
+//!   code every store reuses; [`store::memory`], the in-process store, and
+//!   [`store::redis`], counters shared by replicas in Redis or Redis Cluster (one Lua
+//!   script per request, `check.lua`, the rules' Lua twin); [`store::health`] tells
+//!   `/healthz` whether the store answers.
 //! - [`algorithm`]: the four algorithms as pure `(state, now, limit, hits)` math.
 //! - [`clock`]: time for the memory store (Redis uses its own), injectable for tests.
 //! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.

@@ -34,11 +34,15 @@
 //! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
 mod domains;
+mod format;
 pub mod limits;
 mod lock_free;
+mod outcome;
 
+pub use domains::DomainCounters;
 use domains::DomainFamilies;
-pub use domains::{DomainCounters, Outcome};
+pub use format::Format;
+pub use outcome::Outcome;
 
 use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;
@@ -97,32 +101,61 @@ fn counters<const N: usize>(
     handles
 }
 
-/// Which exposition format a scrape gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// The Prometheus text format 0.0.4: what every scraper reads, and the default.
-    Classic,
-    /// OpenMetrics 1.0 text, for a scraper that asks for it.
-    OpenMetrics,
+/// Registers the per-domain and per-limit decision families.
+fn register_decisions(
+    registry: &mut Registry,
+    families: &DomainFamilies,
+    limit_family: &limits::LimitFamily,
+) {
+    registry.register(
+        "floodgate_decisions",
+        "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
+        families.decisions.clone(),
+    );
+    registry.register(
+        "floodgate_near_limit",
+        "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
+        families.near_limit.clone(),
+    );
+    registry.register(
+        "floodgate_quota_granted_hits",
+        "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
+        families.granted.clone(),
+    );
+    registry.register(
+        "floodgate_limit_decisions",
+        "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
+        limit_family.family.clone(),
+    );
 }
 
-impl Format {
-    /// The format an `Accept` header asks for: OpenMetrics when it names
-    /// `application/openmetrics-text`, else the classic format.
-    pub fn from_accept(accept: Option<&str>) -> Format {
-        match accept {
-            Some(a) if a.contains("application/openmetrics-text") => Format::OpenMetrics,
-            _ => Format::Classic,
-        }
-    }
-
-    /// The `Content-Type` of an exposition in this format.
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Format::Classic => prometheus_text::CONTENT_TYPE,
-            Format::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        }
-    }
+/// Registers the store's metrics (latency, size, whether it can decide, its failures);
+/// returns the handles the server writes.
+fn register_store(
+    registry: &mut Registry,
+    store: &'static str,
+    health: &Arc<Health>,
+) -> (LatencyHistogram, Gauge) {
+    let latency = LatencyHistogram::new(store);
+    registry.register(
+        "floodgate_store_latency_seconds",
+        "Time the store took to decide one request",
+        latency.handle(),
+    );
+    let cells = Family::<StaticLabels, Gauge>::default();
+    let store_cells = cells.get_or_create_owned(&[("store", store)]);
+    registry.register(
+        "floodgate_store_cells",
+        "Cells the store holds (memory store: one per counter plus one per sliding log entry)",
+        cells,
+    );
+    registry.register(
+        "floodgate_store_up",
+        "1 while the store can decide, 0 while it cannot (unreachable, or refusing our credentials or script; calls then answer UNAVAILABLE)",
+        StoreUp::new(store, health.clone()),
+    );
+    health.register(registry);
+    (latency, store_cells)
 }
 
 /// Every metric the server exports.
@@ -174,21 +207,7 @@ impl Metrics {
         let families = DomainFamilies::default();
         let limit_family = Arc::new(limits::LimitFamily::default());
         let unknown_domain = Arc::new(DomainCounters::new(&families, &limit_family, ""));
-        registry.register(
-            "floodgate_decisions",
-            "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-            families.decisions.clone(),
-        );
-        registry.register(
-            "floodgate_near_limit",
-            "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
-            families.near_limit.clone(),
-        );
-        registry.register(
-            "floodgate_quota_granted_hits",
-            "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
-            families.granted.clone(),
-        );
+        register_decisions(&mut registry, &families, &limit_family);
         let quota_header_malformed = Counter::default();
         registry.register(
             "floodgate_quota_header_malformed",
@@ -200,11 +219,6 @@ impl Metrics {
             "floodgate_quota_header_refused",
             "Requests whose x-floodgate-quota header --refuse-quota ignored (answered, with no grant)",
             quota_header_refused.clone(),
-        );
-        registry.register(
-            "floodgate_limit_decisions",
-            "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
-            limit_family.family.clone(),
         );
         let requests = counters(
             &mut registry,
@@ -227,25 +241,7 @@ impl Metrics {
             "result",
             RELOAD_RESULTS,
         );
-        let latency = LatencyHistogram::new(store);
-        registry.register(
-            "floodgate_store_latency_seconds",
-            "Time the store took to decide one request",
-            latency.handle(),
-        );
-        let cells = Family::<StaticLabels, Gauge>::default();
-        let store_cells = cells.get_or_create_owned(&[("store", store)]);
-        registry.register(
-            "floodgate_store_cells",
-            "Cells the store holds (memory store: one per counter plus one per sliding log entry)",
-            cells,
-        );
-        registry.register(
-            "floodgate_store_up",
-            "1 while the store can decide, 0 while it cannot (unreachable, or refusing our credentials or script; calls then answer UNAVAILABLE)",
-            StoreUp::new(store, health.clone()),
-        );
-        health.register(&mut registry);
+        let (latency, store_cells) = register_store(&mut registry, store, &health);
         let connections = Arc::new(ConnectionMetrics::new(Port::Grpc));
         connections.register(&mut registry);
         let tls = Arc::new(TlsMetrics::default());

@@ -14,29 +14,34 @@ mod status;
 pub use callers::{CallKind, Trust, CHARGE_HEADER};
 pub use headers::{HeaderNames, ResponseHeaders};
 
-use crate::algorithm::{Algorithm, Decision, Limit};
+use crate::algorithm::Decision;
 use crate::config::{self, Rule};
 use crate::listener::PeerInfo;
-use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
+use crate::metrics::{DomainCounters, ErrorKind, Metrics, RequestResult};
 use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
-use crate::reference_stats::{Hit, ReferenceStats};
-use crate::store::{admits, Check, Store, StoreError};
+use crate::reference_stats::ReferenceStats;
+use crate::store::batch::admits;
+use crate::store::{Check, Store, StoreError};
 use plan::{plan, Applied};
-use status::{blocked_status, limited_status, no_limit_status};
+use status::descriptor_status;
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
 
 pub mod permit;
-pub mod quota_header;
+/// The quota header's codec, written once for the filter and the server (see there).
+pub use floodgate_common::quota as quota_header;
 use quota_header::Asked;
 pub use quota_header::QUOTA_HEADER;
 
 /// The most descriptors one request may carry. Envoy sends one per matching rate limit
 /// action, a handful in practice; the cap bounds the work one call can cause.
 pub const MAX_DESCRIPTORS: usize = 64;
+
+// The quota header can name every descriptor a request may carry, and no more.
+const _: () = assert!(MAX_DESCRIPTORS == quota_header::MAX_ENTRIES);
 
 /// How answers are shaped, from the operator's flags.
 #[derive(Debug, Clone, PartialEq)]
@@ -240,56 +245,12 @@ fn respond(
     let over = !admits(checks, |i| decisions[i].allowed)
         || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
     // Quirk: one status per request descriptor, in request order, limited or not.
-    let mut decided = decisions.into_iter();
-    let mut checked = checks.iter();
+    let mut decided = decisions.into_iter().zip(checks);
+    let stats = reference.map(|r| (r, req.domain.as_str()));
     let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
     for a in applied {
-        let (status, outcome) = match a {
-            Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
-            // Quirk: the reference service answers `unlimited` with no current_limit
-            // and the largest remaining count.
-            Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
-            Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
-            Applied::Configured(_, limit) | Applied::Overridden(limit) => {
-                let (Some(d), Some(check)) = (decided.next(), checked.next()) else {
-                    return Err(Status::internal("store answered too few decisions"));
-                };
-                let name = match a {
-                    Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
-                    _ => "",
-                };
-                let near = d.allowed && near_limit(limit, &d, options.near_limit_ratio);
-                if near {
-                    counters.near_limit();
-                }
-                let shadow = a.shadow();
-                if let (Some(stats), Applied::Configured(rule, _)) = (reference, a) {
-                    let hits = check.hits.max(1);
-                    let within = d.allowed;
-                    let hit = Hit {
-                        hits,
-                        within,
-                        near,
-                        shadow,
-                    };
-                    stats.record(&req.domain, &rule.stats_key, hit);
-                }
-                let mut status = limited_status(name, limit, shadow, &d);
-                if a.configured_block() {
-                    // Quirk: a block reports its limit as the reference does: 0 per unit.
-                    if let Some(l) = status.current_limit.as_mut() {
-                        l.requests_per_unit = 0;
-                    }
-                }
-                let outcome = match (d.allowed, shadow) {
-                    (true, _) => Outcome::Ok,
-                    (false, true) => Outcome::ShadowOverLimit,
-                    (false, false) => Outcome::OverLimit,
-                };
-                (status, outcome)
-            }
-        };
+        let (status, outcome) = descriptor_status(a, &mut decided, counters, options, stats)?;
         if !a.shadow() && status.current_limit.is_some() {
             limited.push(status.clone());
         }
@@ -337,20 +298,6 @@ fn configured_rule<'c>(a: &Applied<'c>) -> Option<&'c Rule> {
         Applied::Configured(r, _) => Some(*r),
         _ => None,
     }
-}
-
-/// Whether an admitted decision leaves more than `ratio` of its limit used, as the
-/// reference's near-limit statistic: used > ⌊capacity × ratio⌋, capacity being the burst
-/// of a token bucket and `requests_per_unit` otherwise.
-fn near_limit(limit: &Limit, d: &Decision, ratio: f64) -> bool {
-    let capacity = match limit.algorithm {
-        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
-        _ => limit.rpu(),
-    };
-    let used = capacity.saturating_sub(u64::from(d.remaining));
-    // Exact enough: capacity < 2^32, so the product has all its integer digits.
-    let threshold = (capacity as f64 * ratio).floor() as u64;
-    used > threshold
 }
 
 #[tonic::async_trait]

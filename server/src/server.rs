@@ -120,22 +120,7 @@ async fn serve<S: Store>(
 ) -> Result<(), ServerError> {
     let Lifecycle { readiness, stop } = lifecycle;
     metrics.register_config(&shared.get());
-    let acceptor = match &grpc_tls.tls {
-        None => None,
-        Some(settings) => {
-            let acceptor = Arc::new(
-                Acceptor::new(settings.clone(), metrics.tls.clone()).map_err(ServerError::Tls)?,
-            );
-            tracing::info!(
-                cert = %settings.cert.display(),
-                client_certificates = settings.client_ca.is_some(),
-                allowed_identities = settings.allowed.len(),
-                "gRPC over TLS"
-            );
-            tokio::spawn(acceptor.clone().watch(stop.clone()));
-            Some(acceptor)
-        }
-    };
+    let acceptor = tls_acceptor(&grpc_tls, &metrics, &stop)?;
 
     let grpc = bind(args.grpc_addr).await?;
     let http = bind(args.http_addr).await?;
@@ -154,40 +139,12 @@ async fn serve<S: Store>(
         ));
     }
 
-    let open_files = listener::open_files_limit();
-    let limits = args.connection_limits(open_files);
-    let http_limits = args.http_limits();
-    tracing::info!(
-        open_files,
-        max_connections = limits.caps.total,
-        max_connections_per_peer = limits.caps.per_peer,
-        handshake_timeout = ?limits.timeouts.handshake,
-        idle_timeout = ?limits.timeouts.idle,
-        http_max_connections = http_limits.caps.total,
-        http_max_connections_per_peer = http_limits.caps.per_peer,
-        http_header_timeout = ?http_limits.header_timeout,
-        http_idle_timeout = ?http_limits.idle_timeout,
-        "connection limits"
-    );
-    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
-    {
-        tracing::warn!("{w}");
-    }
-    let reference = (args.reference_stats || args.statsd_addr.is_some())
-        .then(|| Arc::new(ReferenceStats::default()));
-    if let (Some(stats), Some(target)) = (&reference, &args.statsd_addr) {
-        tracing::info!(%target, "statsd: pushing the reference's counters");
-        tokio::spawn(crate::statsd::run(
-            stats.clone(),
-            target.clone(),
-            Duration::from_millis(args.statsd_flush_ms),
-            stop.clone(),
-        ));
-    }
+    let (limits, http_limits) = connection_limits(&args);
+    let reference = reference_stats(&args, &stop);
     let exported = reference.clone().filter(|_| args.reference_stats);
     let mut service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
-    if let Some(stats) = &reference {
-        service = service.with_reference_stats(stats.clone());
+    if let Some(stats) = reference {
+        service = service.with_reference_stats(stats);
     }
     let grpc_server = tonic::transport::Server::builder()
         .max_concurrent_streams(args.calls.max_concurrent_streams)
@@ -222,6 +179,69 @@ async fn serve<S: Store>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The gRPC port's TLS acceptor, if TLS is on, watching its files for rotation until `stop`.
+fn tls_acceptor(
+    grpc_tls: &cli::tls::Resolved,
+    metrics: &Metrics,
+    stop: &watch::Receiver<bool>,
+) -> Result<Option<Arc<Acceptor>>, ServerError> {
+    let Some(settings) = &grpc_tls.tls else {
+        return Ok(None);
+    };
+    let acceptor =
+        Arc::new(Acceptor::new(settings.clone(), metrics.tls.clone()).map_err(ServerError::Tls)?);
+    tracing::info!(
+        cert = %settings.cert.display(),
+        client_certificates = settings.client_ca.is_some(),
+        allowed_identities = settings.allowed.len(),
+        "gRPC over TLS"
+    );
+    tokio::spawn(acceptor.clone().watch(stop.clone()));
+    Ok(Some(acceptor))
+}
+
+/// The gRPC and HTTP ports' connection limits, logged, with a warning when together they
+/// could exceed the open-files limit.
+fn connection_limits(args: &Args) -> (listener::Limits, listener::HttpLimits) {
+    let open_files = listener::open_files_limit();
+    let limits = args.connection_limits(open_files);
+    let http_limits = args.http_limits();
+    tracing::info!(
+        open_files,
+        max_connections = limits.caps.total,
+        max_connections_per_peer = limits.caps.per_peer,
+        handshake_timeout = ?limits.timeouts.handshake,
+        idle_timeout = ?limits.timeouts.idle,
+        http_max_connections = http_limits.caps.total,
+        http_max_connections_per_peer = http_limits.caps.per_peer,
+        http_header_timeout = ?http_limits.header_timeout,
+        http_idle_timeout = ?http_limits.idle_timeout,
+        "connection limits"
+    );
+    if let Some(w) = listener::budget_warning(open_files, limits.caps.total, http_limits.caps.total)
+    {
+        tracing::warn!("{w}");
+    }
+    (limits, http_limits)
+}
+
+/// The reference's per-limit counters, when `/metrics` (`--reference-stats`) or a statsd
+/// sink (`--statsd-addr`, pushing every `--statsd-flush-ms` until `stop`) wants them.
+fn reference_stats(args: &Args, stop: &watch::Receiver<bool>) -> Option<Arc<ReferenceStats>> {
+    let reference = (args.reference_stats || args.statsd_addr.is_some())
+        .then(|| Arc::new(ReferenceStats::default()));
+    if let (Some(stats), Some(target)) = (&reference, &args.statsd_addr) {
+        tracing::info!(%target, "statsd: pushing the reference's counters");
+        tokio::spawn(crate::statsd::run(
+            stats.clone(),
+            target.clone(),
+            Duration::from_millis(args.statsd_flush_ms),
+            stop.clone(),
+        ));
+    }
+    reference
 }
 
 /// The readiness line: one line, flushed, nothing else ever goes to stdout.

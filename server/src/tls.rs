@@ -31,9 +31,7 @@ mod stream;
 
 pub use stream::{Peer, TlsConn};
 
-use crate::metrics::StaticLabels;
-use crate::rls::permit::Refused;
-use identity::{AllowList, Pattern};
+use identity::{AllowList, Pattern, Refused};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
@@ -258,6 +256,9 @@ impl HandshakeError {
         HANDSHAKE_ERRORS[self as usize].1
     }
 }
+
+/// A label set of one fixed name and value (the TLS counters' only shape).
+type StaticLabels = [(&'static str, &'static str); 1];
 
 /// The TLS metrics, registered with the others. Counting is an atomic increment on a
 /// handle created up front.

@@ -5,15 +5,16 @@
 //! the events of a server-sent-events stream). See `docs/llm-token-budgets.md`
 //! for how a response cost is admitted and charged.
 
-use super::validate::header_name;
+use super::names::header_name;
 use super::wire;
 use super::{ConfigError, Limit};
 
 /// The most JSON paths one response cost may sum.
 pub const MAX_JSON_PATHS: usize = 4;
 /// The most distinct JSON paths all rules together may read: a response is scanned once
-/// for every path its rules read, each path a bit of the scanner's state.
-pub const MAX_DISTINCT_JSON_PATHS: usize = crate::usage::json::MAX_TARGETS;
+/// for every path its rules read, each path one bit of the scanner's state (a `u64`,
+/// [`crate::usage::json::MAX_TARGETS`]).
+pub const MAX_DISTINCT_JSON_PATHS: usize = 64;
 /// The most segments (keys) in one JSON path.
 pub const MAX_PATH_SEGMENTS: usize = 8;
 /// The longest key in a JSON path.

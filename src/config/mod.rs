@@ -7,6 +7,7 @@
 //! refuses the filter when `on_configure` reports it.
 
 mod cost;
+mod names;
 mod validate;
 mod wire;
 

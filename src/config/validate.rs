@@ -1,6 +1,7 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
 use super::cost::{self, Cost, Costs};
+use super::names::{header_name, rule_name};
 use super::wire;
 use super::{
     Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
@@ -17,9 +18,6 @@ use std::num::NonZeroU32;
 
 mod response;
 use response::response;
-
-/// The longest rule name: it becomes part of metric names.
-const MAX_NAME_LEN: usize = 64;
 
 pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
     if wire.rules.is_empty() {
@@ -245,39 +243,6 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
         response_cost,
         shadow: r.shadow.unwrap_or(false),
     })
-}
-
-/// A valid header name, lower-cased (Envoy's header maps are lower-case).
-pub(super) fn header_name(at: &str, header: String) -> Result<String, ConfigError> {
-    if header.is_empty() || header.bytes().any(|b| b <= b' ' || b == b':' || b >= 0x7f) {
-        return Err(ConfigError::new(
-            at,
-            format!("{header:?} is not a header name"),
-        ));
-    }
-    Ok(header.to_ascii_lowercase())
-}
-
-fn rule_name(at: &str, name: String) -> Result<String, ConfigError> {
-    if name.is_empty() {
-        return Err(ConfigError::new(at, "must not be empty"));
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(ConfigError::new(
-            at,
-            format!("must be at most {MAX_NAME_LEN} characters"),
-        ));
-    }
-    if !name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-    {
-        return Err(ConfigError::new(
-            at,
-            "may contain only letters, digits, `-` and `_` (it becomes part of metric names)",
-        ));
-    }
-    Ok(name)
 }
 
 fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {

@@ -1,5 +1,6 @@
 //! Background calls: an HTTP call that no request waits for, whose answer goes to a
-//! handler given when the call is made.
+//! handler given when the call is made; and [`start`], which every call to the rate limit
+//! service goes through.
 //!
 //! A request's own rate limit call pauses it, and its answer is routed to the request's
 //! context by the dispatcher. Some calls have nobody waiting: a lease refill made while
@@ -14,8 +15,13 @@
 //! the map holds at most the calls made within one timeout of each other.
 
 use super::hostcalls;
+use super::log;
 use super::types::Status;
+use crate::config::RlsConfig;
+use crate::host::log_throttle::Cause;
+use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
+use ::log::Level;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
@@ -27,17 +33,26 @@ thread_local! {
     static HANDLERS: RefCell<BTreeMap<u32, Handler>> = const { RefCell::new(BTreeMap::new()) };
 }
 
-/// Makes an HTTP call to `cluster` (headers encoded as [`super::memory::encode_pairs`]
-/// does) whose answer goes to `handler`. `Err`: the call was not started, and `handler`
-/// is dropped without being called.
-pub fn call(
-    cluster: &str,
-    headers: &[u8],
-    body: &[u8],
-    timeout_ms: u32,
-    handler: Handler,
-) -> Result<(), Status> {
-    let token = hostcalls::http_call(cluster, headers, body, timeout_ms)?;
+/// Starts `call` to the service `rls` configures; its answer goes to the dispatcher,
+/// which routes it by the token returned. A call that cannot be started is logged (one
+/// line per period) as `what` (what the call was for) and handed back as the status.
+pub fn start(rls: &RlsConfig, call: &Call, what: &str) -> Result<u32, Status> {
+    hostcalls::http_call(&rls.cluster, call.headers(), &call.body, rls.timeout_ms).inspect_err(
+        |status| {
+            log::throttled(Level::Warn, Cause::RlsNotSent, || {
+                format!(
+                    "cannot {what} the rate limit service on cluster {} (status {status})",
+                    rls.cluster
+                )
+            });
+        },
+    )
+}
+
+/// Starts `call` as [`start`] does, its answer going to `handler`. `Err`: the call was
+/// not started, and `handler` is dropped without being called.
+pub fn call(rls: &RlsConfig, call: &Call, what: &str, handler: Handler) -> Result<(), Status> {
+    let token = start(rls, call, what)?;
     HANDLERS.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
             h.insert(token, handler);

@@ -20,6 +20,7 @@
 //! until Envoy ends the stream (its stream idle timeout, or the client going away):
 //! under `deny` that is the only way left not to let it through.
 
+use super::log_throttle::Cause;
 use crate::config::FailureMode;
 use crate::metrics::Global;
 
@@ -53,6 +54,16 @@ impl HostFailure {
             HostFailure::SwitchContext => Global::HostErrorContext,
             HostFailure::Resume => Global::HostErrorResume,
             HostFailure::LocalReply => Global::HostErrorLocalReply,
+        }
+    }
+
+    /// The log throttle's cause it is logged under.
+    pub fn cause(self) -> Cause {
+        match self {
+            HostFailure::TallyBusy => Cause::TallyBusy,
+            HostFailure::SwitchContext => Cause::SwitchContext,
+            HostFailure::Resume => Cause::Resume,
+            HostFailure::LocalReply => Cause::LocalReply,
         }
     }
 }

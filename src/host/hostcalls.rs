@@ -6,8 +6,9 @@
 //! Buffers the host returns were allocated through our own `proxy_on_memory_allocate`
 //! export ([`memory::allocate`]), so ownership is taken back with [`memory::take_buffer`].
 
-use super::memory::{self, take_buffer};
+use super::memory::take_buffer;
 use super::types::{BufferType, LogLevel, MapType, MetricType, Status, StreamType};
+use crate::request::header_map::encode_pairs;
 use std::ptr::{null, null_mut};
 
 #[link(wasm_import_module = "env")]
@@ -215,7 +216,7 @@ pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
     header_value(MapType::RequestHeaders, name)
 }
 
-/// Every request header, in the ABI's pair encoding (see [`memory::encode_pairs`]): one host
+/// Every request header, in the ABI's pair encoding (see [`encode_pairs`]): one host
 /// call, after which any number of headers can be read without another.
 pub fn request_header_pairs() -> Result<Vec<u8>, Status> {
     let (mut data, mut size) = (null_mut(), 0usize);
@@ -337,8 +338,7 @@ pub fn set_effective_context(context_id: u32) -> Result<(), Status> {
     check(unsafe { proxy_set_effective_context(context_id) })
 }
 
-/// Starts an HTTP call to `cluster` with `headers` (already
-/// [`memory::encode_pairs`]-encoded) and
+/// Starts an HTTP call to `cluster` with `headers` (already [`encode_pairs`]-encoded) and
 /// `body`; returns its token. The answer arrives in `proxy_on_http_call_response`.
 pub fn http_call(
     cluster: &str,
@@ -376,7 +376,7 @@ pub fn send_local_response(
     headers: &[(&str, &str)],
     grpc_status: i32,
 ) -> Result<(), Status> {
-    let headers = memory::encode_pairs(headers);
+    let headers = encode_pairs(headers);
     // SAFETY: all slices are valid for the duration of the call.
     check(unsafe {
         proxy_send_local_response(

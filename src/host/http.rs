@@ -12,19 +12,18 @@ use super::hostcalls;
 use super::log;
 #[cfg(feature = "response-cost")]
 use super::metering;
+use super::refill;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
 use crate::host::log_throttle::Cause;
-use crate::limiter::{Pass, Pending, Refill, Verdict};
-use crate::reply::protocol;
-use crate::reply::{self, Headers, Reply};
-use crate::request::descriptor::RequestView;
+use crate::limiter::{Ask, Pass, Pending, Verdict};
+use crate::reply::{Headers, Reply};
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
 use crate::usage::ResponseMeter;
-use crate::wire::grpc::{self, Answer};
+use crate::wire::grpc::Answer;
 use ::log::Level;
 use std::rc::Rc;
 
@@ -109,7 +108,7 @@ impl Http {
         }) = &mut verdict
         {
             if let Some(refill) = refill.take() {
-                refill_in_background(&plugin, refill);
+                refill::send(&plugin, refill);
             }
         }
         self.carry_out(&plugin, verdict, Phase::Headers)
@@ -251,38 +250,25 @@ impl Http {
                     }
                 }
             }
-            Verdict::Ask(ask) => {
-                let Some(rls) = plugin.limiter.rls() else {
-                    return Flow::Continue;
-                };
-                let sent = hostcalls::http_call(
-                    &rls.cluster,
-                    &plugin.call_headers(&ask.quota),
-                    &grpc::frame(&ask.message),
-                    rls.timeout_ms,
-                );
-                match sent {
-                    Ok(token) => {
-                        self.state = State::Waiting(ask.pending);
-                        Flow::WaitingOn(token)
-                    }
-                    Err(status) => {
-                        log::throttled(Level::Warn, Cause::RlsNotSent, || {
-                            format!(
-                                "cannot call the rate limit service on cluster {} (status {status})",
-                                rls.cluster
-                            )
-                        });
-                        let answer = Answer::NotSent(status.0);
-                        match decide_answer(plugin, ask.pending, answer) {
-                            Some(verdict) => self.carry_out(plugin, verdict, phase),
-                            None => {
-                                self.cannot_carry_out(plugin, HostFailure::TallyBusy, None, phase)
-                            }
-                        }
-                    }
-                }
+            Verdict::Ask(ask) => self.ask(plugin, *ask, phase),
+        }
+    }
+
+    /// Makes the request's call to the rate limit service and waits for it; a call that
+    /// cannot be made is decided as the limiter says for one.
+    fn ask(&mut self, plugin: &Plugin, ask: Ask, phase: Phase) -> Flow {
+        let Some(rls) = plugin.limiter.rls() else {
+            return Flow::Continue;
+        };
+        match background::start(rls, &ask.call, "call") {
+            Ok(token) => {
+                self.state = State::Waiting(ask.pending);
+                Flow::WaitingOn(token)
             }
+            Err(status) => match decide_answer(plugin, ask.pending, Answer::NotSent(status.0)) {
+                Some(verdict) => self.carry_out(plugin, verdict, phase),
+                None => self.cannot_carry_out(plugin, HostFailure::TallyBusy, None, phase),
+            },
         }
     }
 
@@ -312,7 +298,7 @@ impl Http {
         plugin.count_host_failure(failure);
         let mode = plugin.limiter.config().failure_mode;
         let remedy = remedy(failure, mode);
-        log::throttled(Level::Warn, cause(failure), || {
+        log::throttled(Level::Warn, failure.cause(), || {
             let status = status.map_or_else(String::new, |s| format!(" (status {s})"));
             format!("cannot carry out the limiter's decision: {failure:?}{status}; {remedy:?}")
         });
@@ -329,9 +315,7 @@ impl Http {
             },
             Remedy::FailureReply => {
                 self.state = State::Done;
-                let mut request = HostRequest::default();
-                let protocol = protocol::classify(request.content_type().as_deref());
-                let reply = reply::failure(plugin.limiter.config().failure_status, protocol);
+                let reply = plugin.limiter.failure_reply(&mut HostRequest::default());
                 if let Err(status) = send(&reply) {
                     log::throttled(Level::Error, Cause::LocalReply, || {
                         format!("cannot send the failure reply either (status {status}); the request stays paused")
@@ -363,53 +347,6 @@ impl Http {
     }
 }
 
-/// The log throttle's cause for a host failure.
-fn cause(failure: HostFailure) -> Cause {
-    match failure {
-        HostFailure::TallyBusy => Cause::TallyBusy,
-        HostFailure::SwitchContext => Cause::SwitchContext,
-        HostFailure::Resume => Cause::Resume,
-        HostFailure::LocalReply => Cause::LocalReply,
-    }
-}
-
-/// Makes a lease refill call that no request waits for; its answer (or its failure to
-/// start) goes to [`crate::limiter::Limiter::refilled`].
-fn refill_in_background(plugin: &Rc<Plugin>, refill: Refill) {
-    let Some(rls) = plugin.limiter.rls() else {
-        return;
-    };
-    let refilled = |plugin: &Plugin, keys: &[u128], answer: Answer| {
-        if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
-            let now = || hostcalls::current_time_ns().ok();
-            plugin
-                .limiter
-                .refilled(keys, answer, now, &HostShared, &mut tally);
-        }
-    };
-    let keys = refill.keys.clone();
-    let handler = {
-        let plugin = Rc::clone(plugin);
-        Box::new(move |answer: Answer| refilled(&plugin, &refill.keys, answer))
-    };
-    let sent = background::call(
-        &rls.cluster,
-        &plugin.call_headers(&refill.quota),
-        &grpc::frame(&refill.message),
-        rls.timeout_ms,
-        handler,
-    );
-    if let Err(status) = sent {
-        log::throttled(Level::Warn, Cause::RlsNotSent, || {
-            format!(
-                "cannot call the rate limit service on cluster {} (status {status})",
-                rls.cluster
-            )
-        });
-        refilled(plugin, &keys, Answer::NotSent(status.0));
-    }
-}
-
 /// The limiter's final verdict on what the rate limit service answered (or on a call that
 /// could not be sent). `None` only when this thread's tally is already in use.
 fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Verdict> {
@@ -427,26 +364,12 @@ fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Ve
 
 /// Sends a reply from the proxy (after which the request must stay paused).
 fn send(reply: &Reply) -> Result<(), Status> {
-    let (status, body, headers, grpc_status, details) = match reply {
-        Reply::Http {
-            status,
-            headers,
-            body,
-            details,
-        } => (u32::from(*status), body.as_slice(), headers, -1, &**details),
-        Reply::Grpc {
-            status,
-            message,
-            metadata,
-            details,
-        } => (
-            200,
-            message.as_bytes(),
-            metadata,
-            *status as i32,
-            &**details,
-        ),
-    };
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (&**k, v.as_str())).collect();
-    hostcalls::send_local_response(status, details, body, &headers, grpc_status)
+    let local = reply.local_response();
+    hostcalls::send_local_response(
+        local.status,
+        local.details,
+        local.body,
+        &local.headers,
+        local.grpc_status,
+    )
 }

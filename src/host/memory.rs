@@ -1,5 +1,5 @@
-//! The memory the host and the module hand each other: buffers the host fills in, and
-//! the ABI's encoding of header pairs.
+//! The memory the host and the module hand each other: buffers the host fills in (the
+//! ABI's encoding of header pairs is [`crate::request::header_map`]'s).
 //!
 //! Plain Rust with no host call, so it is compiled and tested on every target. The host
 //! fills in memory it asked for through our `proxy_on_memory_allocate` export (see
@@ -27,29 +27,6 @@ pub unsafe fn take_buffer(data: *mut u8, size: usize) -> Vec<u8> {
         // SAFETY: guaranteed by the caller: `allocate(size)` made it and it is initialised.
         unsafe { Vec::from_raw_parts(data, size, size) }
     }
-}
-
-/// The ABI's encoding of a list of pairs: a count, every (key, value) length, then every
-/// key and value each followed by a NUL byte. All integers little-endian u32.
-/// [`crate::request::header_map::HeaderMap::decode`] reads it back.
-pub fn encode_pairs<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> Vec<u8> {
-    let text: usize = pairs
-        .iter()
-        .map(|(k, v)| k.len() + v.as_ref().len() + 2)
-        .sum();
-    let mut out = Vec::with_capacity(4 + 8 * pairs.len() + text);
-    out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
-    for (k, v) in pairs {
-        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(v.as_ref().len() as u32).to_le_bytes());
-    }
-    for (k, v) in pairs {
-        out.extend_from_slice(k.as_bytes());
-        out.push(0);
-        out.extend_from_slice(v.as_ref());
-        out.push(0);
-    }
-    out
 }
 
 #[cfg(test)]

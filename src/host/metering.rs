@@ -122,7 +122,7 @@ pub fn settle(plugin: &Rc<Plugin>, meter: ResponseMeter, ended: Ended) {
         &mut tally,
     );
     drop(tally);
-    if let Some(message) = global {
-        charge::send(plugin, &message);
+    if let Some(call) = global {
+        charge::send(plugin, &call);
     }
 }

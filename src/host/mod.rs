@@ -1,7 +1,9 @@
 //! The host layer: the only code that talks to Envoy, through the proxy-wasm ABI.
 //!
 //! It reads the request, calls host functions and carries out the [`Verdict`]s that the
-//! pure modules compute. Laid out as proxy-wasm SDK users know it:
+//! pure modules compute: a verdict carries its call to the rate limit service ready to
+//! send ([`Call`]: encoded headers, framed body) and its reply ready to send, so nothing
+//! here encodes, frames or words anything. Laid out as proxy-wasm SDK users know it:
 //!
 //! - [`types`]: the ABI's values as types (actions, map and buffer types, [`Status`]);
 //! - `hostcalls`: the host functions we import, every status handled;
@@ -9,15 +11,18 @@
 //!   (see there for why we export only those we use);
 //! - `root` and `http`: the contexts; `request`, `shared` and `log` implement the pure
 //!   modules' traits on host calls;
-//! - `background`: calls no request waits for, whose answers go to a handler;
-//! - `charge`: the stream-end charge of a response cost, one such call.
+//! - `background`: starting every call to the rate limit service, and calls no request
+//!   waits for, whose answers go to a handler;
+//! - `refill` and `charge`: a lease refill and the stream-end charge of a response cost,
+//!   two such calls.
 //!
-//! [`types`], [`memory`] (host buffers, header pair encoding), [`failure`] (what to do
+//! [`types`], [`memory`] (host buffers), [`failure`] (what to do
 //! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
 //! cause and period) make no host call: they are compiled and tested on every target.
 //! The rest is compiled for wasm32 only.
 //!
 //! [`Verdict`]: crate::limiter::Verdict
+//! [`Call`]: crate::wire::call::Call
 //! [`Status`]: types::Status
 
 // On the host target only the tests use the pure modules.
@@ -28,9 +33,7 @@ pub mod log_throttle;
 pub mod memory;
 pub mod types;
 
-// Until lflt's lease refills use it too, only the response-cost build's charge does.
 #[cfg(target_arch = "wasm32")]
-#[cfg_attr(not(feature = "response-cost"), allow(dead_code))]
 pub mod background;
 #[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
 mod charge;
@@ -44,6 +47,8 @@ mod http;
 mod log;
 #[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
 mod metering;
+#[cfg(target_arch = "wasm32")]
+mod refill;
 #[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]

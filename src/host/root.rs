@@ -8,15 +8,12 @@
 
 use super::failure::HostFailure;
 use super::hostcalls;
-use super::memory;
 use super::shared::HostShared;
 use super::types::MetricType;
 use crate::config::Config;
 use crate::limiter::Limiter;
 use crate::metrics::{self, Kind, Tally};
 use crate::shared::placement::PlacementKey;
-use crate::wire::grpc;
-use crate::wire::rls;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
@@ -34,11 +31,6 @@ pub struct Plugin {
     /// Host failures waiting for the next tick, by [`HostFailure`]: cells, not the
     /// tally, because one of them is the tally being in use.
     host_failures: [Cell<u32>; HostFailure::ALL.len()],
-    /// The rate limit call's request headers, encoded once (empty without `rls`).
-    pub rls_headers: Vec<u8>,
-    /// The same with the charge header, for stream-end charges (empty without `rls`).
-    #[cfg(feature = "response-cost")]
-    pub charge_headers: Vec<u8>,
 }
 
 /// The root context of one plugin in this VM.
@@ -94,6 +86,33 @@ fn configure() -> Result<Plugin, String> {
         log::info!("placement key drawn and stored in shared data");
     }
     let limiter = Limiter::new(config, agreed.key);
+    prepare_tables(&limiter)?;
+    let metric_ids = metrics::definitions(&limiter.config().rules)
+        .iter()
+        .map(|(kind, name)| {
+            let kind = match kind {
+                Kind::Counter => MetricType::Counter,
+                Kind::Gauge => MetricType::Gauge,
+            };
+            hostcalls::define_metric(kind, name)
+                .map_err(|status| format!("cannot define metric {name} (status {status})"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    hostcalls::set_tick_period_ms(FLUSH_PERIOD_MS)
+        .map_err(|status| format!("cannot set the tick period (status {status})"))?;
+    let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
+    Ok(Plugin {
+        limiter,
+        tally,
+        metric_ids,
+        host_failures: Default::default(),
+    })
+}
+
+/// Makes sure the tables this configuration uses exist in shared data, before traffic:
+/// the bucket table (unless no rule keeps buckets), the lease table and the over-limit
+/// cache's keys.
+fn prepare_tables(limiter: &Limiter) -> Result<(), String> {
     // A global-only configuration without fallbacks takes no buckets: no table.
     let local = limiter.needs_table();
     let created = if local {
@@ -134,19 +153,6 @@ fn configure() -> Result<Plugin, String> {
             crate::shared::over_limit::WAYS
         );
     }
-    let metric_ids = metrics::definitions(&limiter.config().rules)
-        .iter()
-        .map(|(kind, name)| {
-            let kind = match kind {
-                Kind::Counter => MetricType::Counter,
-                Kind::Gauge => MetricType::Gauge,
-            };
-            hostcalls::define_metric(kind, name)
-                .map_err(|status| format!("cannot define metric {name} (status {status})"))
-        })
-        .collect::<Result<Vec<u32>, String>>()?;
-    hostcalls::set_tick_period_ms(FLUSH_PERIOD_MS)
-        .map_err(|status| format!("cannot set the tick period (status {status})"))?;
     if local {
         log::info!(
             "{} rules, {} bucket slots ({} created)",
@@ -160,46 +166,10 @@ fn configure() -> Result<Plugin, String> {
             limiter.config().rules.len()
         );
     }
-    let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
-    let encoded = |extra: Option<(&str, &str)>| {
-        limiter.rls().map_or_else(Vec::new, |rls| {
-            let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-            let pairs: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (*k, v.as_str()))
-                .chain(extra)
-                .collect();
-            memory::encode_pairs(&pairs)
-        })
-    };
-    let rls_headers = encoded(None);
-    #[cfg(feature = "response-cost")]
-    let charge_headers = encoded(Some(rls::CHARGE_HEADER));
-    Ok(Plugin {
-        limiter,
-        tally,
-        metric_ids,
-        host_failures: Default::default(),
-        rls_headers,
-        #[cfg(feature = "response-cost")]
-        charge_headers,
-    })
+    Ok(())
 }
 
 impl Plugin {
-    /// The rate limit call's request headers, encoded: [`Plugin::rls_headers`], or with
-    /// the quota header too when `quota` (its value) is not empty. Encoded per call only
-    /// when quota is asked for: such calls are rare, since leases spare most calls.
-    pub fn call_headers(&self, quota: &str) -> std::borrow::Cow<'_, [u8]> {
-        let Some(rls) = self.limiter.rls().filter(|_| !quota.is_empty()) else {
-            return std::borrow::Cow::Borrowed(&self.rls_headers);
-        };
-        let headers = grpc::request_headers(rls::PATH, &rls.cluster, rls.timeout_ms);
-        let mut pairs: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        pairs.push((rls::QUOTA_HEADER, quota));
-        std::borrow::Cow::Owned(memory::encode_pairs(&pairs))
-    }
-
     /// Takes the placement key stored in shared data if it is not this VM's: VMs that
     /// raced to create it converge here, within a tick (see [`crate::shared::placement`]). One
     /// shared-data read per tick when they agree; a failure is tried again next tick.

@@ -28,7 +28,7 @@ use crate::reply;
 use crate::request::descriptor::RequestView;
 use crate::shared::local::{self, Held, PerBucket};
 use crate::shared::SharedData;
-use crate::wire::rls::{self, Answer};
+use crate::wire::rls::{self, Answer, Decided};
 
 impl Limiter {
     /// The final verdict for a request that waited for the rate limit service. The
@@ -107,25 +107,10 @@ impl Limiter {
                 shadow_denied,
             };
             record(finished, tally);
-            // Only read the clock when there is a denial to remember.
-            if let Some(key) = &pending.cache_key {
-                if let Some(now) = clock.now() {
-                    self.remember_denial(key, &shadows, &decided, now, store, tally);
-                }
-            }
-            if let (false, Some(now)) = (pending.held.is_empty(), clock.now()) {
-                local::give_back(&self.table, store, &pending.held, now);
-            }
-            let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
-            let reply = reply::rejection(
-                &self.config.response,
-                &self.config.rules,
-                &decided.standings,
-                body,
-                decided.response_headers,
-                client_protocol(request),
-            );
-            return Verdict::Reject(reply);
+            // Only read the clock when there is a denial to remember or tokens to give back.
+            let needs_clock = pending.cache_key.is_some() || !pending.held.is_empty();
+            let now = if needs_clock { clock.now() } else { None };
+            return self.rejected(&pending, decided, &shadows, now, store, request, tally);
         }
         if decided.grants.iter().any(Option::is_some) {
             let now = clock.now();
@@ -137,6 +122,42 @@ impl Limiter {
         pass.request_headers = decided.request_headers;
         pass.response_headers.extend(decided.response_headers);
         Verdict::Continue(pass)
+    }
+
+    /// Rejects a request the service said is over its limit (`decided`): remembers the
+    /// denial in the over-limit cache, gives back the local tokens it took, and replies
+    /// with the service's statuses, body and headers. `now` is `None` when the clock
+    /// failed or was not needed.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the answer's step hands on what the request's steps found"
+    )]
+    fn rejected(
+        &self,
+        pending: &Pending,
+        decided: Decided,
+        shadows: &[bool],
+        now: Option<u64>,
+        store: &impl SharedData,
+        request: &mut impl RequestView,
+        tally: &mut Tally,
+    ) -> Verdict {
+        if let (Some(key), Some(now)) = (&pending.cache_key, now) {
+            self.remember_denial(key, shadows, &decided, now, store, tally);
+        }
+        if let (false, Some(now)) = (pending.held.is_empty(), now) {
+            local::give_back(&self.table, store, &pending.held, now);
+        }
+        let body = (!decided.raw_body.is_empty()).then_some(decided.raw_body.as_slice());
+        let reply = reply::rejection(
+            &self.config.response,
+            &self.config.rules,
+            &decided.standings,
+            body,
+            decided.response_headers,
+            client_protocol(request),
+        );
+        Verdict::Reject(reply)
     }
 
     /// Decides a request the service could not: see the module documentation. `mode` is

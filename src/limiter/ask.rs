@@ -5,24 +5,27 @@ use super::{Limiter, Pending};
 use crate::config::{Limit, Rule};
 use crate::request::descriptor::Applied;
 use crate::shared::local::Take;
+use crate::wire::call::Call;
 use crate::wire::rls;
 
 impl Limiter {
-    /// The encoded request for the global rules among `applied` (`costs` in the same
-    /// order), noting in `pending` which rules were asked about and their fallbacks.
-    /// `None` when no global rule applies.
+    /// The call for the global rules among `applied` (`costs` in the same order), noting
+    /// in `pending` which rules were asked about and their fallbacks; it asks for quota
+    /// for the descriptors `pending` holds lease keys of. `None` when no global rule
+    /// applies.
     pub(super) fn global_request(
         &self,
         applied: &[Applied],
         costs: &[u32],
         pending: &mut Pending,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Call> {
         let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs.iter().copied())
             .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
             .collect();
         let rls = self.rls().filter(|_| !global.is_empty())?;
+        let calls = self.calls.as_ref()?;
         let descriptors: Vec<rls::Descriptor<'_>> = global
             .iter()
             .map(|&(a, cost)| {
@@ -55,7 +58,8 @@ impl Limiter {
                 ))
             })
             .collect();
-        Some(rls::encode_request(&rls.domain, &descriptors))
+        let body = rls::encode_request(&rls.domain, &descriptors);
+        Some(calls.with_quota(body, pending.lease_keys.len()))
     }
 
     /// A global rule's descriptor as sent, with `cost` (0: check only).

@@ -11,9 +11,10 @@
 //! ([`Limiter::charge_answered`]); a charge that fails is counted once and never sent
 //! again: retrying would need to keep it, unbounded, while the service is away.
 
-use super::record::{record, Outcome};
+use super::record::{record, ChargeOutcome, Outcome};
 use super::Limiter;
 use crate::metrics::Tally;
+use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use crate::wire::rls;
 
@@ -28,25 +29,15 @@ pub struct GlobalCharge<'a> {
     pub cost: u32,
 }
 
-/// What became of a charge call, to be counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChargeOutcome {
-    /// The call was sent.
-    Sent,
-    /// It could not be sent, or the service answered with an error.
-    Failed,
-    /// The service counted it (whatever it says of the budget now).
-    Counted,
-}
-
 impl Limiter {
-    /// The encoded charge for `charges`: one descriptor per global rule with something
+    /// The charge call for `charges` (with the charge header): one descriptor per global rule with something
     /// left to charge. A rule admitted on an estimate of more than 1 had that counted at
     /// request time, so only what the cost exceeds it by is charged (a cost below the
     /// estimate cannot be given back: the service has no refund). `None` when nothing is
     /// left to charge, or no rule is global.
-    pub fn charge_call(&self, charges: &[GlobalCharge<'_>]) -> Option<Vec<u8>> {
+    pub fn charge_call(&self, charges: &[GlobalCharge<'_>]) -> Option<Call> {
         let rls = self.rls()?;
+        let calls = self.calls.as_ref()?;
         let descriptors: Vec<rls::Descriptor<'_>> = charges
             .iter()
             .filter_map(|c| {
@@ -73,7 +64,8 @@ impl Limiter {
                 })
             })
             .collect();
-        (!descriptors.is_empty()).then(|| rls::encode_request(&rls.domain, &descriptors))
+        (!descriptors.is_empty())
+            .then(|| calls.charge(rls::encode_request(&rls.domain, &descriptors)))
     }
 
     /// Counts what the service answered a charge: only whether it was counted (its

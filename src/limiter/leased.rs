@@ -121,18 +121,31 @@ impl Limiter {
         if !decided {
             return LeaseStep::Ask(keys);
         }
-        let refill = (!refill.is_empty()).then(|| {
-            let descriptors: Vec<rls::Descriptor<'_>> = refill
-                .iter()
-                .map(|&i| self.rls_descriptor(global[i].0, 0))
-                .collect();
-            Refill {
-                message: rls::encode_request(&rls.domain, &descriptors),
-                quota: rls::quota_header_value(&(0..refill.len()).collect::<Vec<_>>()),
-                keys: refill.iter().map(|&i| keys[i]).collect(),
-            }
-        });
+        let refill = self.refill(&global, &keys, &refill);
         LeaseStep::Decided(refill)
+    }
+
+    /// The check-only call refilling the leases of the descriptors at `indices` in
+    /// `global` (lease keys `keys`, in the same order); `None` when none needs it.
+    fn refill(
+        &self,
+        global: &[(&Applied, u32)],
+        keys: &[u128],
+        indices: &[usize],
+    ) -> Option<Refill> {
+        let (rls, calls) = (self.rls()?, self.calls.as_ref()?);
+        if indices.is_empty() {
+            return None;
+        }
+        let descriptors: Vec<rls::Descriptor<'_>> = indices
+            .iter()
+            .map(|&i| self.rls_descriptor(global[i].0, 0))
+            .collect();
+        let body = rls::encode_request(&rls.domain, &descriptors);
+        Some(Refill {
+            call: calls.with_quota(body, descriptors.len()),
+            keys: indices.iter().map(|&i| keys[i]).collect(),
+        })
     }
 
     /// Stores the grants of an answer (`grants`, one per descriptor asked, or empty) for

@@ -24,17 +24,17 @@ use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::metrics::Tally;
 use crate::reply::protocol::{self, Protocol};
 use crate::reply::{self, Headers, Reply, Standing};
-use crate::request::descriptor::{self, Refusal, RequestView};
+use crate::request::descriptor::{Refusal, RequestView};
 use crate::shared::lease::LeaseTable;
 use crate::shared::local::{Held, PerBucket, Take};
 use crate::shared::over_limit::OverLimitCache;
 use crate::shared::placement::PlacementKey;
 use crate::shared::table::Table;
-use crate::shared::SharedData;
 use crate::usage::ResponseMeter;
+use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
-pub use charge::{ChargeOutcome, GlobalCharge};
-use leased::LeaseStep;
+pub use charge::GlobalCharge;
+pub use record::ChargeOutcome;
 use record::{record, Outcome};
 use std::cell::Cell;
 
@@ -66,12 +66,10 @@ pub struct Pass {
 
 /// A check-only call that refills quota leases below their low-water mark; its answer
 /// goes to [`Limiter::refilled`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refill {
-    /// The encoded `ShouldRateLimit` request (every descriptor with `hits_addend` 0).
-    pub message: Vec<u8>,
-    /// The value of the quota header ([`crate::wire::rls::QUOTA_HEADER`]).
-    pub quota: String,
+    /// The call: every descriptor with `hits_addend` 0, asking for quota for each.
+    pub call: Call,
     /// The lease keys of its descriptors, in order, for [`Limiter::refilled`].
     pub keys: Vec<u128>,
 }
@@ -79,11 +77,8 @@ pub struct Refill {
 /// A call to make to the rate limit service, and what to remember until it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
-    /// The encoded `ShouldRateLimit` request.
-    pub message: Vec<u8>,
-    /// The value of the quota header ([`crate::wire::rls::QUOTA_HEADER`]); empty: no header,
-    /// no quota asked for.
-    pub quota: String,
+    /// The call, ready to send (with the quota header when leases are asked for).
+    pub call: Call,
     /// Carried to [`Limiter::answer`].
     pub pending: Pending,
 }
@@ -145,6 +140,8 @@ pub struct Limiter {
     leases: Option<LeaseTable>,
     /// Some rule's cost is reported by the response: only then is a meter built.
     response_costs: bool,
+    /// The header sets of calls to the rate limit service, when some rule is global.
+    calls: Option<CallHeaders>,
     /// The secret every fingerprint is keyed with (see [`crate::shared::placement`]); a cell
     /// because a root context may have to adopt another VM's key after a startup race.
     placement: Cell<PlacementKey>,
@@ -169,7 +166,9 @@ impl Limiter {
             .filter(|_| config.rules.iter().any(|r| r.asks_for_lease()))
             .map(|rls| LeaseTable::new(rls.lease_slots));
         let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
+        let calls = config.rls.as_ref().map(CallHeaders::new);
         Limiter {
+            calls,
             config,
             table,
             over_limit,
@@ -231,147 +230,16 @@ impl Limiter {
         })
     }
 
-    /// Decides one request, or says what to ask the rate limit service. `now_ns` is
-    /// called at most once, and only if a rule applies.
-    pub fn check(
-        &self,
-        request: &mut impl RequestView,
-        now_ns: impl FnOnce() -> Option<u64>,
-        store: &impl SharedData,
-        tally: &mut Tally,
-    ) -> Verdict {
-        let max_value = self.config.max_descriptor_value_bytes;
-        let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
-            Ok(applied) if applied.is_empty() => return Verdict::Continue(Pass::default()),
-            Ok(applied) => applied,
-            Err(refusal) => return refuse(&refusal, request, tally),
-        };
-        let costs = match descriptor::costs(&self.config.rules, &applied, request) {
-            Ok(costs) => costs,
-            Err(refusal) => return refuse(&refusal, request, tally),
-        };
-        let mut clock = Clock::new(now_ns);
-        // The over-limit cache first: a request it rejects takes no local tokens.
-        let mut lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request);
-        let takes = self.local_takes(&applied, &costs);
-        if let Some(reply) = lookup.reply.take() {
-            // Tokens this Envoy holds as leases were counted by the service already, so a
-            // request that can pay from them is admitted whatever the cache says (a
-            // denial can be remembered while grants are held: a call that raced a
-            // grant). Only for requests without local rules (docs/leases-and-over-limit-cache.md).
-            if takes.is_empty() {
-                if let LeaseStep::Decided(refill) =
-                    self.spend_leases(&applied, &costs, &mut clock, store, tally)
-                {
-                    lookup.record(false, tally);
-                    let mut pass = self.pass(&[], false, tally);
-                    pass.refill = refill;
-                    return Verdict::Continue(pass);
-                }
-            }
-            lookup.record(true, tally);
-            let finished = Outcome::Finished {
-                allowed: false,
-                shadow_denied: false,
-            };
-            record(finished, tally);
-            return Verdict::Reject(reply);
-        }
-        lookup.record(false, tally);
-        // Local rules: take from the shared buckets.
-        let mut pending = Pending {
-            cache_key: lookup.key.take(),
-            ..Pending::default()
-        };
-        if !takes.is_empty() {
-            match self.use_buckets(&takes, clock.now(), store, tally) {
-                Ok(local) if local.allowed => {
-                    pending.held = local.held;
-                    pending.local = local.standings;
-                    pending.shadow_denied = local.shadow_denied;
-                }
-                Ok(local) => {
-                    let finished = Outcome::Finished {
-                        allowed: false,
-                        shadow_denied: local.shadow_denied,
-                    };
-                    record(finished, tally);
-                    let reply = reply::rejection(
-                        &self.config.response,
-                        &self.config.rules,
-                        &local.standings,
-                        None,
-                        Vec::new(),
-                        client_protocol(request),
-                    );
-                    return Verdict::Reject(reply);
-                }
-                Err(_) => {
-                    let mode = self.config.failure_mode;
-                    if let Some(reply) = self.failure_mode(mode, request, tally) {
-                        return Verdict::Reject(reply);
-                    }
-                }
-            }
-        }
-        if self.response_costs {
-            pending.meter = self.meter(&applied, &takes, &pending.held);
-        }
-        // Leases: a request paid from grants makes no call.
-        let mut quota = String::new();
-        match self.spend_leases(&applied, &costs, &mut clock, store, tally) {
-            LeaseStep::None => {}
-            LeaseStep::Decided(refill) => {
-                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
-                pass.refill = refill;
-                pass.meter = pending.meter;
-                return Verdict::Continue(pass);
-            }
-            LeaseStep::Ask(keys) => {
-                quota = crate::wire::rls::quota_header_value(&(0..keys.len()).collect::<Vec<_>>());
-                pending.lease_keys = keys;
-            }
-        }
-        // Global rules: one call for all of them.
-        match self.global_request(&applied, &costs, &mut pending) {
-            Some(message) => {
-                record(Outcome::Asked, tally);
-                Verdict::Ask(Box::new(Ask {
-                    message,
-                    quota,
-                    pending,
-                }))
-            }
-            None => {
-                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
-                pass.meter = pending.meter;
-                Verdict::Continue(pass)
-            }
-        }
-    }
-
-    /// Counts an allowed request and builds its headers.
-    fn pass(&self, standings: &[Standing], shadow_denied: bool, tally: &mut Tally) -> Pass {
-        let finished = Outcome::Finished {
-            allowed: true,
-            shadow_denied,
-        };
-        record(finished, tally);
-        Pass {
-            request_headers: Vec::new(),
-            meter: None,
-            response_headers: if self.config.response.headers_on_allowed {
-                reply::header_fields(&self.config.response, &self.config.rules, standings)
-            } else {
-                Vec::new()
-            },
-            refill: None,
-        }
+    /// The reply to send when the host cannot carry out a decision and the filter's own
+    /// `failure_mode` denies: `failure_status`, or gRPC UNAVAILABLE, in the request's
+    /// protocol (read only now, one header look-up).
+    pub fn failure_reply(&self, request: &mut impl RequestView) -> Reply {
+        reply::failure(self.config.failure_status, client_protocol(request))
     }
 
     /// A failure mode, applied and counted: the one place it is decided. `None` lets
     /// the request through.
-    fn failure_mode(
+    pub(super) fn failure_mode(
         &self,
         mode: FailureMode,
         request: &mut impl RequestView,
@@ -380,10 +248,7 @@ impl Limiter {
         record(Outcome::FailureMode(mode), tally);
         match mode {
             FailureMode::Allow => None,
-            FailureMode::Deny => Some(reply::failure(
-                self.config.failure_status,
-                client_protocol(request),
-            )),
+            FailureMode::Deny => Some(self.failure_reply(request)),
         }
     }
 }
@@ -404,6 +269,7 @@ mod ask;
 mod buckets;
 mod cached;
 mod charge;
+mod check;
 mod leased;
 mod record;
 mod settle;

@@ -85,7 +85,7 @@ pub(super) enum Outcome<'a> {
         debt_capped: bool,
     },
     /// A stream-end charge was sent, failed, or was counted by the service.
-    Charge(super::charge::ChargeOutcome),
+    Charge(ChargeOutcome),
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -93,6 +93,17 @@ pub(super) enum Outcome<'a> {
         /// A shadow rule would have rejected it.
         shadow_denied: bool,
     },
+}
+
+/// What became of a charge call, to be counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChargeOutcome {
+    /// The call was sent.
+    Sent,
+    /// It could not be sent, or the service answered with an error.
+    Failed,
+    /// The service counted it (whatever it says of the budget now).
+    Counted,
 }
 
 /// Why buckets could not be used.
@@ -118,46 +129,16 @@ pub(super) fn rule_counter(allowed: bool, shadow: bool) -> PerRule {
 /// Counts one outcome.
 pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
     match outcome {
-        Outcome::Refused(refusal) => tally.add(
-            match refusal {
-                Refusal::InvalidCost { .. } => Global::InvalidCost,
-                Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
-                Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
-            },
-            1,
-        ),
+        Outcome::Refused(refusal) => tally.add(refused(refusal), 1),
         Outcome::Buckets { table, rules } => {
             tally.add(Global::Buckets, table.new_buckets);
             tally.add(Global::BucketEvictions, table.evictions);
             tally.add(Global::CasConflicts, table.conflicts);
             rules_decided(rules, tally);
         }
-        Outcome::BucketsFailed(failure) => tally.add(
-            match failure {
-                BucketFailure::Clock => Global::ErrorClock,
-                BucketFailure::SharedData => Global::ErrorSharedData,
-                BucketFailure::Contention => Global::ErrorContention,
-            },
-            1,
-        ),
-        Outcome::FailureMode(mode) => tally.add(
-            match mode {
-                FailureMode::Allow => Global::FailureModeAllowed,
-                FailureMode::Deny => Global::FailureModeDenied,
-            },
-            1,
-        ),
-        Outcome::RlsFailed(failure) => tally.add(
-            match failure {
-                Failure::NotSent => Global::RlsErrorNotSent,
-                Failure::Timeout => Global::RlsErrorTimeout,
-                Failure::Unavailable => Global::RlsErrorUnavailable,
-                Failure::Status => Global::RlsErrorStatus,
-                Failure::UnknownCode => Global::RlsErrorUnknownCode,
-                Failure::BadResponse => Global::RlsErrorBadResponse,
-            },
-            1,
-        ),
+        Outcome::BucketsFailed(failure) => tally.add(bucket_failure(failure), 1),
+        Outcome::FailureMode(mode) => tally.add(failure_mode(mode), 1),
+        Outcome::RlsFailed(failure) => tally.add(rls_failure(failure), 1),
         Outcome::RlsDecided {
             rules,
             dropped_headers,
@@ -165,35 +146,20 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
         } => {
             rules_decided(rules, tally);
             tally.add(Global::RlsDroppedHeaders, dropped_headers);
-            let answer = if over_limit {
-                Global::RlsOverLimit
-            } else {
-                Global::RlsOk
-            };
-            tally.add(answer, 1);
+            tally.add(pick(over_limit, Global::RlsOverLimit, Global::RlsOk), 1);
         }
-        Outcome::Fallback { allowed } => {
-            let fallback = if allowed {
-                Global::FallbackAllowed
-            } else {
-                Global::FallbackDenied
-            };
-            tally.add(fallback, 1);
-        }
+        Outcome::Fallback { allowed } => tally.add(
+            pick(allowed, Global::FallbackAllowed, Global::FallbackDenied),
+            1,
+        ),
         Outcome::CacheLookedUp {
             failed,
             rejected_by,
-        } => {
-            tally.add(Global::ErrorSharedData, failed);
-            if !rejected_by.is_empty() {
-                tally.add(Global::OverLimitCached, 1);
-            }
-            for &rule in rejected_by {
-                tally.rule(rule, PerRule::Denied);
-            }
-        }
+        } => cache_looked_up(failed, rejected_by, tally),
         Outcome::CacheTooLarge => tally.add(Global::OverLimitCacheTooLarge, 1),
-        Outcome::CacheStored(None) => tally.add(Global::ErrorSharedData, 1),
+        Outcome::CacheStored(None) | Outcome::LeaseStored(None) => {
+            tally.add(Global::ErrorSharedData, 1);
+        }
         Outcome::CacheStored(Some(stored)) => {
             tally.add(Global::OverLimitCacheEvictions, u32::from(stored.evicted));
             tally.add(Global::CasConflicts, stored.conflicts);
@@ -203,21 +169,7 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             conflicts,
             failed,
             refill,
-        } => {
-            tally.add(Global::CasConflicts, conflicts);
-            tally.add(Global::ErrorSharedData, failed);
-            if !decided_rules.is_empty() {
-                tally.add(Global::LeaseAllowed, 1);
-            }
-            for &rule in decided_rules {
-                tally.rule(rule, PerRule::Allowed);
-            }
-            if refill {
-                tally.add(Global::LeaseRefills, 1);
-                tally.add(Global::RlsCalls, 1);
-            }
-        }
-        Outcome::LeaseStored(None) => tally.add(Global::ErrorSharedData, 1),
+        } => leases_spent(decided_rules, conflicts, failed, refill, tally),
         Outcome::LeaseStored(Some(stored)) => {
             tally.add(Global::LeaseGrants, 1);
             tally.add(Global::LeaseEvictions, u32::from(stored.evicted));
@@ -226,47 +178,122 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
         Outcome::LeaseClamped => tally.add(Global::LeaseGrantsClamped, 1),
         Outcome::Asked => tally.add(Global::RlsCalls, 1),
         Outcome::Charged(usage) => {
-            tally.add(
-                match usage {
-                    Usage::Reported(_) => Global::UsageReported,
-                    Usage::Clamped { .. } => Global::UsageClamped,
-                    Usage::Fallback { why, .. } => match why {
-                        NoUsage::Absent => Global::UsageFallbackAbsent,
-                        NoUsage::StreamAbsent => Global::UsageFallbackStreamAbsent,
-                        NoUsage::Unreadable => Global::UsageFallbackUnreadable,
-                        NoUsage::Encoded => Global::UsageFallbackEncoded,
-                        NoUsage::CutOff => Global::UsageFallbackCutOff,
-                    },
-                },
-                1,
-            );
+            tally.add(charged(usage), 1);
             tally.add(Global::UsageTokens, usage.cost());
         }
         Outcome::Settled { debt_capped } => {
             tally.add(Global::UsageDebtCapped, u32::from(debt_capped));
         }
         Outcome::Charge(outcome) => match outcome {
-            super::charge::ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
-            super::charge::ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
+            ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
+            ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
             // Counted by the service: nothing more to count here.
-            super::charge::ChargeOutcome::Counted => {}
+            ChargeOutcome::Counted => {}
         },
         Outcome::Finished {
             allowed,
             shadow_denied,
         } => {
-            tally.add(
-                if allowed {
-                    Global::Allowed
-                } else {
-                    Global::Denied
-                },
-                1,
-            );
+            tally.add(pick(allowed, Global::Allowed, Global::Denied), 1);
             if shadow_denied {
                 tally.add(Global::ShadowDenied, 1);
             }
         }
+    }
+}
+
+/// `yes` if `which`, else `no`.
+fn pick(which: bool, yes: Global, no: Global) -> Global {
+    if which {
+        yes
+    } else {
+        no
+    }
+}
+
+/// The counter of a refused request, by cause.
+fn refused(refusal: &Refusal) -> Global {
+    match refusal {
+        Refusal::InvalidCost { .. } => Global::InvalidCost,
+        Refusal::RepeatedHeader { .. } => Global::DuplicateHeader,
+        Refusal::ValueTooLong { .. } | Refusal::NotUtf8 { .. } => Global::InvalidDescriptor,
+    }
+}
+
+/// The counter of buckets that could not be used, by cause.
+fn bucket_failure(failure: BucketFailure) -> Global {
+    match failure {
+        BucketFailure::Clock => Global::ErrorClock,
+        BucketFailure::SharedData => Global::ErrorSharedData,
+        BucketFailure::Contention => Global::ErrorContention,
+    }
+}
+
+/// The counter of a failure mode taken.
+fn failure_mode(mode: FailureMode) -> Global {
+    match mode {
+        FailureMode::Allow => Global::FailureModeAllowed,
+        FailureMode::Deny => Global::FailureModeDenied,
+    }
+}
+
+/// The counter of a rate limit call that could not decide, by cause.
+fn rls_failure(failure: Failure) -> Global {
+    match failure {
+        Failure::NotSent => Global::RlsErrorNotSent,
+        Failure::Timeout => Global::RlsErrorTimeout,
+        Failure::Unavailable => Global::RlsErrorUnavailable,
+        Failure::Status => Global::RlsErrorStatus,
+        Failure::UnknownCode => Global::RlsErrorUnknownCode,
+        Failure::BadResponse => Global::RlsErrorBadResponse,
+    }
+}
+
+/// The counter of a response's cost: reported, clamped, or a fallback by cause.
+fn charged(usage: Usage) -> Global {
+    match usage {
+        Usage::Reported(_) => Global::UsageReported,
+        Usage::Clamped { .. } => Global::UsageClamped,
+        Usage::Fallback { why, .. } => match why {
+            NoUsage::Absent => Global::UsageFallbackAbsent,
+            NoUsage::StreamAbsent => Global::UsageFallbackStreamAbsent,
+            NoUsage::Unreadable => Global::UsageFallbackUnreadable,
+            NoUsage::Encoded => Global::UsageFallbackEncoded,
+            NoUsage::CutOff => Global::UsageFallbackCutOff,
+        },
+    }
+}
+
+/// Counts an over-limit cache look-up (see [`Outcome::CacheLookedUp`]).
+fn cache_looked_up(failed: u32, rejected_by: &[usize], tally: &mut Tally) {
+    tally.add(Global::ErrorSharedData, failed);
+    if !rejected_by.is_empty() {
+        tally.add(Global::OverLimitCached, 1);
+    }
+    for &rule in rejected_by {
+        tally.rule(rule, PerRule::Denied);
+    }
+}
+
+/// Counts a request's spend from its grants (see [`Outcome::LeasesSpent`]).
+fn leases_spent(
+    decided_rules: &[usize],
+    conflicts: u32,
+    failed: u32,
+    refill: bool,
+    tally: &mut Tally,
+) {
+    tally.add(Global::CasConflicts, conflicts);
+    tally.add(Global::ErrorSharedData, failed);
+    if !decided_rules.is_empty() {
+        tally.add(Global::LeaseAllowed, 1);
+    }
+    for &rule in decided_rules {
+        tally.rule(rule, PerRule::Allowed);
+    }
+    if refill {
+        tally.add(Global::LeaseRefills, 1);
+        tally.add(Global::RlsCalls, 1);
     }
 }
 

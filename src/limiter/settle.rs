@@ -16,6 +16,7 @@ use crate::request::descriptor::Applied;
 use crate::shared::local::{self, Held, LocalError, TableEvents, Take};
 use crate::shared::SharedData;
 use crate::usage::{Charge, ResponseMeter, RuleMeter};
+use crate::wire::call::Call;
 
 impl Limiter {
     /// The meter for the response-cost rules among `takes`, holding what each took, and
@@ -55,15 +56,15 @@ impl Limiter {
     /// written (clock, shared data, contention) is counted as a local failure, and the
     /// tokens held at admission stay taken. `now_ns` is called at most once.
     ///
-    /// Global rules' costs are returned as the encoded stream-end charge, for the host to
-    /// send with the charge header and not wait for (`None`: nothing to charge).
+    /// Global rules' costs are returned as the stream-end charge call, ready for the host
+    /// to send and not wait for (`None`: nothing to charge).
     pub fn settle(
         &self,
         charges: &[Charge],
         now_ns: impl FnOnce() -> Option<u64>,
         store: &impl SharedData,
         tally: &mut Tally,
-    ) -> Option<Vec<u8>> {
+    ) -> Option<Call> {
         let mut clock = super::Clock::new(now_ns);
         let mut global: Vec<GlobalCharge<'_>> = Vec::new();
         for charge in charges {

@@ -16,7 +16,8 @@
 //! [`Standing`], so one set of rules makes the headers whatever decided the request.
 //!
 //! A reply speaks the client's protocol: [`protocol`] tells gRPC, gRPC-Web and plain HTTP
-//! apart from the request's `content-type`, as Envoy does.
+//! apart from the request's `content-type`, as Envoy does. [`local`] lays a reply out as
+//! the host's local response takes it.
 //!
 //! **Which rule rejected** is in the reply's details, which Envoy logs as
 //! `%RESPONSE_CODE_DETAILS%`: `floodgate_rate_limited{per-tenant}` ([`rejection_details`]).
@@ -24,8 +25,9 @@
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::request::descriptor::Refusal;
-use crate::wire::grpc::code;
+use protocol::code;
 use protocol::Protocol;
+use smallvec::SmallVec;
 use std::borrow::Cow;
 
 /// Response headers: mostly fixed names, sometimes names a rate limit service sent.
@@ -131,6 +133,13 @@ impl Standing {
 /// The `x-ratelimit-*` headers for the most restrictive enforced limit: the fewest
 /// remaining requests, then the longest reset. Empty when no enforced limit applied.
 pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
+    let mut headers = Headers::new();
+    push_ratelimit_headers(&mut headers, standings);
+    headers
+}
+
+/// [`ratelimit_headers`], appended to `headers` (no vector of its own).
+fn push_ratelimit_headers(headers: &mut Headers, standings: &[Standing]) {
     let tightest = standings.iter().filter(|s| !s.shadow).min_by_key(|s| {
         (
             s.remaining,
@@ -138,16 +147,13 @@ pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
         )
     });
     let Some(s) = tightest else {
-        return Vec::new();
+        return;
     };
-    let mut headers: Headers = vec![
-        ("x-ratelimit-limit".into(), s.limit.to_string()),
-        ("x-ratelimit-remaining".into(), s.remaining.to_string()),
-    ];
+    headers.push(("x-ratelimit-limit".into(), s.limit.to_string()));
+    headers.push(("x-ratelimit-remaining".into(), s.remaining.to_string()));
     if let Some(reset) = s.reset_ns {
         headers.push(("x-ratelimit-reset".into(), seconds_ceil(reset).to_string()));
     }
-    headers
 }
 
 /// Seconds until every enforced limit that rejected the request would admit it: the
@@ -164,15 +170,24 @@ pub fn retry_after_seconds(standings: &[Standing]) -> Option<u64> {
 /// The rate-limit header fields `config.headers` asks for, for `standings`: the
 /// draft-03 fields of the tightest limit, the draft-10 fields of every rule.
 pub fn header_fields(config: &ResponseConfig, rules: &[Rule], standings: &[Standing]) -> Headers {
-    let mut headers = if config.headers.draft03() {
-        ratelimit_headers(standings)
-    } else {
-        Vec::new()
-    };
+    let mut headers = Headers::new();
+    push_header_fields(&mut headers, config, rules, standings);
+    headers
+}
+
+/// [`header_fields`], appended to `headers`.
+fn push_header_fields(
+    headers: &mut Headers,
+    config: &ResponseConfig,
+    rules: &[Rule],
+    standings: &[Standing],
+) {
+    if config.headers.draft03() {
+        push_ratelimit_headers(headers, standings);
+    }
     if config.headers.draft10() {
         headers.extend(fields::draft10_headers(rules, standings));
     }
-    headers
 }
 
 /// The reply rejecting a request: the configured status and body (or `body` when the
@@ -189,11 +204,13 @@ pub fn rejection(
     extra: Headers,
     protocol: Protocol,
 ) -> Reply {
-    let rejecting: Vec<Standing> = in_rule_order(standings.iter().filter(|s| s.rejects()))
-        .into_iter()
-        .copied()
-        .collect();
-    let violated: Vec<&str> = rejecting
+    // Inline, like the request's other per-rule values: a rejection allocates only what
+    // it hands to the host (headers, body, details).
+    let mut rejecting: SmallVec<[Standing; 2]> = SmallVec::new();
+    for s in in_rule_order(standings.iter().filter(|s| s.rejects())) {
+        rejecting.push(*s);
+    }
+    let violated: SmallVec<[&str; 2]> = rejecting
         .iter()
         .filter_map(|s| rules.get(s.rule).map(|r| r.name.as_str()))
         .collect();
@@ -205,14 +222,13 @@ pub fn rejection(
     if let Some(seconds) = retry_after_seconds(&rejecting) {
         headers.push(("retry-after".into(), seconds.to_string()));
     }
-    headers.extend(header_fields(config, rules, &rejecting));
+    push_header_fields(&mut headers, config, rules, &rejecting);
     headers.extend(
         extra
             .into_iter()
             .filter(|(name, _)| !(problem && name.eq_ignore_ascii_case("content-type"))),
     );
     let body = body.unwrap_or(config.body.as_bytes());
-    let message = String::from_utf8_lossy(body).trim_end().to_string();
     let http_body = if problem {
         problem::body(config.status, &violated)
     } else {
@@ -221,7 +237,9 @@ pub fn rejection(
     status_reply(
         protocol,
         (config.status, http_body),
-        (code::RESOURCE_EXHAUSTED, message),
+        (code::RESOURCE_EXHAUSTED, || {
+            String::from_utf8_lossy(body).trim_end().to_string()
+        }),
         headers,
         rejection_details(&violated),
     )
@@ -230,8 +248,8 @@ pub fn rejection(
 /// `standings` in configuration order (they arrive grouped: local rules, then global
 /// ones). An insertion sort, stable: a request has a few rules, and the standard sorts
 /// would add kilobytes of code to the module for it.
-fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> Vec<&'a Standing> {
-    let mut sorted: Vec<&Standing> = Vec::new();
+fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> SmallVec<[&'a Standing; 4]> {
+    let mut sorted: SmallVec<[&Standing; 4]> = SmallVec::new();
     for s in standings {
         let at = sorted
             .iter()
@@ -275,7 +293,7 @@ pub fn failure(status: u16, protocol: Protocol) -> Reply {
     status_reply(
         protocol,
         (status, format!("{MESSAGE}\n").into_bytes()),
-        (code::UNAVAILABLE, MESSAGE.to_string()),
+        (code::UNAVAILABLE, || MESSAGE.to_string()),
         Vec::new(),
         Cow::Borrowed(FAILURE_DETAILS),
     )
@@ -306,21 +324,23 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
     status_reply(
         protocol,
         (400, format!("{message}\n").into_bytes()),
-        (code::INVALID_ARGUMENT, message),
+        (code::INVALID_ARGUMENT, || message),
         Vec::new(),
         Cow::Borrowed(details),
     )
 }
 
 /// One reply in the client's protocol: `http` (status, body) for plain HTTP, `grpc`
-/// (status, message) for gRPC and gRPC-Web, with `headers` either way.
+/// (status, message) for gRPC and gRPC-Web, with `headers` either way. The message is
+/// made only for a gRPC reply: an HTTP one never shows it.
 fn status_reply(
     protocol: Protocol,
     http: (u16, Vec<u8>),
-    grpc: (u32, String),
+    grpc: (u32, impl FnOnce() -> String),
     headers: Headers,
     details: Cow<'static, str>,
 ) -> Reply {
+    let grpc = || (grpc.0, (grpc.1)());
     match protocol {
         Protocol::Http => Reply::Http {
             status: http.0,
@@ -328,15 +348,19 @@ fn status_reply(
             body: http.1,
             details,
         },
-        Protocol::Grpc => Reply::Grpc {
-            status: grpc.0,
-            message: grpc.1,
-            metadata: headers,
-            details,
-        },
+        Protocol::Grpc => {
+            let (status, message) = grpc();
+            Reply::Grpc {
+                status,
+                message,
+                metadata: headers,
+                details,
+            }
+        }
         // Envoy does not frame this one (it sees no gRPC): a trailers-only answer in the
         // headers, and the same status as a trailer frame in the body.
         Protocol::GrpcWeb { content_type, text } => {
+            let grpc = grpc();
             let mut all: Headers = Vec::with_capacity(3 + headers.len());
             all.push(("content-type".into(), content_type.to_string()));
             all.push(("grpc-status".into(), grpc.0.to_string()));
@@ -353,6 +377,7 @@ fn status_reply(
 }
 
 pub mod fields;
+pub mod local;
 pub mod problem;
 pub mod protocol;
 

@@ -1,5 +1,5 @@
 //! Which protocol a client speaks, told apart exactly as Envoy does, and gRPC-Web's
-//! framing of a status.
+//! framing of a status; [`code`] holds the gRPC status codes floodgate names.
 //!
 //! A rejection must be in the client's protocol or the client reads it as success:
 //!
@@ -117,6 +117,8 @@ fn base64(bytes: &[u8]) -> String {
     }
     out
 }
+
+pub mod code;
 
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,6 @@
 
 use crate::config::{Entry, Limit, Match, Rule, Source};
 pub use crate::request::header_map::Lookup;
-use crate::shared::local::PerBucket;
 use smallvec::SmallVec;
 
 /// What the rules may read from a request. Values are raw bytes: header values may hold
@@ -120,12 +119,13 @@ pub fn applicable(
 
 /// Each applied rule's cost: 1, its cost header's value, or the estimate of a cost the
 /// response will report. Refused when a cost header
-/// is not a whole number from 1 to `u32::MAX`, or is sent more than once.
+/// is not a whole number from 1 to `u32::MAX`, or is sent more than once. Inline for up
+/// to two rules, as the limiter's per-bucket results are: no heap on the common path.
 pub fn costs(
     rules: &[Rule],
     applied: &[Applied],
     request: &mut impl RequestView,
-) -> Result<PerBucket<u32>, Refusal> {
+) -> Result<SmallVec<[u32; 2]>, Refusal> {
     applied
         .iter()
         .map(|a| {

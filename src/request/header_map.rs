@@ -5,7 +5,8 @@
 //! host says so in a TODO), while the upstream receives every value: a client could
 //! send `x-cost: 1` then `x-cost: 1000`, be charged 1 and have the application read
 //! 1000. [`HeaderMap`] decodes the full list (`proxy_get_header_map_pairs`) once per
-//! request and tells one value from several.
+//! request and tells one value from several. [`encode_pairs`] writes the same encoding,
+//! for the headers the module hands the host.
 
 /// What a request carries under one header name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +76,30 @@ impl HeaderMap {
             None => Lookup::Absent,
         }
     }
+}
+
+/// The proxy-wasm encoding of a list of pairs, as [`HeaderMap::decode`] reads it: a count,
+/// every (key, value) length, then every key and value each followed by a NUL byte. All
+/// integers little-endian u32. What the host takes for the headers of a call or a local
+/// reply.
+pub fn encode_pairs<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> Vec<u8> {
+    let text: usize = pairs
+        .iter()
+        .map(|(k, v)| k.len() + v.as_ref().len() + 2)
+        .sum();
+    let mut out = Vec::with_capacity(4 + 8 * pairs.len() + text);
+    out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
+    for (k, v) in pairs {
+        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(v.as_ref().len() as u32).to_le_bytes());
+    }
+    for (k, v) in pairs {
+        out.extend_from_slice(k.as_bytes());
+        out.push(0);
+        out.extend_from_slice(v.as_ref());
+        out.push(0);
+    }
+    out
 }
 
 #[cfg(test)]

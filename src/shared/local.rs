@@ -22,9 +22,11 @@ use crate::shared::table::{Found, Origin, Slot, Table};
 use crate::shared::{SetError, SharedData, StoreError};
 use smallvec::SmallVec;
 
-/// Per-bucket results of one request, inline for up to four buckets (no heap on the
-/// common path).
-pub type PerBucket<T> = SmallVec<[T; 4]>;
+/// Per-bucket results of one request, inline for up to two buckets (no heap on the
+/// common path). Two, not more: these vectors are moved between the steps of every
+/// request, and each inline slot is copied whether used or not (a `Held` or a `Decision`
+/// is 64 bytes on wasm32); a third local rule costs one allocation.
+pub type PerBucket<T> = SmallVec<[T; 2]>;
 
 /// Attempts per bucket before giving up on a request (then: the failure mode).
 pub const MAX_ATTEMPTS: u32 = 64;

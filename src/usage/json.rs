@@ -31,8 +31,10 @@ use values::{Escape, Number, Part, WORDS};
 /// counting brackets (see the module documentation).
 pub const CHECKED_DEPTH: u32 = 128;
 
-/// The most paths one scanner looks for (one bit each).
-pub const MAX_TARGETS: usize = 64;
+/// The most paths one scanner looks for (one bit each of a `u64`): what the configuration
+/// allows all rules together to read.
+pub const MAX_TARGETS: usize = crate::config::MAX_DISTINCT_JSON_PATHS;
+const _: () = assert!(MAX_TARGETS <= u64::BITS as usize);
 
 /// The document is not JSON (or ended before its value did).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

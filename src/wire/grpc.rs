@@ -8,9 +8,9 @@
 //! a small, stable wire format (the public "gRPC over HTTP2" protocol document), so we
 //! speak it ourselves: the upstream sees the same request either way.
 
-pub mod code;
-
-use code::{INTERNAL, OK, PERMISSION_DENIED, UNAUTHENTICATED, UNAVAILABLE, UNIMPLEMENTED, UNKNOWN};
+use crate::reply::protocol::code::{
+    INTERNAL, OK, PERMISSION_DENIED, UNAUTHENTICATED, UNAVAILABLE, UNIMPLEMENTED, UNKNOWN,
+};
 
 /// What came back for a rate limit call, as the transport saw it: the gRPC layer
 /// produces it, [`crate::wire::rls::interpret`] gives it a meaning.
@@ -47,25 +47,47 @@ pub fn request_headers(path: &str, cluster: &str, timeout_ms: u32) -> [(&'static
     ]
 }
 
-/// A message framed for the request body: an uncompressed flag byte, the length as a
-/// big-endian u32, then the message.
+/// The length of gRPC's message prefix: an uncompressed flag byte, then the message's
+/// length as a big-endian u32.
+pub const FRAME_PREFIX: usize = 5;
+
+/// A request body with room for the message prefix, to write a message of about
+/// `capacity` bytes after it and then [`end_frame`]: the message is framed where it is
+/// written, never copied.
+pub fn start_frame(capacity: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(FRAME_PREFIX + capacity);
+    body.extend_from_slice(&[0; FRAME_PREFIX]);
+    body
+}
+
+/// Writes the prefix of a body from [`start_frame`]: uncompressed, and the length of what
+/// was written after it.
+pub fn end_frame(body: &mut [u8]) {
+    let length = body.len().saturating_sub(FRAME_PREFIX) as u32;
+    if let Some(prefix) = body.get_mut(..FRAME_PREFIX) {
+        prefix[0] = 0;
+        prefix[1..].copy_from_slice(&length.to_be_bytes());
+    }
+}
+
+/// `message` framed as a request body.
+#[cfg(test)]
 pub fn frame(message: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(5 + message.len());
-    out.push(0);
-    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
-    out.extend_from_slice(message);
-    out
+    let mut body = start_frame(message.len());
+    body.extend_from_slice(message);
+    end_frame(&mut body);
+    body
 }
 
 /// The message inside a response body holding exactly one uncompressed frame.
 fn unframe(mut body: Vec<u8>) -> Option<Vec<u8>> {
-    let (&[flag, a, b, c, d], rest) = body.split_first_chunk::<5>()?;
+    let (&[flag, a, b, c, d], rest) = body.split_first_chunk::<FRAME_PREFIX>()?;
     // We never offer compression (no grpc-accept-encoding), so a compressed frame is an
     // error; so is any length other than "the rest of the body".
     if flag != 0 || u32::from_be_bytes([a, b, c, d]) as usize != rest.len() {
         return None;
     }
-    body.drain(..5);
+    body.drain(..FRAME_PREFIX);
     Some(body)
 }
 

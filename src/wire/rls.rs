@@ -17,19 +17,24 @@ use prost::Message;
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
-use crate::wire::grpc::code;
+use crate::reply::protocol::code;
+use crate::wire::grpc;
 /// What the transport brought back, re-exported where its meaning is decided.
 pub use crate::wire::grpc::Answer;
 
 /// The gRPC request header by which floodgate asks floodgate-server for quota leases:
 /// the 0-based indices of the request's descriptors it will spend a grant for, comma
-/// separated (`0,2`). Envoy's own filter never sends it, so it never gets a grant.
-pub const QUOTA_HEADER: &str = "x-floodgate-quota";
+/// separated (`0,2`; written by [`floodgate_common::quota::encode`], which the server's
+/// parser is held to). Envoy's own filter never sends it, so it never gets a grant.
+pub use floodgate_common::headers::QUOTA_HEADER;
 
-/// The request header that makes a call a **charge**: every descriptor counted with its
-/// `hits_addend` whether it fits or not (floodgate-server; see `server/src/rls.rs`). Sent
-/// with the stream-end charge of a rule whose cost only the response reports.
-pub const CHARGE_HEADER: (&str, &str) = ("x-floodgate-charge", "1");
+/// The request header that makes a call a **charge**, with its one value: every
+/// descriptor counted with its `hits_addend` whether it fits or not (floodgate-server).
+/// Sent with the stream-end charge of a rule whose cost only the response reports.
+pub const CHARGE_HEADER: (&str, &str) = (
+    floodgate_common::headers::CHARGE_HEADER,
+    floodgate_common::headers::CHARGE_VALUE,
+);
 
 /// One descriptor to send: its entries in order and the request's cost for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,18 +44,6 @@ pub struct Descriptor<'a> {
     /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
     /// and granted quota if asked, but not counted.
     pub cost: u32,
-}
-
-/// The value of [`QUOTA_HEADER`] for these descriptor indices (ascending, distinct).
-pub fn quota_header_value(indices: &[usize]) -> String {
-    let mut out = String::with_capacity(indices.len() * 3);
-    for (n, i) in indices.iter().enumerate() {
-        if n > 0 {
-            out.push(',');
-        }
-        out.push_str(&i.to_string());
-    }
-    out
 }
 
 /// A quota lease the service granted for one descriptor (RLS v3 `Quota`): `requests`
@@ -63,7 +56,8 @@ pub struct Grant {
     pub valid_until_ns: u64,
 }
 
-/// The encoded `ShouldRateLimit` request.
+/// The encoded `ShouldRateLimit` request, framed as a gRPC call's body
+/// ([`grpc::start_frame`]).
 ///
 /// Written field by field rather than through prost's message types: those would copy
 /// every key and value into owned strings first, on every request. The bytes are the
@@ -77,7 +71,7 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
     let request_hits = if uniform && first != 1 { first } else { 0 };
 
     let sizes: Vec<usize> = descriptors.iter().map(descriptor_len).collect();
-    let mut out = Vec::with_capacity(
+    let mut out = grpc::start_frame(
         bytes_field_len(domain.len())
             + sizes
                 .iter()
@@ -113,6 +107,7 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
         tag(&mut out, 3, VARINT);
         varint(&mut out, u64::from(request_hits));
     }
+    grpc::end_frame(&mut out);
     out
 }
 

@@ -18,7 +18,8 @@ use floodgate::metrics::Tally;
 use floodgate::request::descriptor::{Lookup, RequestView};
 use floodgate::shared::placement::PlacementKey;
 use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
-use floodgate::wire::rls::Answer;
+use floodgate::wire::call::Call;
+use floodgate::wire::rls::{Answer, QUOTA_HEADER};
 use floodgate_server::clock::Clock;
 use floodgate_server::config::source::Files;
 use floodgate_server::metrics::Metrics;
@@ -330,13 +331,12 @@ impl World {
         self.clock.now_ns()
     }
 
-    async fn call(&self, message: &[u8], quota: &str) -> RateLimitResponse {
-        let request = RateLimitRequest::decode(message).expect("the filter's request decodes");
-        let header: Vec<&[u8]> = if quota.is_empty() {
-            vec![]
-        } else {
-            vec![quota.as_bytes()]
-        };
+    /// Hands `call` to the service, with its quota header unless `quota` is false.
+    async fn call(&self, call: &Call, quota: bool) -> RateLimitResponse {
+        let request =
+            RateLimitRequest::decode(call.message()).expect("the filter's request decodes");
+        let value = call.header(QUOTA_HEADER).filter(|_| quota);
+        let header: Vec<&[u8]> = value.iter().map(Vec::as_slice).collect();
         self.service
             .decide_asking(request, &header)
             .await
@@ -345,7 +345,7 @@ impl World {
 
     async fn refill(&mut self, pass: Pass) {
         if let Some(refill) = pass.refill {
-            let answer = self.call(&refill.message, &refill.quota).await;
+            let answer = self.call(&refill.call, true).await;
             let now = self.now();
             let answer = Answer::Response(answer.encode_to_vec());
             let (limiter, shared, tally) = (&self.limiter, &self.shared, &mut self.tally);
@@ -370,7 +370,7 @@ impl World {
                 Ok(false)
             }
             Verdict::Ask(ask) => {
-                let answer = self.call(&ask.message, &ask.quota).await;
+                let answer = self.call(&ask.call, true).await;
                 let answer = Answer::Response(answer.encode_to_vec());
                 let verdict = {
                     let (limiter, shared, tally) = (&self.limiter, &self.shared, &mut self.tally);
@@ -391,7 +391,7 @@ impl World {
                 else {
                     return Err("the cache-less filter did not ask".into());
                 };
-                let answer = self.call(&ask.message, "").await;
+                let answer = self.call(&ask.call, false).await;
                 if answer.overall_code != Code::OverLimit as i32 {
                     return Err(format!(
                         "rejected from the cache, but the service admits it: {:?} -> {answer:?}",

@@ -2,7 +2,8 @@
 //! RLS cluster), with floodgate's filter in global mode and with Envoy's native
 //! `ratelimit` filter. Clients the server must refuse (no certificate, one from another
 //! CA, one whose identity is not on the list) fail at the handshake, and the filter takes
-//! its failure mode, counted. Certificates are made here by `rcgen`.
+//! its failure mode, counted. A certificate rotated under running proxies applies to new
+//! connections and loses no count. Certificates are made here by `rcgen`.
 
 #[path = "../../server/tests/support/certs.rs"]
 #[allow(dead_code)]
@@ -10,8 +11,9 @@ mod certs;
 
 use certs::{Ca, Leaf};
 use floodgate_integration::client::statuses;
-use floodgate_integration::{burst, client, configs, Envoy, Server, Upstream};
+use floodgate_integration::{burst, client, configs, wait, Envoy, Server, Upstream};
 use std::path::Path;
+use std::time::Duration;
 
 const FIVE_PER_MINUTE: &str = "
 domain: edge
@@ -142,4 +144,50 @@ async fn refused_proxies_fail_at_the_handshake_and_take_the_failure_mode() {
     }
     assert_eq!(upstream.count(), 0, "nothing reached the upstream");
     assert_eq!(mtls.metric("floodgate_tls_handshakes_total").await, 0.0);
+}
+
+/// cert-manager's rotation under running proxies: a new server certificate (here from a
+/// new CA that the proxies' trust bundle already holds) is written over the files. New
+/// connections get it (an Envoy trusting only the new CA is served), the Envoy from
+/// before keeps calling, and the limit carries on exactly across the change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn rotated_server_certificates_keep_every_envoy_limited_exactly() {
+    let ca = Ca::new("rls CA");
+    let next = Ca::new("next CA");
+    let server_leaf = ca.leaf("rls", &["localhost"]);
+    let gateway = ca.leaf("gateway", &[GATEWAY]);
+    let pem = |p: &Path| std::fs::read_to_string(p).expect("CA file");
+    let bundle = ca.dir().join("bundle.pem");
+    std::fs::write(&bundle, pem(&ca.cert()) + &pem(&next.cert())).expect("bundle");
+    let mtls = server(&server_leaf, Some(&ca.cert()));
+    let upstream = Upstream::start().await;
+    let plugin = configs::global_tenant_plugin();
+    let yaml = configs::floodgate_global(&plugin, upstream.addr(), mtls.grpc());
+    let client_cert = Some((gateway.cert.as_path(), gateway.key.as_path()));
+    let url = |envoy: &Envoy| envoy.url("ingress", "/");
+    let tenant = [("x-tenant-id", "rotated")];
+
+    let before = Envoy::start(&configs::rls_over_tls(&yaml, &bundle, client_cert), 2).await;
+    let replies = burst(&client(), &url(&before), &tenant, 3).await;
+    assert_eq!(statuses(&replies).get(&200), Some(&3), "{}", mtls.log());
+
+    let (cert, key) = next.leaf_pem(&["localhost"]);
+    std::fs::write(&server_leaf.key, key).expect("write key");
+    std::fs::write(&server_leaf.cert, cert).expect("write certificate");
+    let reloads = "floodgate_tls_reloads_total{result=\"success\"}";
+    wait::until(
+        "the certificate reload",
+        Duration::from_secs(20),
+        || async { (mtls.metric(reloads).await >= 1.0).then_some(()) },
+    )
+    .await;
+
+    let after = Envoy::start(&configs::rls_over_tls(&yaml, &next.cert(), client_cert), 2).await;
+    let replies = burst(&client(), &url(&after), &tenant, 20).await;
+    let counts = statuses(&replies);
+    assert_eq!(counts.get(&200), Some(&2), "{counts:?}\n{}", after.log());
+    assert_eq!(counts.get(&429), Some(&18), "{counts:?}");
+    let replies = burst(&client(), &url(&before), &tenant, 4).await;
+    assert_eq!(statuses(&replies).get(&429), Some(&4), "{}", before.log());
+    assert_eq!(upstream.count_for("rotated"), 5);
 }

@@ -39,6 +39,11 @@ impl Update {
     pub fn expired(&self) -> usize {
         self.expired
     }
+
+    /// Whether this update records hits (into a new entry or the newest).
+    pub fn records(&self) -> bool {
+        self.record.is_some()
+    }
 }
 
 impl State {

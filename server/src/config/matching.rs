@@ -8,11 +8,10 @@
 //! any level has no limit.
 //!
 //! A wildcard node with `share_threshold` counts every matching value as the wildcard
-//! itself, so they share one counter: [`Found::counter_key`] puts the pattern in place of
-//! the value for those entries.
+//! itself, so they share one counter: [`Found::counted`] puts the pattern in place of the
+//! value for those entries.
 
 use super::{Domain, Level, Node, Rule, MAX_DEPTH};
-use crate::store::CounterKey;
 
 /// The rule a request descriptor matched, and how to name its counter.
 #[derive(Debug, Clone, Copy)]
@@ -25,23 +24,19 @@ pub struct Found<'c> {
 }
 
 impl<'c> Found<'c> {
-    /// The counter of this match for `entries` (the same entries that were matched) in
-    /// `domain`: their own values, except where a `share_threshold` wildcard matched.
-    pub fn counter_key<'a, I>(&self, domain: &str, entries: I) -> CounterKey
+    /// The entries of this match (the same `entries` that were matched) as its counter
+    /// counts them: their own values, except where a `share_threshold` wildcard matched,
+    /// which stands as written for every value it matches.
+    pub fn counted<'a, I>(&self, entries: I) -> impl Iterator<Item = (&'a str, &'a str)>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
         'c: 'a,
     {
         let shared = self.shared;
-        CounterKey::new(
-            domain,
-            entries
-                .into_iter()
-                .enumerate()
-                .map(move |(i, (key, value))| {
-                    (key, shared.get(i).copied().flatten().unwrap_or(value))
-                }),
-        )
+        entries
+            .into_iter()
+            .enumerate()
+            .map(move |(i, (key, value))| (key, shared.get(i).copied().flatten().unwrap_or(value)))
     }
 }
 

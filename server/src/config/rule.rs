@@ -23,6 +23,9 @@ pub(super) struct FromDescriptor {
     pub stats_key: Arc<str>,
 }
 
+/// Makes the error of a field below the `rate_limit` being checked.
+type FieldError<'a> = &'a dyn Fn(String, &str) -> ConfigError;
+
 /// Checks the `rate_limit` at `at` (e.g. `descriptors[0].rate_limit`).
 pub(super) fn rule(
     file: &Path,
@@ -33,18 +36,7 @@ pub(super) fn rule(
     let err =
         |field: String, message: &str| ConfigError::new(file, format!("{at}.{field}"), message);
     let name: Option<Arc<str>> = r.name.filter(|n| !n.is_empty()).map(Arc::from);
-    let mut replaces = Vec::with_capacity(r.replaces.len());
-    for (i, entry) in r.replaces.into_iter().enumerate() {
-        let field = format!("replaces[{i}].name");
-        match entry.name.filter(|n| !n.is_empty()) {
-            // The reference's two errors: an empty entry, and a limit replacing itself.
-            None => return Err(err(field, "is required and must not be empty")),
-            Some(n) if name.as_deref() == Some(n.as_str()) => {
-                return Err(err(field, "a limit cannot replace itself (its own name)"))
-            }
-            Some(n) => replaces.push(Arc::from(n)),
-        }
-    }
+    let replaces = replaces(&err, name.as_deref(), r.replaces)?;
     let rule = |limit: Option<Limit>, blocked: Option<Window>| Rule {
         name,
         limit,
@@ -101,7 +93,44 @@ pub(super) fn rule(
         }
         return Ok(rule(None, Some(window)));
     };
-    let algorithm = match algorithm_name {
+    let limit = Limit {
+        requests_per_unit,
+        unit,
+        unit_multiplier: window.multiplier,
+        algorithm: algorithm(&err, algorithm_name, requests_per_unit, r.burst)?,
+    };
+    Ok(rule(Some(limit), None))
+}
+
+/// The names a limit called `name` replaces.
+fn replaces(
+    err: FieldError<'_>,
+    name: Option<&str>,
+    entries: Vec<wire::Replaces>,
+) -> Result<Vec<Arc<str>>, ConfigError> {
+    let mut replaces = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let field = format!("replaces[{i}].name");
+        match entry.name.filter(|n| !n.is_empty()) {
+            // The reference's two errors: an empty entry, and a limit replacing itself.
+            None => return Err(err(field, "is required and must not be empty")),
+            Some(n) if name == Some(n.as_str()) => {
+                return Err(err(field, "a limit cannot replace itself (its own name)"))
+            }
+            Some(n) => replaces.push(Arc::from(n)),
+        }
+    }
+    Ok(replaces)
+}
+
+/// The algorithm `name` names for a limit of `requests_per_unit`, with its `burst`.
+fn algorithm(
+    err: FieldError<'_>,
+    name: AlgorithmName,
+    requests_per_unit: NonZeroU32,
+    burst: Option<u32>,
+) -> Result<Algorithm, ConfigError> {
+    Ok(match name {
         AlgorithmName::FixedWindow => Algorithm::FixedWindow,
         AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
         AlgorithmName::SlidingWindowLog => {
@@ -117,21 +146,14 @@ pub(super) fn rule(
             Algorithm::SlidingWindowLog
         }
         AlgorithmName::TokenBucket => {
-            let burst = match r.burst {
+            let burst = match burst {
                 None => requests_per_unit,
                 Some(b) => NonZeroU32::new(b)
                     .ok_or_else(|| err("burst".into(), "must be greater than 0"))?,
             };
             Algorithm::TokenBucket { burst }
         }
-    };
-    let limit = Limit {
-        requests_per_unit,
-        unit,
-        unit_multiplier: window.multiplier,
-        algorithm,
-    };
-    Ok(rule(Some(limit), None))
+    })
 }
 
 /// The window of `multiplier` (absent: 1) `unit`s: at least one unit, at most 65,535 of

@@ -150,76 +150,87 @@ fn level_into(
     }
     for (i, d) in descriptors.into_iter().enumerate() {
         let at = format!("{here}[{i}]");
-        if d.key.is_empty() {
-            return Err(ConfigError::new(
-                file,
-                format!("{at}.key"),
-                "is required and must not be empty",
-            ));
-        }
-        let value = d.value.map(|v| v.0).filter(|v| !v.is_empty());
-        let pattern = value.as_deref().and_then(wildcard::Pattern::new);
-        if d.share_threshold && pattern.is_none() {
-            return Err(ConfigError::new(
-                file,
-                format!("{at}.share_threshold"),
-                "only applies to a wildcard value (one with a `*`)",
-            ));
-        }
-        // The reference's stat name for this node: `key` or `key_value`, dot-joined.
-        let metric = match &value {
-            Some(v) => format!("{}{}_{v}", place.metric, d.key),
-            None => format!("{}{}", place.metric, d.key),
-        };
-        let value_to_metric = place.value_to_metric || d.value_to_metric;
-        let metadata = match &d.metadata {
-            Some(m) if !m.is_empty() => Some(Arc::new(metadata::to_struct(m).map_err(
-                |(path, message)| ConfigError::new(file, format!("{at}.metadata{path}"), message),
-            )?)),
-            _ => None,
-        };
-        let mut rule = match d.rate_limit {
-            None => None,
-            Some(r) => {
-                let from = FromDescriptor {
-                    shadow: d.shadow_mode,
-                    quota_mode: d.quota_mode,
-                    metadata,
-                    metric: (d.detailed_metric || value_to_metric)
-                        .then(|| Arc::from(metric.as_str())),
-                    stats_key: Arc::from(metric.as_str()),
-                };
-                Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
-            }
-        };
-        if let Some(q) = d.quota {
-            let quota = quota(file, &format!("{at}.quota"), q, rule.as_ref())?;
-            if let Some(r) = rule.as_mut() {
-                r.quota = Some(quota);
-            }
-        }
-        let children = level(
-            Place {
-                file,
-                fields: format!("{at}."),
-                metric: format!("{metric}."),
-                value_to_metric,
-                depth: place.depth + 1,
-            },
-            d.descriptors,
-        )?;
-        let node = Node {
-            rule,
-            shared_as: d
-                .share_threshold
-                .then(|| value.as_deref().map(Arc::from))
-                .flatten(),
-            children,
-        };
-        let nodes = out.by_key.entry(d.key.clone()).or_default();
-        insert(file, &at, nodes, &d.key, value, pattern, node)?;
+        let key = d.key.clone();
+        let (value, pattern, node) = descriptor(&place, &at, d)?;
+        let nodes = out.by_key.entry(key.clone()).or_default();
+        insert(file, &at, nodes, &key, value, pattern, node)?;
     }
     Ok(())
+}
+
+/// The node of the descriptor `d` at `at` in `place`, with its value and wildcard.
+fn descriptor(
+    place: &Place<'_>,
+    at: &str,
+    d: wire::Descriptor,
+) -> Result<(Option<String>, Option<wildcard::Pattern>, Node), ConfigError> {
+    let file = place.file;
+    if d.key.is_empty() {
+        return Err(ConfigError::new(
+            file,
+            format!("{at}.key"),
+            "is required and must not be empty",
+        ));
+    }
+    let value = d.value.map(|v| v.0).filter(|v| !v.is_empty());
+    let pattern = value.as_deref().and_then(wildcard::Pattern::new);
+    if d.share_threshold && pattern.is_none() {
+        return Err(ConfigError::new(
+            file,
+            format!("{at}.share_threshold"),
+            "only applies to a wildcard value (one with a `*`)",
+        ));
+    }
+    // The reference's stat name for this node: `key` or `key_value`, dot-joined.
+    let metric = match &value {
+        Some(v) => format!("{}{}_{v}", place.metric, d.key),
+        None => format!("{}{}", place.metric, d.key),
+    };
+    let value_to_metric = place.value_to_metric || d.value_to_metric;
+    let metadata = match &d.metadata {
+        Some(m) if !m.is_empty() => Some(Arc::new(metadata::to_struct(m).map_err(
+            |(path, message)| ConfigError::new(file, format!("{at}.metadata{path}"), message),
+        )?)),
+        _ => None,
+    };
+    let mut rule = match d.rate_limit {
+        None => None,
+        Some(r) => {
+            let from = FromDescriptor {
+                shadow: d.shadow_mode,
+                quota_mode: d.quota_mode,
+                metadata,
+                metric: (d.detailed_metric || value_to_metric).then(|| Arc::from(metric.as_str())),
+                stats_key: Arc::from(metric.as_str()),
+            };
+            Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
+        }
+    };
+    if let Some(q) = d.quota {
+        let quota = quota(file, &format!("{at}.quota"), q, rule.as_ref())?;
+        if let Some(r) = rule.as_mut() {
+            r.quota = Some(quota);
+        }
+    }
+    let children = level(
+        Place {
+            file,
+            fields: format!("{at}."),
+            metric: format!("{metric}."),
+            value_to_metric,
+            depth: place.depth + 1,
+        },
+        d.descriptors,
+    )?;
+    let node = Node {
+        rule,
+        shared_as: d
+            .share_threshold
+            .then(|| value.as_deref().map(Arc::from))
+            .flatten(),
+        children,
+    };
+    Ok((value, pattern, node))
 }
 
 fn insert(

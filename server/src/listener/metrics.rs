@@ -4,11 +4,13 @@
 //! HTTP port's the same names with `http_` after `floodgate_`.
 
 use super::admit::Refused;
-use crate::metrics::StaticLabels;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+
+/// The `reason` label of `floodgate_connections_closed_total`.
+type ReasonLabel = [(&'static str, &'static str); 1];
 
 /// Which port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +100,7 @@ impl From<Refused> for Closed {
 pub struct ConnectionMetrics {
     port: Port,
     open: Gauge,
-    closed_family: Family<StaticLabels, Counter>,
+    closed_family: Family<ReasonLabel, Counter>,
     /// Indexed by `Closed as usize`; reasons the port never uses are never exported.
     closed: [Counter; 5],
     accept_errors: Counter,
@@ -107,7 +109,7 @@ pub struct ConnectionMetrics {
 impl ConnectionMetrics {
     /// The metrics of `port`, every series at zero.
     pub fn new(port: Port) -> ConnectionMetrics {
-        let closed_family = Family::<StaticLabels, Counter>::default();
+        let closed_family = Family::<ReasonLabel, Counter>::default();
         let mut closed: [Counter; 5] = Default::default();
         for &why in port.reasons() {
             closed[why as usize] = closed_family.get_or_create_owned(&[("reason", why.label())]);

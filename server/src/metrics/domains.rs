@@ -3,29 +3,10 @@
 //! series, created when the domain is configured so that counting is an atomic increment.
 
 use super::limits;
+use super::outcome::{Outcome, OUTCOMES};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use std::sync::Arc;
-
-/// How one request descriptor was decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Within its limit.
-    Ok,
-    /// Over its limit, answered OVER_LIMIT.
-    OverLimit,
-    /// Over a shadow-mode limit, answered OK.
-    ShadowOverLimit,
-    /// No limit applies (no match, or `unlimited`).
-    NoLimit,
-}
-
-pub(super) const OUTCOMES: [(Outcome, &str); 4] = [
-    (Outcome::Ok, "ok"),
-    (Outcome::OverLimit, "over_limit"),
-    (Outcome::ShadowOverLimit, "shadow_over_limit"),
-    (Outcome::NoLimit, "no_limit"),
-];
 
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
 type DecisionLabels = [(&'static str, String); 2];

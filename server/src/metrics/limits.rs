@@ -9,7 +9,7 @@
 //! cannot grow the exposition without bound either); a limit beyond is only counted per
 //! domain.
 
-use super::domains::{Outcome, OUTCOMES};
+use super::outcome::{Outcome, OUTCOMES};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use std::collections::HashMap;

@@ -22,8 +22,10 @@ use tonic::Status;
 /// at the end of a response whose cost is known only then (an LLM answer's tokens): the
 /// request was admitted already, and a charge refused for not fitting would leak the
 /// budget. Its only value is `1`; any other is refused as INVALID_ARGUMENT. Envoy's native
-/// `apply_on_stream_done` sends no such header.
-pub const CHARGE_HEADER: &str = "x-floodgate-charge";
+/// `apply_on_stream_done` sends no such header. Named once for filter and server, in
+/// `floodgate-common`.
+pub use floodgate_common::headers::CHARGE_HEADER;
+use floodgate_common::headers::CHARGE_VALUE;
 
 /// What a call is, from its [`CHARGE_HEADER`]: an admission or a charge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +41,9 @@ impl CallKind {
     pub fn of(metadata: &tonic::metadata::MetadataMap) -> Result<CallKind, Status> {
         match metadata.get(CHARGE_HEADER) {
             None => Ok(CallKind::Admission),
-            Some(v) if v.as_bytes() == b"1" => Ok(CallKind::Charge),
+            Some(v) if v.as_bytes() == CHARGE_VALUE.as_bytes() => Ok(CallKind::Charge),
             Some(_) => Err(Status::invalid_argument(format!(
-                "{CHARGE_HEADER} must be 1"
+                "{CHARGE_HEADER} must be {CHARGE_VALUE}"
             ))),
         }
     }

@@ -10,6 +10,7 @@
 //! leases keeps working, one call per request. Both are counted in
 //! `floodgate_identity_refusals_total{call}`.
 
+pub use crate::tls::identity::Refused;
 use crate::tls::identity::{self, Pattern};
 
 /// Who may make a kind of call.
@@ -30,15 +31,6 @@ impl Who {
             Who::Identities(allowed) => identity::allowed(allowed, identities),
         }
     }
-}
-
-/// A call an identity was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refused {
-    /// A charge (`x-floodgate-charge`), answered `PERMISSION_DENIED`.
-    Charge,
-    /// A quota request (`x-floodgate-quota`), answered without a grant.
-    Quota,
 }
 
 #[cfg(test)]

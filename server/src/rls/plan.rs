@@ -71,88 +71,101 @@ pub(super) fn plan<'c>(
     req: &RateLimitRequest,
     asked: Asked,
 ) -> Result<Plan<'c>, Status> {
+    let Some(dom) = domain else {
+        // Quirk: an unknown domain limits nothing, not even a descriptor's own override
+        // (the reference looks the domain up first).
+        return Ok(Plan {
+            applied: vec![Applied::Nothing; req.descriptors.len()],
+            checks: Vec::new(),
+        });
+    };
     // Quirk: a request `hits_addend` of 0 (the proto3 default, what Envoy's native filter
     // sends) means 1.
     let request_hits = u64::from(req.hits_addend.max(1));
-    let mut applied = Vec::with_capacity(req.descriptors.len());
-    let mut checks = Vec::new();
-    let replaced = domain
-        .map(|dom| replaced_names(dom, req))
-        .unwrap_or_default();
+    let replaced = replaced_names(dom, req);
+    let mut plan = Plan {
+        applied: Vec::with_capacity(req.descriptors.len()),
+        checks: Vec::new(),
+    };
     for (i, d) in req.descriptors.iter().enumerate() {
-        let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
-        // Quirk: an unknown domain limits nothing, not even a descriptor's own override
-        // (the reference looks the domain up first).
-        let Some(dom) = domain else {
-            applied.push(Applied::Nothing);
-            continue;
-        };
-        let mut key = None;
-        let a = match overriding(i, d)? {
-            Some(a) => a,
-            None => match dom.lookup(entries()) {
-                // The reference's `replaces`: a named limit that another matched limit
-                // replaces is dropped (answered as no match); `unlimited` stays unlimited.
-                Some(f)
-                    if f.rule.kind() != RuleKind::Unlimited
-                        && f.rule
-                            .name
-                            .as_deref()
-                            .is_some_and(|n| replaced.contains(&n)) =>
-                {
-                    Applied::Nothing
-                }
-                None => Applied::Nothing,
-                Some(f) => {
-                    // `share_threshold`: the wildcard as written stands for the value.
-                    key = Some(f.counter_key(&dom.name, entries()));
-                    match f.rule.kind() {
-                        RuleKind::Unlimited => Applied::Unlimited,
-                        RuleKind::Limited(l) => Applied::Configured(f.rule, l),
-                        RuleKind::Blocked(window) => {
-                            Applied::Configured(f.rule, block_limit(window))
-                        }
-                    }
-                }
-            },
-        };
-        if let Some(limit) = a.limit() {
-            let key = match (&a, key) {
-                (Applied::Overridden(_), _) => CounterKey::overridden(&dom.name, entries(), &limit),
-                (_, Some(k)) => k,
-                (_, None) => CounterKey::new(&dom.name, entries()),
-            };
-            checks.push(Check {
-                key,
-                limit,
-                // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset"
-                // is distinguishable) overrides the request's, and there 0 means
-                // check-only, as envoyproxy/ratelimit defines it: decided (OK when one
-                // hit would fit), remaining reported as it stands, nothing counted.
-                hits: d.hits_addend.unwrap_or(request_hits),
-                shadow: a.shadow(),
-                // Only a configured, enforced, counting limit grants: a shadow limit must
-                // not take hits from anyone, a quota-mode one may be over while the
-                // request is admitted, a blocked one has no counter, and an override has
-                // no `quota` of its own.
-                quota: match a {
-                    Applied::Configured(r, _)
-                        if !r.shadow
-                            && !r.quota_mode
-                            && !a.configured_block()
-                            && asked.contains(i) =>
-                    {
-                        r.quota
-                    }
-                    _ => None,
-                },
-                quota_mode: a.quota_mode(),
-                blocked: a.configured_block(),
-            });
+        let (applied, key) = applies(dom, i, d, &replaced)?;
+        if let (Some(limit), Some(key)) = (applied.limit(), key) {
+            let hits = d.hits_addend.unwrap_or(request_hits);
+            plan.checks
+                .push(check(&applied, key, limit, hits, asked.contains(i)));
         }
-        applied.push(a);
+        plan.applied.push(applied);
     }
-    Ok(Plan { applied, checks })
+    Ok(plan)
+}
+
+/// What applies to descriptor `i` of a request in `dom`, and the counter it counts on
+/// when a limit applies. This is the one place counter keys are made: a configured
+/// limit's from the entries as its match counts them (a `share_threshold` wildcard as
+/// written in place of the value), an override's from the entries and the override.
+fn applies<'c>(
+    dom: &'c Domain,
+    i: usize,
+    d: &RateLimitDescriptor,
+    replaced: &[&str],
+) -> Result<(Applied<'c>, Option<CounterKey>), Status> {
+    let entries = || d.entries.iter().map(|e| (e.key.as_str(), e.value.as_str()));
+    if let Some(a) = overriding(i, d)? {
+        let key = a
+            .limit()
+            .map(|limit| CounterKey::overridden(&dom.name, entries(), &limit));
+        return Ok((a, key));
+    }
+    let Some(found) = dom.lookup(entries()) else {
+        return Ok((Applied::Nothing, None));
+    };
+    let applied = match found.rule.kind() {
+        RuleKind::Unlimited => Applied::Unlimited,
+        // The reference's `replaces`: a named limit that another matched limit replaces
+        // is dropped (answered as no match); `unlimited` stays unlimited.
+        _ if found
+            .rule
+            .name
+            .as_deref()
+            .is_some_and(|n| replaced.contains(&n)) =>
+        {
+            Applied::Nothing
+        }
+        RuleKind::Limited(l) => Applied::Configured(found.rule, l),
+        RuleKind::Blocked(window) => Applied::Configured(found.rule, block_limit(window)),
+    };
+    let key = applied
+        .limit()
+        .map(|_| CounterKey::new(&dom.name, found.counted(entries())));
+    Ok((applied, key))
+}
+
+/// The store's check of a descriptor `a` applies `limit` to, counting on `key`: `hits`
+/// as the request says, a lease when `asked` and the limit may grant one.
+fn check(a: &Applied<'_>, key: CounterKey, limit: Limit, hits: u64, asked: bool) -> Check {
+    Check {
+        key,
+        limit,
+        // Quirk: a descriptor's own `hits_addend` (a UInt64Value, so "unset" is
+        // distinguishable) overrides the request's, and there 0 means check-only, as
+        // envoyproxy/ratelimit defines it: decided (OK when one hit would fit), remaining
+        // reported as it stands, nothing counted.
+        hits,
+        shadow: a.shadow(),
+        // Only a configured, enforced, counting limit grants: a shadow limit must not take
+        // hits from anyone, a quota-mode one may be over while the request is admitted, a
+        // blocked one has no counter, and an override has no `quota` of its own.
+        quota: match a {
+            Applied::Configured(r, _)
+                if !r.shadow && !r.quota_mode && !a.configured_block() && asked =>
+            {
+                r.quota
+            }
+            _ => None,
+        },
+        quota_mode: a.quota_mode(),
+        blocked: a.configured_block(),
+    }
 }
 
 /// What a blocked check carries: `requests_per_unit: 0` is no [`Limit`], and the store

@@ -1,6 +1,7 @@
 //! The protocol layer over the real memory store and a fake clock. `reference` holds the
 //! answers that are envoyproxy/ratelimit's, and the operator options.
 
+use super::status::no_limit_status;
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::source::Files;

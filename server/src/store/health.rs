@@ -8,12 +8,14 @@
 //! (see [`super::redis`]), and every failure of a call or a probe is counted by [`Cause`]
 //! in `floodgate_store_failures_total`. The memory store is always up.
 
-use crate::metrics::StaticLabels;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
+
+/// The `cause` label of `floodgate_store_failures_total`.
+type CauseLabel = [(&'static str, &'static str); 1];
 
 /// Why the store could not decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,13 +52,13 @@ impl Cause {
 pub struct Health {
     up: AtomicBool,
     down: Mutex<(Cause, String)>,
-    failures_family: Family<StaticLabels, Counter>,
+    failures_family: Family<CauseLabel, Counter>,
     failures: [Counter; 5],
 }
 
 impl Default for Health {
     fn default() -> Self {
-        let failures_family = Family::<StaticLabels, Counter>::default();
+        let failures_family = Family::<CauseLabel, Counter>::default();
         let failures =
             CAUSES.map(|(_, label)| failures_family.get_or_create_owned(&[("cause", label)]));
         Health {

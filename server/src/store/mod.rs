@@ -6,28 +6,22 @@
 //! replicas never disagree about time. The batch shape is what lets Redis check several
 //! descriptors in one round trip.
 //!
-//! # All or nothing (no counter pollution)
-//! Within a batch, nothing is consumed unless the request is admitted ([`admits`]): every
-//! *enforced* item (not in shadow or quota mode) is within its limit, and, when there are
-//! quota-mode items, at least one of them is. When the request is admitted, every item that
-//! had room consumes; a shadow or quota item over its limit consumes nothing (it reports
-//! what it would have done). When the request is rejected, no counter changes at all, so a
-//! client hammering one exhausted limit does not drain its other limits.
-//! (envoyproxy/ratelimit increments every counter.) A `blocked` item (`requests_per_unit:
-//! 0`) is always over and has no counter.
-//! The memory store implements this under its shard locks; a Redis store does it in one
-//! script when a request's keys share a hash slot. A rejected request's admitted items then
-//! report the remaining that actually holds (nothing was taken), see [`report_unconsumed`].
-//!
-//! [`Counting::PerDescriptor`] (`--counting per-descriptor`) is the reference's default
-//! instead: every item within its own limit consumes, whatever the others decided.
+//! # The batch's rules
+//! All or nothing (no counter pollution), check-only and blocked items, charges and
+//! grants are written once, as pure code, in [`batch`]: a store loads its counters'
+//! states, calls [`batch::decide`] and applies what it says (the Redis store runs the
+//! same rules in its Lua script). envoyproxy/ratelimit increments every counter; under
+//! [`Counting::PerDescriptor`] (`--counting per-descriptor`) so do we.
 
+pub mod batch;
 pub mod health;
 pub mod memory;
 pub mod redis;
+pub mod shards;
 
 use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
+pub use batch::Counting;
 use sha2::{Digest, Sha256};
 use std::fmt::Write;
 use std::future::Future;
@@ -56,91 +50,6 @@ pub struct Check {
     /// `requests_per_unit: 0`: always over, without reading or writing a counter; only
     /// `limit.unit` is read (its window's end is the reported reset, as the reference).
     pub blocked: bool,
-}
-
-/// Whether a request whose items were decided `allowed` (one per item of `batch`) is
-/// admitted: no enforced item over, and at least one quota item within when there are any
-/// (the reference's quota mode). Every store applies this one rule; `check.lua` mirrors it.
-pub fn admits(batch: &[Check], allowed: impl Fn(usize) -> bool) -> bool {
-    let mut quota_items = 0usize;
-    let mut quota_within = 0usize;
-    for (i, c) in batch.iter().enumerate() {
-        match (c.shadow, c.quota_mode, allowed(i)) {
-            (true, _, _) => {}
-            (false, true, ok) => {
-                quota_items += 1;
-                quota_within += usize::from(ok);
-            }
-            (false, false, ok) => {
-                if !ok {
-                    return false;
-                }
-            }
-        }
-    }
-    quota_items == 0 || quota_within > 0
-}
-
-/// The decision for a `blocked` item at `now_ns`: over, nothing remaining, and the time
-/// until its unit's epoch-aligned window ends (what the reference reports for a limit of 0).
-pub fn blocked_decision(limit: &Limit, now_ns: u64) -> Decision {
-    let period = limit.period_ns();
-    Decision {
-        allowed: false,
-        remaining: 0,
-        reset_in_ns: period - now_ns % period,
-        grant: None,
-    }
-}
-
-/// Which items of a request consume their hits. The RLS layer's answers are the same
-/// either way; only what later requests find in the counters differs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Counting {
-    /// Nothing is consumed unless every enforced item is within its limit (floodgate's
-    /// default, the reference's `STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT=true`): a client
-    /// hammering one exhausted limit does not drain its others.
-    #[default]
-    AllOrNothing,
-    /// Every item within its own limit consumes, even when another item rejects the
-    /// request: envoyproxy/ratelimit's default counting, for a migration that must count
-    /// exactly as before. An item over its own limit consumes nothing.
-    PerDescriptor,
-}
-
-impl Counting {
-    /// Whether a request with an enforced item over its limit still consumes the others.
-    pub fn consumes_rejected(self) -> bool {
-        self == Counting::PerDescriptor
-    }
-}
-
-/// Whether a decided batch is rejected: the request is not admitted ([`admits`]).
-pub fn rejected(batch: &[Check], decisions: &[Decision]) -> bool {
-    !admits(batch, |i| decisions.get(i).is_some_and(|d| d.allowed))
-}
-
-/// Turns the decisions of a batch rejected under [`Counting::AllOrNothing`] into what
-/// holds: its admitted items consumed nothing, so each reports its remaining as it stands,
-/// i.e. what it was told plus the hits it (and earlier admitted items on the same counter,
-/// which it saw) would have taken. Every algorithm's remaining falls by exactly the hits an
-/// admission takes, so this is exact. Denied items are left as they are.
-pub fn report_unconsumed(batch: &[Check], decisions: &mut [Decision]) {
-    for i in 0..decisions.len().min(batch.len()) {
-        if !decisions[i].allowed {
-            continue;
-        }
-        let taken: u64 = (0..=i)
-            .filter(|&j| {
-                decisions[j].allowed
-                    && batch[j].key == batch[i].key
-                    && batch[j].limit == batch[i].limit
-            })
-            .map(|j| batch[j].hits.max(1))
-            .fold(0, u64::saturating_add);
-        let remaining = u64::from(decisions[i].remaining).saturating_add(taken);
-        decisions[i].remaining = u32::try_from(remaining).unwrap_or(u32::MAX);
-    }
 }
 
 /// Why a store could not decide. The RLS layer answers gRPC UNAVAILABLE for all of these,
@@ -287,69 +196,6 @@ mod tests {
     use super::*;
     use crate::algorithm::{Algorithm, Unit};
     use std::num::{NonZeroU16, NonZeroU32};
-
-    fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
-        Check {
-            key: CounterKey::new("d", [("k", name)]),
-            limit: Limit {
-                requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
-                unit: Unit::Second,
-                unit_multiplier: NonZeroU16::MIN,
-                algorithm: Algorithm::FixedWindow,
-            },
-            hits,
-            shadow,
-            quota: None,
-            quota_mode: false,
-            blocked: false,
-        }
-    }
-
-    fn decision(allowed: bool, remaining: u32) -> Decision {
-        Decision {
-            allowed,
-            remaining,
-            reset_in_ns: 0,
-            grant: None,
-        }
-    }
-
-    #[test]
-    fn a_rejected_batch_reports_what_its_admitted_items_still_have() {
-        let batch = [
-            check("a", 10, 3, false),
-            check("b", 1, 1, false),
-            check("a", 10, 2, false),
-            check("s", 5, 1, true),
-        ];
-        // "a" told 7 then 5 (the second saw the first's 3), "b" over, shadow "s" told 4.
-        let mut ds = [
-            decision(true, 7),
-            decision(false, 0),
-            decision(true, 5),
-            decision(true, 4),
-        ];
-        assert!(rejected(&batch, &ds));
-        report_unconsumed(&batch, &mut ds);
-        assert_eq!(
-            ds.map(|d| d.remaining),
-            [10, 0, 10, 5],
-            "nothing was taken, so every admitted item has all it had"
-        );
-    }
-
-    #[test]
-    fn a_shadow_denial_does_not_reject_and_remaining_saturates() {
-        let batch = [
-            check("s", 1, 1, true),
-            check("a", u32::MAX, u64::MAX, false),
-        ];
-        let ds = [decision(false, 0), decision(true, u32::MAX - 1)];
-        assert!(!rejected(&batch, &ds));
-        let mut ds = [decision(true, u32::MAX - 1)];
-        report_unconsumed(&batch[1..], &mut ds);
-        assert_eq!(ds[0].remaining, u32::MAX);
-    }
 
     #[test]
     fn fingerprint_is_pinned() {

@@ -145,6 +145,16 @@ impl ClientCertVerifier for AllowList {
     }
 }
 
+/// A call refused for its caller's identity (counted by [`super::TlsMetrics`]; who may
+/// make which call is decided in `rls::permit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// A charge (`x-floodgate-charge`), answered `PERMISSION_DENIED`.
+    Charge,
+    /// A quota request (`x-floodgate-quota`), answered without a grant.
+    Quota,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,8 @@
 
 use super::*;
 use crate::limiter::GlobalCharge;
+use crate::wire::call::Call;
+use crate::wire::rls;
 
 /// A per-tenant token budget decided by the service, read from the response's JSON.
 fn budget(estimate: Option<u32>) -> String {
@@ -19,8 +21,8 @@ fn budget(estimate: Option<u32>) -> String {
     )
 }
 
-fn sent_hits(message: &[u8]) -> Vec<Option<u64>> {
-    let request = RateLimitRequest::decode(message).unwrap();
+fn sent_hits(call: &Call) -> Vec<Option<u64>> {
+    let request = RateLimitRequest::decode(call.message()).unwrap();
     request.descriptors.iter().map(|d| d.hits_addend).collect()
 }
 
@@ -29,13 +31,13 @@ fn a_response_cost_is_asked_check_only_or_with_its_estimate() {
     let (l, store, mut tally) = limiter(&budget(None));
     let call = ask(l.check(&mut tenant("acme"), || Some(NOW), &store, &mut tally));
     assert_eq!(
-        sent_hits(&call.message),
+        sent_hits(&call.call),
         [Some(0), None],
         "check-only beside an ordinary rule of cost 1"
     );
     let (l, store, mut tally) = limiter(&budget(Some(100)));
     let call = ask(l.check(&mut tenant("acme"), || Some(NOW), &store, &mut tally));
-    assert_eq!(sent_hits(&call.message), [Some(100), None]);
+    assert_eq!(sent_hits(&call.call), [Some(100), None]);
 }
 
 #[test]
@@ -47,12 +49,17 @@ fn the_charge_is_the_cost_beyond_what_admission_counted() {
         cost,
     };
     let (l, _, _) = limiter(&budget(None));
-    let message = l.charge_call(&[charge(250)]).unwrap();
-    let request = RateLimitRequest::decode(message.as_slice()).unwrap();
+    let call = l.charge_call(&[charge(250)]).unwrap();
+    assert_eq!(
+        call.header(rls::CHARGE_HEADER.0),
+        Some(rls::CHARGE_HEADER.1.as_bytes().to_vec()),
+        "counted whether it fits or not"
+    );
+    let request = RateLimitRequest::decode(call.message()).unwrap();
     assert_eq!(request.domain, "llm");
     assert_eq!(request.descriptors[0].entries[0].key, "tenant");
     assert_eq!(request.descriptors[0].entries[0].value, "acme");
-    assert_eq!(sent_hits(&message), [Some(250)]);
+    assert_eq!(sent_hits(&call), [Some(250)]);
     assert_eq!(
         sent_hits(&l.charge_call(&[charge(1)]).unwrap()),
         [None],
@@ -119,7 +126,7 @@ fn a_response_cost_rule_never_asks_for_a_lease() {
 
 /// Admits a request for `t` through the service's OK, reads `body` as its JSON answer,
 /// ending as `ended`, and returns the charge `settle` makes of it.
-fn charge_of(l: &Limiter, t: &str, body: &[u8], ended: crate::usage::Ended) -> Option<Vec<u8>> {
+fn charge_of(l: &Limiter, t: &str, body: &[u8], ended: crate::usage::Ended) -> Option<Call> {
     let (store, mut tally) = (MemoryShared::default(), Tally::new(l.config().rules.len()));
     let call = ask(l.check(&mut tenant(t), || Some(NOW), &store, &mut tally));
     let ok = rls_answer(Code::Ok, &[Code::Ok, Code::Ok]);
@@ -151,7 +158,7 @@ fn a_finished_response_becomes_one_charge_of_its_reported_cost_or_the_fallback()
     let (l, _, _) = limiter(&budget(None));
     let reported = br#"{"usage":{"total_tokens":420}}"#;
     let message = charge_of(&l, "acme", reported, Ended::Complete).unwrap();
-    let request = RateLimitRequest::decode(message.as_slice()).unwrap();
+    let request = RateLimitRequest::decode(message.message()).unwrap();
     assert_eq!(request.descriptors.len(), 1, "only the response-cost rule");
     assert_eq!(request.descriptors[0].entries[0].value, "acme");
     assert_eq!(request.descriptors[0].hits_addend, Some(420));

@@ -52,7 +52,7 @@ fn global_rules_are_asked_in_one_call_after_local_rules() {
     let mut req = tenant("acme");
     req = req.with("x-cost", b"3");
     let call = ask(l.check(&mut req, || Some(NOW), &store, &mut tally));
-    let request = RateLimitRequest::decode(call.message.as_slice()).unwrap();
+    let request = RateLimitRequest::decode(call.call.message()).unwrap();
     assert_eq!(request.domain, "edge");
     assert_eq!(request.descriptors.len(), 2);
     assert_eq!(request.descriptors[0].entries[0].value, "acme");

@@ -2,8 +2,10 @@
 //! nothing across a request's global rules, refilling in the background, expiry.
 
 use super::*;
+use crate::wire::call::Call;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
+use crate::wire::rls;
 
 const S: u64 = 1_000_000_000;
 
@@ -57,6 +59,13 @@ fn through(l: &Limiter, store: &MemoryShared, tally: &mut Tally, path: &str, a: 
     call
 }
 
+/// The quota header a call carries (empty: none, no lease asked for).
+fn quota(call: &Call) -> String {
+    call.header(rls::QUOTA_HEADER)
+        .map(|v| String::from_utf8(v).unwrap())
+        .unwrap_or_default()
+}
+
 fn decided(verdict: Verdict) -> Pass {
     match verdict {
         Verdict::Continue(pass) => pass,
@@ -69,7 +78,8 @@ fn a_grant_decides_later_requests_with_no_call_and_refills_below_half() {
     let (l, store, mut tally) = limiter(LEASED);
     let first = through(&l, &store, &mut tally, "/", granting(&[4], NOW + 60 * S));
     assert_eq!(
-        first.quota, "0",
+        quota(&first.call),
+        "0",
         "quota asked for the one global descriptor"
     );
     let refills: Vec<bool> = (0..4)
@@ -85,7 +95,7 @@ fn a_grant_decides_later_requests_with_no_call_and_refills_below_half() {
     );
     // Spent: the next request calls again ("ask again", not over limit).
     let again = ask(l.check(&mut on("/"), || Some(NOW), &store, &mut tally));
-    assert_eq!(again.quota, "0");
+    assert_eq!(quota(&again.call), "0");
     let counted = counts(&l, &mut tally);
     for expected in [
         ("floodgate.lease.allowed", 4),
@@ -110,11 +120,11 @@ fn a_refill_is_check_only_and_its_grant_is_stored_in_the_background() {
     assert!(pass.refill.is_none(), "2 left of 3: not below half");
     let pass = decided(l.check(&mut on("/"), || Some(NOW), &store, &mut tally));
     let refill = pass.refill.expect("1 left of 3: refill");
-    let request = RateLimitRequest::decode(refill.message.as_slice()).unwrap();
+    let request = RateLimitRequest::decode(refill.call.message()).unwrap();
     assert_eq!(request.descriptors.len(), 1);
     assert_eq!(request.descriptors[0].entries[0].value, "acme");
     assert_eq!(request.descriptors[0].hits_addend, Some(0), "check only");
-    assert_eq!(refill.quota, "0");
+    assert_eq!(quota(&refill.call), "0");
     l.refilled(
         &refill.keys,
         granting(&[5], NOW + 60 * S),
@@ -164,10 +174,10 @@ fn a_request_is_decided_from_grants_only_if_every_global_descriptor_has_enough()
         "/plan",
         granting(&[3, 0], NOW + 60 * S),
     );
-    assert_eq!(call.quota, "0,1");
+    assert_eq!(quota(&call.call), "0,1");
     for _ in 0..2 {
         let again = ask(l.check(&mut on("/plan"), || Some(NOW), &store, &mut tally));
-        assert_eq!(again.quota, "0,1", "called for both");
+        assert_eq!(quota(&again.call), "0,1", "called for both");
     }
     // What the tenant's grant gave was given back each time: all 3 still there.
     for _ in 0..3 {
@@ -191,7 +201,7 @@ fn a_rule_without_leases_makes_its_requests_call_and_ask_for_none() {
     let (l, store, mut tally) = limiter(LEASED);
     through(&l, &store, &mut tally, "/", granting(&[10], NOW + 60 * S));
     let call = ask(l.check(&mut on("/audit"), || Some(NOW), &store, &mut tally));
-    assert_eq!(call.quota, "", "grants for it would never be spent");
+    assert_eq!(quota(&call.call), "", "grants for it would never be spent");
     // A grant the service sends anyway is not stored for it.
     let verdict = l.answer(
         call.pending,

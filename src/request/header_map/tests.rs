@@ -1,8 +1,9 @@
 use super::*;
+use proptest::prelude::*;
 
-/// The host's encoding of `pairs`, as the host layer writes it for the host.
+/// The host's encoding of `pairs`.
 pub fn encode(pairs: &[(&str, &[u8])]) -> Vec<u8> {
-    crate::host::memory::encode_pairs(pairs)
+    encode_pairs(pairs)
 }
 
 #[test]
@@ -47,4 +48,37 @@ fn malformed_encodings_are_refused_not_misread() {
     let last = no_nul.len() - 1;
     no_nul[last] = b'x';
     assert_eq!(HeaderMap::decode(no_nul), None);
+}
+
+#[test]
+fn an_empty_list_is_a_zero_count() {
+    assert_eq!(encode_pairs::<&str>(&[]), [0, 0, 0, 0]);
+}
+
+#[test]
+fn pairs_are_lengths_then_nul_terminated_text() {
+    let encoded = encode_pairs(&[("a", "bc"), ("", "d")]);
+    let mut expected = vec![2, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0];
+    expected.extend_from_slice(b"a\0bc\0\0d\0");
+    assert_eq!(encoded, expected);
+    assert_eq!(
+        encoded.capacity(),
+        encoded.len(),
+        "sized exactly, no regrowth"
+    );
+}
+
+proptest! {
+    #[test]
+    fn encoded_pairs_decode_back(pairs in prop::collection::vec(("[a-z-]{1,12}", "[ -~]{0,20}"), 0..8)) {
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let map = HeaderMap::decode(encode_pairs(&borrowed));
+        prop_assert!(map.is_some());
+        let map = map.unwrap();
+        for (k, v) in &pairs {
+            let count = pairs.iter().filter(|(other, _)| other == k).count();
+            let expected = if count == 1 { Lookup::One(v.as_bytes().to_vec()) } else { Lookup::Repeated };
+            prop_assert_eq!(map.lookup(k), expected);
+        }
+    }
 }

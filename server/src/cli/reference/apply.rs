@@ -56,6 +56,17 @@ pub fn apply(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Vec<String>, String> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
+    let notes = unsupported(&set)?;
+    addresses(args, given, &set)?;
+    switches(args, given, &set)?;
+    tuning(args, given, &set)?;
+    statsd(args, given, &set)?;
+    Ok(notes)
+}
+
+/// The lines to log for the variables that are set and need nothing here, or every
+/// refusal of those that name a feature floodgate-server lacks.
+fn unsupported(set: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
     let mut refusals = Vec::new();
     // Supported variables are read below, each by the code that applies it (so a test
@@ -78,7 +89,15 @@ pub fn apply(
     if !refusals.is_empty() {
         return Err(refusals.join("; "));
     }
+    Ok(notes)
+}
 
+/// The gRPC and HTTP addresses and the configuration's path.
+fn addresses(
+    args: &mut Args,
+    given: &dyn Fn(&str) -> bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     if !given("grpc_addr") {
         if let Some(addr) = address(&set, "GRPC_HOST", "GRPC_PORT", 8081)? {
             args.grpc_addr = addr;
@@ -94,6 +113,15 @@ pub fn apply(
             args.config = path;
         }
     }
+    Ok(())
+}
+
+/// The on/off switches and the response headers' names.
+fn switches(
+    args: &mut Args,
+    given: &dyn Fn(&str) -> bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     let flags: [(&str, &str, &mut bool); 5] = [
         (
             "reference_stats",
@@ -136,6 +164,15 @@ pub fn apply(
             *header = v;
         }
     }
+    Ok(())
+}
+
+/// The near-limit ratio, how an over-limit request counts, and Redis's timeout.
+fn tuning(
+    args: &mut Args,
+    given: &dyn Fn(&str) -> bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     if let (false, Some(v)) = (given("near_limit_ratio"), set("NEAR_LIMIT_RATIO")) {
         args.near_limit_ratio = match v.parse::<f64>() {
             Ok(r) if (0.0..=1.0).contains(&r) => r,
@@ -153,6 +190,22 @@ pub fn apply(
             false => Counting::PerDescriptor,
         };
     }
+    if let (false, Some(v)) = (given("redis_timeout_ms"), set("REDIS_TIMEOUT")) {
+        args.redis.redis_timeout_ms = go_duration_ms(&v).ok_or_else(|| {
+            format!(
+                "REDIS_TIMEOUT {v:?}: expected a duration of at least 1ms, such as 10s or 250ms"
+            )
+        })?;
+    }
+    Ok(())
+}
+
+/// The statsd sink: `USE_STATSD` with `STATSD_HOST`/`STATSD_PORT`, and its flush interval.
+fn statsd(
+    args: &mut Args,
+    given: &dyn Fn(&str) -> bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
     let use_statsd = match set("USE_STATSD") {
         Some(v) => truthy("USE_STATSD", &v)?,
         None => false,
@@ -171,14 +224,7 @@ pub fn apply(
             format!("STATS_FLUSH_INTERVAL {v:?}: expected a duration such as 10s")
         })?;
     }
-    if let (false, Some(v)) = (given("redis_timeout_ms"), set("REDIS_TIMEOUT")) {
-        args.redis.redis_timeout_ms = go_duration_ms(&v).ok_or_else(|| {
-            format!(
-                "REDIS_TIMEOUT {v:?}: expected a duration of at least 1ms, such as 10s or 250ms"
-            )
-        })?;
-    }
-    Ok(notes)
+    Ok(())
 }
 
 /// A refusal's message: what was set, and what to use.

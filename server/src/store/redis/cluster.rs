@@ -4,11 +4,12 @@
 //! charge counts every item whatever it finds, so it needs no first phase: one `charge`
 //! call per slot.
 
-use super::outage::Failure;
+use super::failure::Failure;
 use super::script::{CallTimes, Mode};
 use super::{key, Inner};
 use crate::algorithm::Decision;
-use crate::store::{admits, Check};
+use crate::store::batch::admits;
+use crate::store::Check;
 use futures_util::future::join_all;
 use redis::cluster_async::ClusterConnection;
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 
 use super::access;
 use super::deadline::RedisClock;
-use super::outage::Failure;
+use super::failure::Failure;
 use super::sentinel::Sentinel;
 use super::target::redact;
 use super::{RedisOptions, Target};

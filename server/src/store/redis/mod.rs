@@ -49,8 +49,8 @@
 //!
 //! # Files
 //! [`conn`] holds the connection, [`script`] the command and reply formats, [`cluster`]
-//! the two-phase Redis Cluster path, [`outage`] the breaker, log throttle and probe; this
-//! file ties them into one call: refuse when down, bound, time, call, record.
+//! the two-phase Redis Cluster path, [`failure`] what a call's failure was, [`outage`] the
+//! breaker, log throttle and probe; this file ties them into one call: refuse when down, bound, time, call, record.
 
 pub mod access;
 pub mod deadline;
@@ -59,6 +59,7 @@ pub mod target;
 
 mod cluster;
 mod conn;
+mod failure;
 mod outage;
 mod script;
 mod sentinel;
@@ -68,13 +69,15 @@ pub use outage::{LOG_EVERY, PROBE_EVERY};
 pub use script::{script_cmd, CallTimes, Mode, SCRIPT};
 pub use target::Target;
 
+use super::batch::{rejected, report_unconsumed};
 use super::health::Health;
-use super::{rejected, report_unconsumed, Check, Counting, Store, StoreError};
+use super::{Check, Counting, Store, StoreError};
 use crate::algorithm::Decision;
 use crate::clock::Clock;
 use conn::Conn;
 use deadline::RedisClock;
-use outage::{Failure, Outage};
+use failure::Failure;
+use outage::Outage;
 use redis::Script;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The decision script on the wire: the `EVALSHA` command a batch becomes, and the reply
 //! it answers, parsed into decisions. `check.lua`'s header is the contract both follow.
 
-use super::outage::Failure;
+use super::failure::Failure;
 use super::{key, Inner};
 use crate::algorithm::lease::{self, Grant};
 use crate::algorithm::{Algorithm, Decision};

@@ -18,7 +18,7 @@
 
 use super::access::{self, Access};
 use super::deadline::RedisClock;
-use super::outage::Failure;
+use super::failure::Failure;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, IntoConnectionInfo};
 use std::sync::{Mutex, PoisonError};

@@ -1,8 +1,10 @@
 //! The gRPC status codes floodgate reads or answers with, defined once.
 //!
 //! Numbered as the public gRPC status code document numbers them. Only the codes some
-//! part of floodgate names are here: reading the service's answer ([`super::read_answer`],
-//! [`crate::wire::rls::interpret`]) and answering clients ([`crate::reply`]).
+//! part of floodgate names are here: answering clients ([`crate::reply`]) and reading the
+//! service's answer ([`crate::wire::grpc::read_answer`], [`crate::wire::rls::interpret`]).
+//! They live with the client's protocol, beneath the wire, so that the wire reads the
+//! service in the codes replies are written in and nothing points back up.
 
 /// The call succeeded.
 pub const OK: u32 = 0;

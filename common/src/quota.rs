@@ -1,4 +1,4 @@
-//! The `x-floodgate-quota` request header: which descriptors the caller asks a lease for.
+//! The [`QUOTA_HEADER`] request header: which descriptors the caller asks a lease for.
 //!
 //! A caller that will spend granted hits itself (floodgate's filter) names, on the gRPC
 //! call, the 0-based indices into `RateLimitRequest.descriptors` it wants a grant for:
@@ -9,16 +9,16 @@
 //! distinct decimal indices below the number of descriptors (at most [`MAX_ENTRIES`]
 //! entries, no spaces, the header given once) is **malformed**: the request is still
 //! answered, with no grant for anything, and counted
-//! (`floodgate_quota_header_malformed_total`). Never an error answer: a bad hint must not
-//! turn into a failure mode.
+//! by the server. Never an error answer: a bad hint must not turn into a failure mode.
+//!
+//! [`encode`] writes what [`parse`] reads back, for the filter; a test holds them to each
+//! other.
 
-use super::MAX_DESCRIPTORS;
+pub use crate::headers::QUOTA_HEADER;
 
-/// The header's name (gRPC metadata keys are lowercase).
-pub const QUOTA_HEADER: &str = "x-floodgate-quota";
-
-/// The most indices one header may list: one per descriptor a request may carry.
-pub const MAX_ENTRIES: usize = MAX_DESCRIPTORS;
+/// The most indices one header may list: one per descriptor a request may carry (the
+/// server's limit on descriptors), and the width of [`Asked`]'s bit set.
+pub const MAX_ENTRIES: usize = 64;
 
 /// The descriptors a caller asked a lease for, as a bit set over their indices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -47,6 +47,19 @@ pub enum Malformed {
     TooMany,
     /// The same index twice.
     Duplicate,
+}
+
+/// The header's value for these descriptor indices (ascending, distinct): `0,2`. Empty
+/// for none: then no header is sent.
+pub fn encode(indices: &[usize]) -> String {
+    let mut out = String::with_capacity(indices.len() * 3);
+    for (n, i) in indices.iter().enumerate() {
+        if n > 0 {
+            out.push(',');
+        }
+        out.push_str(&i.to_string());
+    }
+    out
 }
 
 /// Reads the header's values (`values`: every occurrence, in order) for a request of
@@ -106,6 +119,12 @@ mod tests {
     }
 
     #[test]
+    fn indices_are_written_comma_separated() {
+        assert_eq!(encode(&[0, 2, 11]), "0,2,11");
+        assert_eq!(encode(&[]), "");
+    }
+
+    #[test]
     fn malformed_values() {
         for (v, n, why) in [
             ("1", 1, Malformed::OutOfRange),
@@ -134,6 +153,14 @@ mod tests {
                     prop_assert!(!a.contains(i) || i < n);
                 }
             }
+        }
+
+        #[test]
+        fn what_the_filter_writes_the_server_reads(set in prop::collection::btree_set(0usize..64, 0..64), extra in 0usize..4) {
+            let indices: Vec<usize> = set.iter().copied().collect();
+            let descriptors = indices.last().map_or(0, |last| last + 1 + extra).min(64);
+            let a = parse(&[encode(&indices).as_bytes()], descriptors).unwrap();
+            prop_assert_eq!((0..64).filter(|&i| a.contains(i)).collect::<Vec<_>>(), indices);
         }
 
         #[test]

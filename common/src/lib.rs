@@ -1,0 +1,13 @@
+//! What the floodgate filter and floodgate-server must agree on, written once.
+//!
+//! Both sides of the wire link this crate, so a header's name or a value's encoding cannot
+//! drift apart between them. It is plain `std` Rust with no dependency: it builds for the
+//! filter's wasm32 target as for the server's.
+//!
+//! - [`headers`]: the names of the extension headers the filter sends the service, and the
+//!   charge header's one value;
+//! - [`quota`]: the quota header's value, written by the filter ([`quota::encode`]) and read
+//!   by the server ([`quota::parse`]).
+
+pub mod headers;
+pub mod quota;

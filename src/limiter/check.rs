@@ -1,0 +1,207 @@
+//! [`Limiter::check`]: a request's steps in their order, each a short function that
+//! either decides the request or hands the next one what it found.
+
+use super::cached::Lookup;
+use super::leased::LeaseStep;
+use super::record::{record, Outcome};
+use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
+use crate::metrics::Tally;
+use crate::reply::{self, Reply, Standing};
+use crate::request::descriptor::{self, Applied, RequestView};
+use crate::shared::local::Take;
+use crate::shared::SharedData;
+
+impl Limiter {
+    /// Decides one request, or says what to ask the rate limit service. `now_ns` is
+    /// called at most once, and only if a rule applies.
+    pub fn check(
+        &self,
+        request: &mut impl RequestView,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        let max_value = self.config.max_descriptor_value_bytes;
+        let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
+            Ok(applied) if applied.is_empty() => return Verdict::Continue(Pass::default()),
+            Ok(applied) => applied,
+            Err(refusal) => return refuse(&refusal, request, tally),
+        };
+        let costs = match descriptor::costs(&self.config.rules, &applied, request) {
+            Ok(costs) => costs,
+            Err(refusal) => return refuse(&refusal, request, tally),
+        };
+        let mut clock = Clock::new(now_ns);
+        // The over-limit cache first: a request it rejects takes no local tokens.
+        let mut lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request);
+        let takes = self.local_takes(&applied, &costs);
+        let steps = Steps {
+            applied: &applied,
+            costs: &costs,
+            takes: &takes,
+        };
+        if let Some(verdict) = self.remembered_denial(&mut lookup, &steps, &mut clock, store, tally)
+        {
+            return verdict;
+        }
+        lookup.record(false, tally);
+        let mut pending = Pending {
+            cache_key: lookup.key.take(),
+            ..Pending::default()
+        };
+        // Local rules: take from the shared buckets.
+        if let Some(reply) =
+            self.take_local(&takes, &mut pending, clock.now(), store, request, tally)
+        {
+            return Verdict::Reject(reply);
+        }
+        if self.response_costs {
+            pending.meter = self.meter(&applied, &takes, &pending.held);
+        }
+        self.go_global(&steps, &mut pending, &mut clock, store, tally)
+    }
+
+    /// The verdict when the over-limit cache remembers a denial for the request (`None`:
+    /// it does not, and the look-up is left to count). Tokens this Envoy holds as leases
+    /// were counted by the service already, so a request that can pay from them is
+    /// admitted whatever the cache says (a denial can be remembered while grants are
+    /// held: a call that raced a grant). Only for requests without local rules (see
+    /// docs/leases-and-over-limit-cache.md).
+    fn remembered_denial(
+        &self,
+        lookup: &mut Lookup,
+        steps: &Steps<'_>,
+        clock: &mut Clock<impl FnOnce() -> Option<u64>>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Option<Verdict> {
+        let reply = lookup.reply.take()?;
+        if steps.takes.is_empty() {
+            if let LeaseStep::Decided(refill) =
+                self.spend_leases(steps.applied, steps.costs, clock, store, tally)
+            {
+                lookup.record(false, tally);
+                let mut pass = self.pass(&[], false, tally);
+                pass.refill = refill;
+                return Some(Verdict::Continue(pass));
+            }
+        }
+        lookup.record(true, tally);
+        let finished = Outcome::Finished {
+            allowed: false,
+            shadow_denied: false,
+        };
+        record(finished, tally);
+        Some(Verdict::Reject(reply))
+    }
+
+    /// Takes the request's local tokens (`takes`) at `now`, noting in `pending` what it
+    /// holds and where the rules stand. `Some`: the reply that rejects the request (a
+    /// local limit, or the buckets failing under `failure_mode: deny`).
+    fn take_local(
+        &self,
+        takes: &[(usize, Take)],
+        pending: &mut Pending,
+        now: Option<u64>,
+        store: &impl SharedData,
+        request: &mut impl RequestView,
+        tally: &mut Tally,
+    ) -> Option<Reply> {
+        if takes.is_empty() {
+            return None;
+        }
+        match self.use_buckets(takes, now, store, tally) {
+            Ok(local) if local.allowed => {
+                pending.held = local.held;
+                pending.local = local.standings;
+                pending.shadow_denied = local.shadow_denied;
+                None
+            }
+            Ok(local) => {
+                let finished = Outcome::Finished {
+                    allowed: false,
+                    shadow_denied: local.shadow_denied,
+                };
+                record(finished, tally);
+                Some(reply::rejection(
+                    &self.config.response,
+                    &self.config.rules,
+                    &local.standings,
+                    None,
+                    Vec::new(),
+                    client_protocol(request),
+                ))
+            }
+            Err(_) => self.failure_mode(self.config.failure_mode, request, tally),
+        }
+    }
+
+    /// The global rules, once the local ones admitted the request (`pending` by reference:
+    /// it is large, and copied only into the call's box): paid from quota
+    /// leases with no call, or one call for all of them, or nothing global applies.
+    fn go_global(
+        &self,
+        steps: &Steps<'_>,
+        pending: &mut Pending,
+        clock: &mut Clock<impl FnOnce() -> Option<u64>>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+    ) -> Verdict {
+        match self.spend_leases(steps.applied, steps.costs, clock, store, tally) {
+            LeaseStep::None => {}
+            LeaseStep::Decided(refill) => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.refill = refill;
+                pass.meter = pending.meter.take();
+                return Verdict::Continue(pass);
+            }
+            LeaseStep::Ask(keys) => pending.lease_keys = keys,
+        }
+        match self.global_request(steps.applied, steps.costs, pending) {
+            Some(call) => {
+                record(Outcome::Asked, tally);
+                let pending = std::mem::take(pending);
+                Verdict::Ask(Box::new(Ask { call, pending }))
+            }
+            None => {
+                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+                pass.meter = pending.meter.take();
+                Verdict::Continue(pass)
+            }
+        }
+    }
+
+    /// Counts an allowed request and builds its headers.
+    pub(super) fn pass(
+        &self,
+        standings: &[Standing],
+        shadow_denied: bool,
+        tally: &mut Tally,
+    ) -> Pass {
+        let finished = Outcome::Finished {
+            allowed: true,
+            shadow_denied,
+        };
+        record(finished, tally);
+        Pass {
+            request_headers: Vec::new(),
+            meter: None,
+            response_headers: if self.config.response.headers_on_allowed {
+                reply::header_fields(&self.config.response, &self.config.rules, standings)
+            } else {
+                Vec::new()
+            },
+            refill: None,
+        }
+    }
+}
+
+/// What a request's first steps found, read by the later ones.
+struct Steps<'a> {
+    /// The rules that apply, with their descriptor values.
+    applied: &'a [Applied],
+    /// Each applied rule's cost, in the same order.
+    costs: &'a [u32],
+    /// The local buckets to take from (rule, bucket).
+    takes: &'a [(usize, Take)],
+}

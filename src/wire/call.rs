@@ -1,0 +1,141 @@
+//! A call to the rate limit service, ready for the host to send: its request headers in
+//! the host's pair encoding and its body, the framed `ShouldRateLimit` request.
+//!
+//! Every call goes to the same cluster with the same gRPC headers; only two vary: the
+//! quota header of a call that asks for leases ([`rls::QUOTA_HEADER`]) and the charge
+//! header of a stream-end charge ([`rls::CHARGE_HEADER`]). So [`CallHeaders`] encodes the
+//! plain set and the charge set once, when the configuration is applied, and each call
+//! shares one (a reference count, no copy). A call that asks for quota has its own set
+//! encoded, and owns it as encoded (no copy into a shared block): such calls are rare,
+//! since leases spare most calls.
+
+use super::grpc;
+use super::rls;
+use crate::config::RlsConfig;
+use crate::request::header_map::{encode_pairs, HeaderMap, Lookup};
+use std::rc::Rc;
+
+/// One call, as the host sends it to the rate limit service's cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// The request headers, encoded as the host takes them ([`encode_pairs`]).
+    headers: Encoded,
+    /// The body: the `ShouldRateLimit` request, framed ([`grpc::start_frame`]).
+    pub body: Vec<u8>,
+}
+
+/// A call's encoded request headers: one of the sets every call shares, or its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Encoded {
+    /// A set encoded once ([`CallHeaders`]).
+    Shared(Rc<[u8]>),
+    /// This call's own (with its quota header).
+    Own(Vec<u8>),
+}
+
+impl Call {
+    /// The request headers, encoded as the host takes them ([`encode_pairs`]).
+    pub fn headers(&self) -> &[u8] {
+        match &self.headers {
+            Encoded::Shared(set) => set,
+            Encoded::Own(own) => own,
+        }
+    }
+
+    /// The `ShouldRateLimit` request in the body, without its frame prefix.
+    pub fn message(&self) -> &[u8] {
+        self.body.get(grpc::FRAME_PREFIX..).unwrap_or_default()
+    }
+
+    /// The value of the request header `name`, if the call carries it once. Decodes the
+    /// whole set: for tests and tools, not for the request path.
+    pub fn header(&self, name: &str) -> Option<Vec<u8>> {
+        match HeaderMap::decode(self.headers().to_vec())?.lookup(name) {
+            Lookup::One(value) => Some(value),
+            Lookup::Absent | Lookup::Repeated => None,
+        }
+    }
+}
+
+/// The request header sets of one rate limit service's calls, encoded once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallHeaders {
+    /// `:authority`, as Envoy's own gRPC client sends it: the cluster's name.
+    cluster: String,
+    /// The deadline the service is given (`grpc-timeout`).
+    timeout_ms: u32,
+    /// The gRPC headers of every call.
+    plain: Rc<[u8]>,
+    /// The same and the charge header.
+    charge: Rc<[u8]>,
+}
+
+impl CallHeaders {
+    /// The header sets of calls to the service `rls` configures.
+    pub fn new(rls: &RlsConfig) -> CallHeaders {
+        let mut headers = CallHeaders {
+            cluster: rls.cluster.clone(),
+            timeout_ms: rls.timeout_ms,
+            plain: Rc::from(Vec::new()),
+            charge: Rc::from(Vec::new()),
+        };
+        headers.plain = Rc::from(headers.encode(None));
+        headers.charge = Rc::from(headers.encode(Some(rls::CHARGE_HEADER)));
+        headers
+    }
+
+    /// A call of `body` (from [`rls::encode_request`]) with the plain headers.
+    pub fn plain(&self, body: Vec<u8>) -> Call {
+        Call {
+            headers: Encoded::Shared(Rc::clone(&self.plain)),
+            body,
+        }
+    }
+
+    /// A stream-end charge of `body` (every descriptor counted whether it fits or not).
+    pub fn charge(&self, body: Vec<u8>) -> Call {
+        Call {
+            headers: Encoded::Shared(Rc::clone(&self.charge)),
+            body,
+        }
+    }
+
+    /// A call of `body` that asks for quota leases for its first `descriptors`
+    /// descriptors (the plain headers when that is none).
+    pub fn with_quota(&self, body: Vec<u8>, descriptors: usize) -> Call {
+        if descriptors == 0 {
+            return self.plain(body);
+        }
+        let indices: Vec<usize> = (0..descriptors).collect();
+        let quota = floodgate_common::quota::encode(&indices);
+        Call {
+            headers: Encoded::Own(self.encode(Some((rls::QUOTA_HEADER, &quota)))),
+            body,
+        }
+    }
+
+    /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded.
+    fn encode(&self, extra: Option<(&str, &str)>) -> Vec<u8> {
+        let headers = grpc::request_headers(rls::PATH, &self.cluster, self.timeout_ms);
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (*k, v.as_str()))
+            .chain(extra)
+            .collect();
+        encode_pairs(&pairs)
+    }
+}
+
+#[cfg(test)]
+impl Call {
+    /// Whether both calls share one encoded set.
+    fn shares_headers_with(&self, other: &Call) -> bool {
+        match (&self.headers, &other.headers) {
+            (Encoded::Shared(a), Encoded::Shared(b)) => Rc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

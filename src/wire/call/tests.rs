@@ -1,0 +1,58 @@
+use super::*;
+use crate::config::Config;
+
+fn headers() -> CallHeaders {
+    let config = Config::parse(
+        br#"{"rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 25},
+             "rules": [{"name": "g", "descriptors": [{"key": "k", "value": "v"}], "global": {}}]}"#,
+    )
+    .unwrap();
+    CallHeaders::new(config.rls.as_ref().unwrap())
+}
+
+fn text(call: &Call, name: &str) -> Option<String> {
+    call.header(name).map(|v| String::from_utf8(v).unwrap())
+}
+
+#[test]
+fn every_call_carries_the_grpc_headers_of_should_rate_limit() {
+    let call = headers().plain(grpc::frame(b"m"));
+    assert_eq!(text(&call, ":method").as_deref(), Some("POST"));
+    assert_eq!(text(&call, ":path").as_deref(), Some(rls::PATH));
+    assert_eq!(text(&call, ":authority").as_deref(), Some("ratelimit"));
+    assert_eq!(
+        text(&call, "content-type").as_deref(),
+        Some("application/grpc")
+    );
+    assert_eq!(text(&call, "te").as_deref(), Some("trailers"));
+    assert_eq!(text(&call, "grpc-timeout").as_deref(), Some("25m"));
+    assert_eq!(text(&call, rls::QUOTA_HEADER), None);
+    assert_eq!(text(&call, rls::CHARGE_HEADER.0), None);
+    assert_eq!(call.message(), b"m");
+}
+
+#[test]
+fn calls_share_the_sets_encoded_once() {
+    let h = headers();
+    let (a, b) = (h.plain(Vec::new()), h.plain(Vec::new()));
+    assert!(a.shares_headers_with(&b), "one set, no copy");
+    let none = h.with_quota(Vec::new(), 0);
+    assert!(
+        a.shares_headers_with(&none),
+        "no quota asked: the plain set"
+    );
+    let (c, d) = (h.charge(Vec::new()), h.charge(Vec::new()));
+    assert!(c.shares_headers_with(&d));
+    assert!(!a.shares_headers_with(&c), "the charge set is its own");
+}
+
+#[test]
+fn a_charge_and_a_quota_request_add_their_header() {
+    let h = headers();
+    let charge = h.charge(Vec::new());
+    assert_eq!(text(&charge, rls::CHARGE_HEADER.0).as_deref(), Some("1"));
+    assert_eq!(text(&charge, ":path").as_deref(), Some(rls::PATH));
+    let quota = h.with_quota(Vec::new(), 3);
+    assert_eq!(text(&quota, rls::QUOTA_HEADER).as_deref(), Some("0,1,2"));
+    assert_eq!(text(&quota, rls::CHARGE_HEADER.0), None);
+}
