@@ -8,7 +8,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use floodgate_server::algorithm::{decide, Algorithm, Limit, State, Unit};
 use floodgate_server::store::CounterKey;
 use std::hint::black_box;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::time::Duration;
 
 fn algorithms(c: &mut Criterion) {
@@ -26,6 +26,7 @@ fn algorithms(c: &mut Criterion) {
         let limit = Limit {
             requests_per_unit: rpu,
             unit: Unit::Second,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm,
         };
         let mut state = State::fresh(&limit);

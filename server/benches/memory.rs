@@ -10,7 +10,7 @@ use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::memory::MemoryStore;
 use floodgate_server::store::{Check, CounterKey};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::Arc;
 
 const S: u64 = 1_000_000_000;
@@ -30,6 +30,7 @@ fn row(name: &str, algorithm: Algorithm, counters: usize, value_len: usize) {
     let limit = Limit {
         requests_per_unit: rpu,
         unit: Unit::Second,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm,
     };
     let cells_each = if algorithm == Algorithm::SlidingWindowLog {

@@ -3,6 +3,7 @@
 
 pub mod calls;
 pub mod redis;
+pub mod reference;
 pub mod tls;
 
 use self::redis::RedisArgs;
@@ -22,8 +23,15 @@ use std::time::Duration;
 #[command(name = "floodgate-server", version)]
 pub struct Args {
     /// Rate limit configuration: a YAML file, or a directory whose *.yaml/*.yml files each
-    /// hold one domain. Watched: valid changes apply without a restart.
-    #[arg(long, value_name = "PATH")]
+    /// hold one domain. Watched: valid changes apply without a restart. Required, unless
+    /// the reference's RUNTIME_ROOT / RUNTIME_SUBDIRECTORY / RUNTIME_APPDIRECTORY name it.
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "",
+        hide_default_value = true,
+        value_parser = any_path
+    )]
     pub config: PathBuf,
 
     /// Address the gRPC rate limit service listens on (port 0: any free port).
@@ -79,6 +87,21 @@ pub struct Args {
     /// reference counts by default).
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Counting::AllOrNothing)]
     pub counting: Counting,
+
+    /// Also export the reference service's per-limit series on /metrics
+    /// (ratelimit_service_rate_limit_total_hits and the others, with its labels), as its
+    /// USE_PROMETHEUS does, so that its dashboards and alerts keep working.
+    #[arg(long)]
+    pub reference_stats: bool,
+
+    /// Push the reference's per-limit counters to this statsd address (HOST:PORT, UDP),
+    /// in its statsd names, as its USE_STATSD with STATSD_HOST and STATSD_PORT does.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub statsd_addr: Option<String>,
+
+    /// How often the statsd counters are pushed, in milliseconds (STATS_FLUSH_INTERVAL).
+    #[arg(long, value_name = "MS", default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub statsd_flush_ms: u64,
 
     /// Let several files of a directory define the same domain: their descriptors are
     /// merged into one tree (the reference's MERGE_DOMAIN_CONFIG).
@@ -179,7 +202,33 @@ pub struct Args {
 /// 64 to 128 workers; 256 leaves it room for two each.
 pub const DEFAULT_MAX_CONNECTIONS_PER_PEER: usize = 256;
 
+/// `--config`'s parser: any path, the empty one too (it stands for "not given", which
+/// [`Args::from_command_line`] refuses unless a reference variable names the path).
+fn any_path(text: &str) -> Result<PathBuf, std::convert::Infallible> {
+    Ok(PathBuf::from(text))
+}
+
 impl Args {
+    /// The flags from the command line, then the reference's variables from the
+    /// process's environment where no flag was given (see [`reference`]). Exits with
+    /// clap's usage message on a bad flag; returns the lines to log once (variables set
+    /// that need nothing here), or why the environment is refused.
+    pub fn from_command_line() -> Result<(Args, Vec<String>), String> {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Args::command().get_matches();
+        let mut args = Args::from_arg_matches(&matches).map_err(|e| e.to_string())?;
+        let given =
+            |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        let notes = reference::apply(&mut args, &given, &|name| std::env::var(name).ok())?;
+        if args.config.as_os_str().is_empty() {
+            return Err(
+                "no configuration: give --config PATH (or the reference's RUNTIME_ROOT and RUNTIME_SUBDIRECTORY)"
+                    .to_owned(),
+            );
+        }
+        Ok((args, notes))
+    }
+
     /// The gRPC port's limits, the automatic connection cap resolved against the
     /// open-files limit `open_files` (see [`crate::listener`]).
     pub fn connection_limits(&self, open_files: Option<u64>) -> Limits {

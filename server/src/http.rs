@@ -2,6 +2,7 @@
 
 use crate::metrics::{Format, Metrics};
 use crate::readiness::Readiness;
+use crate::reference_stats::ReferenceStats;
 use axum::http::header::{ACCEPT, CONTENT_TYPE};
 use axum::http::HeaderMap;
 use axum::http::StatusCode;
@@ -18,7 +19,13 @@ use std::sync::Arc;
 /// Redis refuses our credentials or our script; the memory store is always up). The
 /// process itself is fine then and recovers by itself: use it for readiness and alerts,
 /// not for a liveness probe that would restart the server.
-pub fn router(metrics: Arc<Metrics>, readiness: Arc<Readiness>) -> Router {
+///
+/// `/metrics` also carries the reference's series when `reference` is given.
+pub fn router(
+    metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
+    reference: Option<Arc<ReferenceStats>>,
+) -> Router {
     let health = metrics.clone();
     Router::new()
         .route(
@@ -45,15 +52,23 @@ pub fn router(metrics: Arc<Metrics>, readiness: Arc<Readiness>) -> Router {
             "/metrics",
             get(move |headers: HeaderMap| {
                 let metrics = metrics.clone();
+                let reference = reference.clone();
                 async move {
                     // The classic text format unless the scraper asks for OpenMetrics.
                     let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
                     let format = Format::from_accept(accept);
-                    (
-                        [(CONTENT_TYPE, format.content_type())],
-                        metrics.render_as(format),
-                    )
-                        .into_response()
+                    let mut body = metrics.render_as(format);
+                    if let Some(stats) = reference {
+                        // OpenMetrics ends with `# EOF`: the reference's families go before.
+                        let eof = body.strip_suffix("# EOF\n").map(str::len);
+                        let mut extra = String::new();
+                        stats.render(&mut extra, eof.is_some());
+                        match eof {
+                            Some(at) => body.insert_str(at, &extra),
+                            None => body.push_str(&extra),
+                        }
+                    }
+                    ([(CONTENT_TYPE, format.content_type())], body).into_response()
                 }
             }),
         )

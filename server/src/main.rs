@@ -1,6 +1,6 @@
 //! floodgate-server's entry point: parse flags, set up logging, run. See the library docs.
 
-use clap::Parser;
+use floodgate_server::cli::reference;
 use floodgate_server::cli::Args;
 use floodgate_server::{config, server};
 use std::process::ExitCode;
@@ -12,18 +12,32 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let started = reference::logging(&|name| std::env::var(name).ok())
+        .and_then(|logging| Ok((logging, Args::from_command_line()?)));
+    let (logging, (args, notes)) = match started {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("floodgate-server: {e}");
+            return ExitCode::from(2);
+        }
+    };
     // One TLS crypto provider for the process (ring; never OpenSSL), for the Redis
     // client's connections as for the gRPC port's.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    tracing_subscriber::fmt()
+    let filter = tracing_subscriber::EnvFilter::try_new(&logging.filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let logs = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+        .with_env_filter(filter);
+    if logging.json {
+        logs.json().init();
+    } else {
+        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
+    for note in notes {
+        tracing::info!("{note}");
+    }
     if args.check {
         return match config::load_with(&args.config, &args.load_options()) {
             Ok(c) => {

@@ -14,17 +14,18 @@ mod status;
 pub use callers::{CallKind, Trust, CHARGE_HEADER};
 pub use headers::{HeaderNames, ResponseHeaders};
 
-use crate::algorithm::{Algorithm, Decision, Limit};
+use crate::algorithm::Decision;
 use crate::config::{self, Rule};
 use crate::listener::PeerInfo;
-use crate::metrics::{DomainCounters, ErrorKind, Metrics, Outcome, RequestResult};
-use crate::proto::rls::rate_limit_response::{Code, DescriptorStatus};
+use crate::metrics::{DomainCounters, ErrorKind, Metrics, RequestResult};
+use crate::proto::rls::rate_limit_response::Code;
 use crate::proto::rls::rate_limit_service_server::RateLimitService;
 use crate::proto::rls::{RateLimitRequest, RateLimitResponse};
+use crate::reference_stats::ReferenceStats;
 use crate::store::batch::admits;
 use crate::store::{Check, Store, StoreError};
 use plan::{plan, Applied};
-use status::{blocked_status, limited_status, no_limit_status};
+use status::descriptor_status;
 use std::sync::Arc;
 use std::time::Instant;
 use tonic::{Request, Response, Status};
@@ -83,6 +84,7 @@ pub struct RlsService<S> {
     store: S,
     metrics: Arc<Metrics>,
     options: Options,
+    reference: Option<Arc<ReferenceStats>>,
 }
 
 impl<S: Store> RlsService<S> {
@@ -94,7 +96,14 @@ impl<S: Store> RlsService<S> {
             store,
             metrics,
             options,
+            reference: None,
         }
+    }
+
+    /// Also counts every decision in the reference's own series.
+    pub fn with_reference_stats(mut self, stats: Arc<ReferenceStats>) -> Self {
+        self.reference = Some(stats);
+        self
     }
 
     /// Decides one request from a caller that asks for no lease (as Envoy's native filter).
@@ -152,6 +161,7 @@ impl<S: Store> RlsService<S> {
             decisions,
             &counters,
             &self.options,
+            self.reference.as_deref(),
         )?;
         self.metrics.request(result);
         Ok(response)
@@ -224,6 +234,7 @@ fn respond(
     decisions: Vec<Decision>,
     counters: &DomainCounters,
     options: &Options,
+    reference: Option<&ReferenceStats>,
 ) -> Result<(RateLimitResponse, RequestResult), Status> {
     if decisions.len() != checks.len() {
         return Err(Status::internal("store answered too few decisions"));
@@ -234,11 +245,12 @@ fn respond(
     let over = !admits(checks, |i| decisions[i].allowed)
         || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
     // Quirk: one status per request descriptor, in request order, limited or not.
-    let mut decided = decisions.into_iter();
+    let mut decided = decisions.into_iter().zip(checks);
+    let stats = reference.map(|r| (r, req.domain.as_str()));
     let mut statuses = Vec::with_capacity(applied.len());
     let mut limited = Vec::new();
     for a in applied {
-        let (status, outcome) = descriptor_status(a, &mut decided, counters, options)?;
+        let (status, outcome) = descriptor_status(a, &mut decided, counters, options, stats)?;
         if !a.shadow() && status.current_limit.is_some() {
             limited.push(status.clone());
         }
@@ -280,69 +292,12 @@ fn respond(
     Ok((response, result))
 }
 
-/// One descriptor's status and how it counts, taking its decision from `decided` when the
-/// store decided it.
-fn descriptor_status(
-    a: &Applied<'_>,
-    decided: &mut impl Iterator<Item = Decision>,
-    counters: &DomainCounters,
-    options: &Options,
-) -> Result<(DescriptorStatus, Outcome), Status> {
-    Ok(match a {
-        Applied::Nothing => (no_limit_status(0), Outcome::NoLimit),
-        // Quirk: the reference service answers `unlimited` with no current_limit and the
-        // largest remaining count.
-        Applied::Unlimited => (no_limit_status(u32::MAX), Outcome::NoLimit),
-        Applied::Blocked(unit) => (blocked_status(*unit), Outcome::OverLimit),
-        Applied::Configured(_, limit) | Applied::Overridden(limit) => {
-            let Some(d) = decided.next() else {
-                return Err(Status::internal("store answered too few decisions"));
-            };
-            let name = match a {
-                Applied::Configured(r, _) => r.name.as_deref().unwrap_or_default(),
-                _ => "",
-            };
-            if d.allowed && near_limit(limit, &d, options.near_limit_ratio) {
-                counters.near_limit();
-            }
-            let shadow = a.shadow();
-            let mut status = limited_status(name, limit, shadow, &d);
-            if a.configured_block() {
-                // Quirk: a block reports its limit as the reference does: 0 per unit.
-                if let Some(l) = status.current_limit.as_mut() {
-                    l.requests_per_unit = 0;
-                }
-            }
-            let outcome = match (d.allowed, shadow) {
-                (true, _) => Outcome::Ok,
-                (false, true) => Outcome::ShadowOverLimit,
-                (false, false) => Outcome::OverLimit,
-            };
-            (status, outcome)
-        }
-    })
-}
-
 /// The configured rule a descriptor's answer came from (none for an override, or no match).
 fn configured_rule<'c>(a: &Applied<'c>) -> Option<&'c Rule> {
     match a {
         Applied::Configured(r, _) => Some(*r),
         _ => None,
     }
-}
-
-/// Whether an admitted decision leaves more than `ratio` of its limit used, as the
-/// reference's near-limit statistic: used > ⌊capacity × ratio⌋, capacity being the burst
-/// of a token bucket and `requests_per_unit` otherwise.
-fn near_limit(limit: &Limit, d: &Decision, ratio: f64) -> bool {
-    let capacity = match limit.algorithm {
-        Algorithm::TokenBucket { burst } => u64::from(burst.get()),
-        _ => limit.rpu(),
-    };
-    let used = capacity.saturating_sub(u64::from(d.remaining));
-    // Exact enough: capacity < 2^32, so the product has all its integer digits.
-    let threshold = (capacity as f64 * ratio).floor() as u64;
-    used > threshold
 }
 
 #[tonic::async_trait]

@@ -7,6 +7,7 @@ use crate::listener;
 use crate::metrics::Metrics;
 use crate::proto::rls::rate_limit_service_server::RateLimitServiceServer;
 use crate::readiness::Readiness;
+use crate::reference_stats::ReferenceStats;
 use crate::reload;
 use crate::rls::RlsService;
 use crate::shutdown;
@@ -139,7 +140,12 @@ async fn serve<S: Store>(
     }
 
     let (limits, http_limits) = connection_limits(&args);
-    let service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
+    let reference = reference_stats(&args, &stop);
+    let exported = reference.clone().filter(|_| args.reference_stats);
+    let mut service = RlsService::new(shared, store, metrics.clone(), args.rls(&grpc_tls));
+    if let Some(stats) = reference {
+        service = service.with_reference_stats(stats);
+    }
     let grpc_server = tonic::transport::Server::builder()
         .max_concurrent_streams(args.calls.max_concurrent_streams)
         .timeout(args.calls.call_timeout())
@@ -150,7 +156,7 @@ async fn serve<S: Store>(
         );
     let http_server = listener::http::serve(
         http,
-        http::router(metrics.clone(), readiness),
+        http::router(metrics.clone(), readiness, exported),
         http_limits,
         metrics.http_connections.clone(),
         stop.clone(),
@@ -219,6 +225,23 @@ fn connection_limits(args: &Args) -> (listener::Limits, listener::HttpLimits) {
         tracing::warn!("{w}");
     }
     (limits, http_limits)
+}
+
+/// The reference's per-limit counters, when `/metrics` (`--reference-stats`) or a statsd
+/// sink (`--statsd-addr`, pushing every `--statsd-flush-ms` until `stop`) wants them.
+fn reference_stats(args: &Args, stop: &watch::Receiver<bool>) -> Option<Arc<ReferenceStats>> {
+    let reference = (args.reference_stats || args.statsd_addr.is_some())
+        .then(|| Arc::new(ReferenceStats::default()));
+    if let (Some(stats), Some(target)) = (&reference, &args.statsd_addr) {
+        tracing::info!(%target, "statsd: pushing the reference's counters");
+        tokio::spawn(crate::statsd::run(
+            stats.clone(),
+            target.clone(),
+            Duration::from_millis(args.statsd_flush_ms),
+            stop.clone(),
+        ));
+    }
+    reference
 }
 
 /// The readiness line: one line, flushed, nothing else ever goes to stdout.

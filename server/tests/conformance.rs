@@ -31,6 +31,8 @@ mod random;
 #[path = "conformance/rejected.rs"]
 mod rejected;
 mod support;
+#[path = "conformance/windows.rs"]
+mod windows;
 
 use basics::*;
 use blocked::*;
@@ -47,10 +49,11 @@ use one_hit::*;
 use quota::*;
 use quota_mode::*;
 use rejected::*;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::Arc;
 use std::time::Duration;
 use support::redis::{RedisCluster, RedisServer};
+use windows::*;
 
 const S: u64 = 1_000_000_000;
 const MS: u64 = 1_000_000;
@@ -113,6 +116,7 @@ fn limit(rpu: u32, unit: Unit, algorithm: Algorithm) -> Limit {
     Limit {
         requests_per_unit: NonZeroU32::new(rpu).unwrap(),
         unit,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm,
     }
 }
@@ -156,6 +160,9 @@ macro_rules! for_each_scenario {
             a_blocked_item_is_always_over_and_consumes_nothing,
             a_charge_counts_nothing_on_a_blocked_item,
             month_and_year_work_with_every_algorithm,
+            a_fixed_window_of_several_units_is_one_aligned_window,
+            token_bucket_and_log_refill_over_the_whole_window,
+            a_sliding_counter_of_several_units_weighs_the_whole_window,
             the_same_counter_twice_in_one_request_counts_twice,
             a_changed_limit_starts_afresh,
             idle_counters_are_as_good_as_fresh,

@@ -11,7 +11,7 @@ use floodgate_server::store::health::Health;
 use floodgate_server::store::redis::key::redis_key;
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Store, StoreError};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::redis::RedisServer;
@@ -24,6 +24,7 @@ fn limit(rpu: u32, algorithm: Algorithm) -> Limit {
     Limit {
         requests_per_unit: NonZeroU32::new(rpu).unwrap(),
         unit: Unit::Second,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm,
     }
 }
@@ -132,6 +133,7 @@ async fn keys_expire_as_soon_as_their_state_stops_mattering() {
     let (s, _) = store(&server, Duration::from_secs(5), 16).await;
     let per_minute = Limit {
         unit: Unit::Minute,
+        unit_multiplier: NonZeroU16::MIN,
         ..limit(10, Algorithm::FixedWindow)
     };
     let burst = NonZeroU32::new(10).unwrap();
@@ -289,6 +291,7 @@ async fn calls_that_timed_out_during_a_freeze_are_not_counted_after_the_thaw() {
     let limit = Limit {
         requests_per_unit: NonZeroU32::new(1_000).unwrap(),
         unit: Unit::Day,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm: Algorithm::FixedWindow,
     };
     let c = check("frozen", limit);

@@ -20,7 +20,7 @@ use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::store::health::Health;
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
 use floodgate_server::store::{Check, CounterKey, Store};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::Arc;
 use std::time::Duration;
 use support::redis::RedisServer;
@@ -39,6 +39,7 @@ fn check(name: &str, rpu: u32, algorithm: Algorithm) -> Check {
         limit: Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap(),
             unit: Unit::Second,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm,
         },
         hits: 1,

@@ -22,7 +22,7 @@
 //! calls "additional quota". A full bucket, or one that never refills, has no `t`. For a
 //! global rule they are the service's `limit_remaining` and `duration_until_reset`
 //! (rounded up as `retry-after` is), and `q`/`w` its `current_limit`
-//! (`requests_per_unit` per `unit`).
+//! (`requests_per_unit` per `unit`, times its `unit_multiplier` when the service sends one).
 //!
 //! **No partition key.** `pk` is optional and is never sent: a key derived from the
 //! descriptor values without a secret could be reversed by trying values (client IPs,

@@ -8,7 +8,7 @@
 use crate::reply::{Headers, Standing};
 use crate::wire::proto::envoy::config::core::v3::HeaderValue;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
-    Code, DescriptorStatus,
+    Code, DescriptorStatus, RateLimit,
 };
 use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use crate::wire::service_headers;
@@ -305,10 +305,7 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
             .current_limit
             .as_ref()
             .map_or(0, |l| l.requests_per_unit),
-        window_s: status
-            .current_limit
-            .as_ref()
-            .and_then(|l| unit_seconds(l.unit)),
+        window_s: status.current_limit.as_ref().and_then(window_seconds),
         remaining: status.limit_remaining,
         reset_ns,
         // A window's reset is when its quota comes back: the draft-10 `t`.
@@ -319,7 +316,15 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
     }
 }
 
-/// The length of a limit's unit in seconds, the draft-10 `w`. `None` for `UNKNOWN` and
+/// The length of a limit's window in seconds, the draft-10 `w`: its unit times its
+/// `unit_multiplier` (field 4, absent for one unit), so a limit per 5 minutes says
+/// `w=300`, not `w=60`.
+fn window_seconds(limit: &RateLimit) -> Option<u64> {
+    let multiplier = u64::from(limit.unit_multiplier.unwrap_or(1).max(1));
+    unit_seconds(limit.unit).map(|s| s.saturating_mul(multiplier))
+}
+
+/// The length of a limit's unit in seconds. `None` for `UNKNOWN` and
 /// for months and years, which have no fixed length (floodgate-server's `week` travels
 /// as `UNKNOWN`).
 fn unit_seconds(unit: i32) -> Option<u64> {

@@ -138,6 +138,7 @@ fn over_limit() -> RateLimitResponse {
                 name: "per-tenant".into(),
                 requests_per_unit: 10,
                 unit: Unit::Minute as i32,
+                unit_multiplier: None,
             }),
             limit_remaining: 0,
             duration_until_reset: Some(prost_types::Duration {

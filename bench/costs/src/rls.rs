@@ -152,6 +152,7 @@ fn status(limit: &Limit, now_ns: u64, asks_quota: bool) -> DescriptorStatus {
             name: String::new(),
             requests_per_unit: limit.requests_per_unit,
             unit: unit as i32,
+            unit_multiplier: None,
         }),
         limit_remaining: if limit.over {
             0

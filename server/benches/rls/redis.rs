@@ -6,7 +6,7 @@ use super::{cpu_now, cpu_since, load, server_command, start, BoxError, Outcome, 
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::store::redis::{script_cmd, CallTimes, Mode, SCRIPT};
 use floodgate_server::store::{Check, CounterKey};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -47,6 +47,7 @@ pub async fn compare(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError>
         limit: Limit {
             requests_per_unit: NonZeroU32::new(4_000_000_000).ok_or("rpu")?,
             unit: Unit::Second,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::TokenBucket {
                 burst: NonZeroU32::new(4_000_000_000).ok_or("burst")?,
             },

@@ -21,13 +21,15 @@ pub mod lease;
 pub mod sliding_counter;
 pub mod sliding_log;
 pub mod token_bucket;
+mod window;
 
 #[cfg(test)]
 mod charge_proptests;
 #[cfg(test)]
 mod proptests;
 
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
+pub use window::{Window, MAX_WINDOW_SECONDS};
 
 /// Nanoseconds per second.
 pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
@@ -117,16 +119,22 @@ impl Algorithm {
     }
 }
 
-/// A validated limit: `requests_per_unit` per `unit`, enforced by `algorithm`.
+/// A validated limit: `requests_per_unit` per `unit_multiplier` × `unit`, enforced by
+/// `algorithm`.
 ///
 /// Zero limits cannot be expressed; "no limit" and "unlimited" are decided before a limit
-/// ever reaches an algorithm.
+/// ever reaches an algorithm. The window is at most [`MAX_WINDOW_SECONDS`] (the
+/// configuration refuses longer ones).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Limit {
-    /// Requests admitted per unit.
+    /// Requests admitted per window.
     pub requests_per_unit: NonZeroU32,
     /// The unit of time.
     pub unit: Unit,
+    /// How many units make the window (the `unit_multiplier`; 1 for a plain unit). At
+    /// most 65,535, which keeps a limit in 16 bytes (the memory store holds one per
+    /// counter): a longer window in a small unit is a window in the next unit.
+    pub unit_multiplier: NonZeroU16,
     /// The algorithm and its parameters.
     pub algorithm: Algorithm,
 }
@@ -137,9 +145,17 @@ impl Limit {
         u64::from(self.requests_per_unit.get())
     }
 
-    /// The period in nanoseconds.
+    /// The window: `unit_multiplier` × `unit`.
+    pub fn window(&self) -> Window {
+        Window {
+            unit: self.unit,
+            multiplier: self.unit_multiplier,
+        }
+    }
+
+    /// The period (the window's length) in nanoseconds.
     pub fn period_ns(&self) -> u64 {
-        self.unit.period_ns()
+        self.window().period_ns()
     }
 
     /// The most a window (fixed window, sliding counter, sliding log) ever counts: its
@@ -336,7 +352,16 @@ pub(crate) mod test_support {
         Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap(),
             unit,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm,
+        }
+    }
+
+    /// A limit of `rpu` per `multiplier` × `unit`, for tests.
+    pub fn limit_per(rpu: u32, multiplier: u16, unit: Unit, algorithm: Algorithm) -> Limit {
+        Limit {
+            unit_multiplier: NonZeroU16::new(multiplier).unwrap(),
+            ..limit(rpu, unit, algorithm)
         }
     }
 }

@@ -1,28 +1,44 @@
 //! Property tests: each algorithm against an independent model of its definition, with a
-//! fake clock (times are generated, never read).
+//! fake clock (times are generated, never read). Every model property runs with windows of
+//! one second and of several seconds (`unit_multiplier`: 30 s, 5 min, 90 min, 7 s), the
+//! model's window being the whole `unit × unit_multiplier`, epoch-aligned.
 
-use super::test_support::limit;
+use super::test_support::limit_per;
 use super::{decide, Algorithm, Decision, Limit, State, Unit};
 use proptest::prelude::*;
 use std::num::NonZeroU32;
 
 const S: u64 = 1_000_000_000;
-const P: u64 = S; // every limit here is per second
 
-/// A run: request times (non-decreasing, ns) and their hits (0: a check-only probe, which
-/// is admitted when one hit fits and counts nothing).
-fn run_strategy() -> impl Strategy<Value = Vec<(u64, u64)>> {
-    prop::collection::vec((0u64..(3 * S / 2), 0u64..=3), 1..80).prop_map(|steps| {
-        let mut now = 1_000 * S + 123_456_789;
+/// A window of `m` seconds, as `unit: second` with `unit_multiplier: m`.
+fn window_multiplier() -> impl Strategy<Value = u16> {
+    prop_oneof![Just(1u16), Just(30), Just(300), Just(5400), Just(7)]
+}
+
+/// A window multiplier and a run for it: request times (non-decreasing, ns) and their hits
+/// (0: a check-only probe, which is admitted when one hit fits and counts nothing).
+fn windowed_run() -> impl Strategy<Value = (u16, Vec<(u64, u64)>)> {
+    window_multiplier().prop_flat_map(|m| (Just(m), run_strategy(u64::from(m) * S)))
+}
+
+/// A run for a window of `p` ns.
+fn run_strategy(p: u64) -> impl Strategy<Value = Vec<(u64, u64)>> {
+    prop::collection::vec((0u64..(3 * p / 2), 0u64..=3), 1..80).prop_map(move |steps| {
+        let mut now = 1_000 * p + 123_456_789;
         steps
             .into_iter()
             .map(|(gap, hits)| {
                 // Mostly small gaps so limits are reached, sometimes long ones.
-                now += if gap > S { gap } else { gap / 50 };
+                now += if gap > p { gap } else { gap / 50 };
                 (now, hits)
             })
             .collect()
     })
+}
+
+/// `rpu` per window of `m` seconds.
+fn limit_s(rpu: u32, m: u16, algorithm: Algorithm) -> Limit {
+    limit_per(rpu, m, Unit::Second, algorithm)
 }
 
 /// Runs `requests` through `decide`, returning each decision.
@@ -76,91 +92,99 @@ fn any_algorithm(i: usize, rpu: u32) -> Algorithm {
     }
 }
 
-/// Hits admitted in the window `(end − P, end]`.
-fn admitted_in(requests: &[(u64, u64)], ds: &[Decision], end: u64) -> u64 {
+/// Hits admitted in the window `(end − p, end]`.
+fn admitted_in(p: u64, requests: &[(u64, u64)], ds: &[Decision], end: u64) -> u64 {
     requests
         .iter()
         .zip(ds)
-        .filter(|((t, _), d)| d.allowed && *t + P > end && *t <= end)
+        .filter(|((t, _), d)| d.allowed && *t + p > end && *t <= end)
         .map(|((_, h), _)| h)
         .sum()
 }
 
-/// The most hits admitted in any window of one unit (windows ending at an admission).
-fn worst_window(requests: &[(u64, u64)], ds: &[Decision]) -> u64 {
+/// The most hits admitted in any window of length `p` (windows ending at an admission).
+fn worst_window(p: u64, requests: &[(u64, u64)], ds: &[Decision]) -> u64 {
     requests
         .iter()
-        .map(|&(t, _)| admitted_in(requests, ds, t))
+        .map(|&(t, _)| admitted_in(p, requests, ds, t))
         .max()
         .unwrap_or(0)
 }
 
 proptest! {
     #[test]
-    fn fixed_window_counts_per_aligned_window(rpu in 1u32..20, reqs in run_strategy()) {
-        let l = limit(rpu, Unit::Second, Algorithm::FixedWindow);
+    fn fixed_window_counts_per_aligned_window(rpu in 1u32..20, (m, reqs) in windowed_run()) {
+        let l = limit_s(rpu, m, Algorithm::FixedWindow);
+        let p = l.period_ns();
         let ds = replay(&l, &reqs);
         for (i, &(t, hits)) in reqs.iter().enumerate() {
+            // Windows of the whole length, aligned to the epoch: [k × p, (k + 1) × p).
             let used: u64 = reqs[..i].iter().zip(&ds)
-                .filter(|((u, _), d)| d.allowed && u / P == t / P)
+                .filter(|((u, _), d)| d.allowed && u / p == t / p)
                 .map(|((_, h), _)| h).sum();
             prop_assert_eq!(ds[i].allowed, used + hits.max(1) <= u64::from(rpu));
+            if ds[i].allowed {
+                prop_assert_eq!(ds[i].reset_in_ns, (t / p + 1) * p - t, "until the window ends");
+            }
         }
         // Across a boundary it may admit twice the limit, never more.
-        prop_assert!(worst_window(&reqs, &ds) <= 2 * u64::from(rpu));
+        prop_assert!(worst_window(p, &reqs, &ds) <= 2 * u64::from(rpu));
     }
 
     #[test]
-    fn sliding_log_is_exact_over_any_window(rpu in 1u32..20, reqs in run_strategy()) {
-        let l = limit(rpu, Unit::Second, Algorithm::SlidingWindowLog);
+    fn sliding_log_is_exact_over_any_window(rpu in 1u32..20, (m, reqs) in windowed_run()) {
+        let l = limit_s(rpu, m, Algorithm::SlidingWindowLog);
+        let p = l.period_ns();
         let ds = replay(&l, &reqs);
         for (i, &(t, hits)) in reqs.iter().enumerate() {
-            let used = admitted_in(&reqs[..i], &ds[..i], t);
+            let used = admitted_in(p, &reqs[..i], &ds[..i], t);
             prop_assert_eq!(ds[i].allowed, used + hits.max(1) <= u64::from(rpu));
             if ds[i].allowed {
                 prop_assert_eq!(u64::from(ds[i].remaining), u64::from(rpu) - used - hits);
             }
         }
-        prop_assert!(worst_window(&reqs, &ds) <= u64::from(rpu));
+        prop_assert!(worst_window(p, &reqs, &ds) <= u64::from(rpu));
     }
 
     #[test]
-    fn sliding_counter_follows_its_estimate_and_bound(rpu in 1u32..20, reqs in run_strategy()) {
-        let l = limit(rpu, Unit::Second, Algorithm::SlidingWindowCounter);
+    fn sliding_counter_follows_its_estimate_and_bound(rpu in 1u32..20, (m, reqs) in windowed_run()) {
+        let l = limit_s(rpu, m, Algorithm::SlidingWindowCounter);
+        let p = l.period_ns();
         let ds = replay(&l, &reqs);
         let r = u128::from(rpu);
         for (i, &(t, hits)) in reqs.iter().enumerate() {
             let in_window = |w: u64| -> u128 {
                 reqs[..i].iter().zip(&ds[..i])
-                    .filter(|((u, _), d)| d.allowed && u / P == w)
+                    .filter(|((u, _), d)| d.allowed && u / p == w)
                     .map(|((_, h), _)| u128::from(*h)).sum()
             };
-            let w = t / P;
+            let w = t / p;
             let previous = if w == 0 { 0 } else { in_window(w - 1) };
             let current = in_window(w);
-            let f_left = u128::from(P - t % P);
-            // previous × (1 − f) + current + hits ≤ limit, multiplied through by P.
-            let fits = previous * f_left + (current + u128::from(hits.max(1))) * u128::from(P) <= r * u128::from(P);
+            let f_left = u128::from(p - t % p);
+            // previous × (1 − f) + current + hits ≤ limit, multiplied through by p.
+            let fits = previous * f_left + (current + u128::from(hits.max(1))) * u128::from(p) <= r * u128::from(p);
             prop_assert_eq!(ds[i].allowed, fits);
         }
         // Never more than the limit in one aligned window, and strictly under twice it in any.
-        prop_assert!(worst_window(&reqs, &ds) < 2 * u64::from(rpu));
+        prop_assert!(worst_window(p, &reqs, &ds) < 2 * u64::from(rpu));
     }
 
     #[test]
-    fn token_bucket_matches_a_token_count(rpu in 1u32..20, burst in 1u32..20, reqs in run_strategy()) {
+    fn token_bucket_matches_a_token_count(rpu in 1u32..20, burst in 1u32..20, (m, reqs) in windowed_run()) {
         let b = NonZeroU32::new(burst).unwrap();
-        let l = limit(rpu, Unit::Second, Algorithm::TokenBucket { burst: b });
+        let l = limit_s(rpu, m, Algorithm::TokenBucket { burst: b });
+        let p = l.period_ns();
         let ds = replay(&l, &reqs);
-        // Independent model: tokens scaled by P, refilled by rpu per ns, capped at burst.
-        let cap = u128::from(burst) * u128::from(P);
+        // Independent model: tokens scaled by p, refilled by rpu per ns, capped at burst.
+        let cap = u128::from(burst) * u128::from(p);
         let mut tokens = cap;
         let mut last = reqs[0].0;
         for (i, &(t, hits)) in reqs.iter().enumerate() {
             tokens = (tokens + u128::from(t - last) * u128::from(rpu)).min(cap);
             last = t;
-            let cost = u128::from(hits) * u128::from(P);
-            let fits = tokens >= cost.max(u128::from(P));
+            let cost = u128::from(hits) * u128::from(p);
+            let fits = tokens >= cost.max(u128::from(p));
             prop_assert_eq!(ds[i].allowed, fits, "request {} at {}", i, t);
             if fits { tokens -= cost; }
         }
@@ -170,14 +194,14 @@ proptest! {
             for j in i..reqs.len() {
                 if ds[j].allowed { sum += u128::from(reqs[j].1); }
                 let len = u128::from(reqs[j].0 - reqs[i].0);
-                prop_assert!(sum * u128::from(P) <= cap + len * u128::from(rpu));
+                prop_assert!(sum * u128::from(p) <= cap + len * u128::from(rpu));
             }
         }
     }
 
     #[test]
-    fn a_check_only_probe_changes_nothing(alg in 0usize..4, rpu in 1u32..20, reqs in run_strategy()) {
-        let l = limit(rpu, Unit::Second, any_algorithm(alg, rpu));
+    fn a_check_only_probe_changes_nothing(alg in 0usize..4, rpu in 1u32..20, (m, reqs) in windowed_run()) {
+        let l = limit_s(rpu, m, any_algorithm(alg, rpu));
         // The same run with a probe (hits 0) just before every request decides alike.
         let probed: Vec<(u64, u64)> = reqs.iter().flat_map(|&(t, h)| [(t, 0), (t, h)]).collect();
         let plain = replay(&l, &reqs);
@@ -195,29 +219,32 @@ proptest! {
     }
 
     #[test]
-    fn token_bucket_never_rejects_a_client_at_the_rate(rpu in 1u32..1000, burst in 2u32..5, start in 0u64..S, n in 1u64..200) {
+    fn token_bucket_never_rejects_a_client_at_the_rate(rpu in 1u32..1000, burst in 2u32..5, m in window_multiplier(), start in 0u64..S, n in 1u64..200) {
         let b = NonZeroU32::new(burst).unwrap();
-        client_at_the_rate(rpu, b, start, n)?;
+        client_at_the_rate(rpu, b, m, start, n)?;
     }
 
     #[test]
-    fn token_bucket_of_one_never_rejects_a_client_at_a_whole_ns_rate(i in 0usize..8, start in 0u64..S, n in 1u64..200) {
+    fn token_bucket_of_one_never_rejects_a_client_at_a_whole_ns_rate(i in 0usize..8, m in window_multiplier(), start in 0u64..S, n in 1u64..200) {
         let rpu = [1, 2, 4, 5, 8, 10, 100, 1000][i];
-        client_at_the_rate(rpu, NonZeroU32::MIN, start, n)?;
+        client_at_the_rate(rpu, NonZeroU32::MIN, m, start, n)?;
     }
 }
 
-/// Request `k` at the first nanosecond at or after `k × P / rpu`: never rejected.
+/// Request `k` at the first nanosecond at or after `k × P / rpu` (P: `m` seconds): never
+/// rejected.
 fn client_at_the_rate(
     rpu: u32,
     burst: NonZeroU32,
+    m: u16,
     start: u64,
     n: u64,
 ) -> Result<(), TestCaseError> {
-    let l = limit(rpu, Unit::Second, Algorithm::TokenBucket { burst });
+    let l = limit_s(rpu, m, Algorithm::TokenBucket { burst });
+    let p = l.period_ns();
     let mut state = State::fresh(&l);
     for k in 0..n {
-        let offset = (u128::from(k) * u128::from(P)).div_ceil(u128::from(rpu));
+        let offset = (u128::from(k) * u128::from(p)).div_ceil(u128::from(rpu));
         let now = 1_000 * S + start + u64::try_from(offset).unwrap();
         let (d, u) = decide(&state, now, &l, 1);
         prop_assert!(d.allowed, "request {} at {} rejected", k, now);
@@ -229,25 +256,25 @@ fn client_at_the_rate(
 #[test]
 fn fixed_window_admits_twice_the_limit_across_a_boundary() {
     // Documented behaviour, pinned: the reason the other algorithms exist.
-    let l = limit(5, Unit::Second, Algorithm::FixedWindow);
+    let l = limit_s(5, 1, Algorithm::FixedWindow);
     let reqs: Vec<(u64, u64)> = (0..5)
         .map(|i| (10 * S - 5 + i, 1))
         .chain((0..5).map(|i| (10 * S + i, 1)))
         .collect();
     let ds = replay(&l, &reqs);
     assert!(ds.iter().all(|d| d.allowed));
-    assert_eq!(worst_window(&reqs, &ds), 10);
+    assert_eq!(worst_window(S, &reqs, &ds), 10);
 }
 
 #[test]
 fn sliding_counter_worst_case_approaches_but_stays_under_twice() {
-    let l = limit(10, Unit::Second, Algorithm::SlidingWindowCounter);
+    let l = limit_s(10, 1, Algorithm::SlidingWindowCounter);
     // The whole previous window's traffic at its last nanosecond, then as much as allowed
     // just before the sliding window stops covering it.
     let mut reqs: Vec<(u64, u64)> = vec![(11 * S - 1, 10)];
     reqs.extend((0..10).map(|_| (12 * S - 2, 1)));
     let ds = replay(&l, &reqs);
-    let worst = worst_window(&reqs, &ds);
+    let worst = worst_window(S, &reqs, &ds);
     assert_eq!(worst, 19, "10 + 9: the bound 2 × limit − 1 is reached");
 }
 
@@ -261,7 +288,7 @@ fn huge_hits_are_denied_without_overflow() {
         Algorithm::SlidingWindowLog,
         Algorithm::SlidingWindowCounter,
     ] {
-        let l = limit(u32::MAX, Unit::Week, algorithm);
+        let l = limit_per(u32::MAX, 520, Unit::Week, algorithm);
         let mut state = State::fresh(&l);
         let (d, u) = decide(&state, u64::MAX / 2, &l, u64::from(u32::MAX));
         assert!(d.allowed, "{}", algorithm.name());
@@ -273,10 +300,10 @@ fn huge_hits_are_denied_without_overflow() {
 
 #[test]
 fn a_state_of_another_algorithm_reads_as_fresh() {
-    let fixed = limit(1, Unit::Second, Algorithm::FixedWindow);
+    let fixed = limit_s(1, 1, Algorithm::FixedWindow);
     let (_, u) = decide(&State::fresh(&fixed), S, &fixed, 1);
     let mut state = State::fresh(&fixed);
     state.apply(u);
-    let counter = limit(1, Unit::Second, Algorithm::SlidingWindowCounter);
+    let counter = limit_s(1, 1, Algorithm::SlidingWindowCounter);
     assert!(decide(&state, S, &counter, 1).0.allowed);
 }

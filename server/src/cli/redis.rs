@@ -307,7 +307,7 @@ fn with_scheme(u: &str, tls: bool) -> String {
 }
 
 /// A boolean variable as the reference reads it (Go's `strconv.ParseBool`).
-fn truthy(name: &str, v: &str) -> Result<bool, String> {
+pub(super) fn truthy(name: &str, v: &str) -> Result<bool, String> {
     match v {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" | "" => Ok(false),

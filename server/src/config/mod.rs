@@ -24,7 +24,7 @@ mod tests;
 
 /// A validated `quota` (only on a limited rule): the lease terms the stores grant by.
 pub use crate::algorithm::lease::Quota;
-use crate::algorithm::{Limit, Unit};
+use crate::algorithm::{Limit, Window};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -163,8 +163,8 @@ pub struct Rule {
     /// Shadow mode: decide and count, but always answer OK.
     pub shadow: bool,
     /// `requests_per_unit: 0` or absent (the reference's "block"): every request is over
-    /// the limit, reported with this unit; no counter is kept. `None` otherwise.
-    pub blocked: Option<Unit>,
+    /// the limit, reported with this window; no counter is kept. `None` otherwise.
+    pub blocked: Option<Window>,
     /// Quota mode: a soft limit; the request is over only when every quota-mode limit it
     /// matched is (see `docs/server/configuration.md`).
     pub quota_mode: bool,
@@ -177,6 +177,10 @@ pub struct Rule {
     /// (`detailed_metric` / `value_to_metric`), e.g. `tenant_acme.path_/api*`; `None`: the
     /// limit is only counted per domain.
     pub metric: Option<Arc<str>>,
+    /// The reference's stat key of this limit, without its domain: the configured path
+    /// of `key` or `key_value` names, dot-joined (`tenant_acme.path_/api*`), for the
+    /// reference's own series (see [`crate::reference_stats`]).
+    pub stats_key: Arc<str>,
     /// The lease a caller that asks may take when admitted; `None`: no grants.
     /// Never granted for a quota-mode or blocked limit.
     pub quota: Option<Quota>,
@@ -187,7 +191,7 @@ impl Rule {
     pub fn kind(&self) -> RuleKind {
         match (self.limit, self.blocked) {
             (Some(limit), _) => RuleKind::Limited(limit),
-            (None, Some(unit)) => RuleKind::Blocked(unit),
+            (None, Some(window)) => RuleKind::Blocked(window),
             (None, None) => RuleKind::Unlimited,
         }
     }
@@ -201,7 +205,7 @@ pub enum RuleKind {
     /// Counts against a limit.
     Limited(Limit),
     /// `requests_per_unit: 0`: always over, no counter.
-    Blocked(Unit),
+    Blocked(Window),
 }
 
 /// The children of one node, indexed for lookup without allocating.

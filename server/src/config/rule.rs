@@ -3,8 +3,8 @@
 
 use super::wire::{self, AlgorithmName};
 use super::{ConfigError, Rule, MAX_LOG_LIMIT};
-use crate::algorithm::{Algorithm, Limit, Unit};
-use std::num::NonZeroU32;
+use crate::algorithm::{Algorithm, Limit, Unit, Window, MAX_WINDOW_SECONDS};
+use std::num::{NonZeroU16, NonZeroU32};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,6 +19,8 @@ pub(super) struct FromDescriptor {
     pub metadata: Option<Arc<prost_types::Struct>>,
     /// The per-limit series name, when `detailed_metric` or `value_to_metric` asks for one.
     pub metric: Option<Arc<str>>,
+    /// The reference's stat key of the descriptor (see [`Rule::stats_key`]).
+    pub stats_key: Arc<str>,
 }
 
 /// Makes the error of a field below the `rate_limit` being checked.
@@ -35,7 +37,7 @@ pub(super) fn rule(
         |field: String, message: &str| ConfigError::new(file, format!("{at}.{field}"), message);
     let name: Option<Arc<str>> = r.name.filter(|n| !n.is_empty()).map(Arc::from);
     let replaces = replaces(&err, name.as_deref(), r.replaces)?;
-    let rule = |limit: Option<Limit>, blocked: Option<Unit>| Rule {
+    let rule = |limit: Option<Limit>, blocked: Option<Window>| Rule {
         name,
         limit,
         shadow: from.shadow,
@@ -44,6 +46,7 @@ pub(super) fn rule(
         replaces: replaces.into(),
         metadata: from.metadata,
         metric: from.metric,
+        stats_key: from.stats_key,
         quota: None,
     };
     if r.unlimited {
@@ -51,6 +54,7 @@ pub(super) fn rule(
         // alone is accepted and means nothing.
         let extra = [
             (r.unit.is_some(), "unit"),
+            (r.unit_multiplier.is_some(), "unit_multiplier"),
             (r.algorithm.is_some(), "algorithm"),
             (r.burst.is_some(), "burst"),
         ];
@@ -73,6 +77,7 @@ pub(super) fn rule(
             )
         })?,
     };
+    let window = window(unit, r.unit_multiplier).map_err(|m| err("unit_multiplier".into(), &m))?;
     let algorithm_name = r.algorithm.unwrap_or(AlgorithmName::FixedWindow);
     if r.burst.is_some() && algorithm_name != AlgorithmName::TokenBucket {
         return Err(err(
@@ -86,11 +91,12 @@ pub(super) fn rule(
         if r.burst == Some(0) {
             return Err(err("burst".into(), "must be greater than 0"));
         }
-        return Ok(rule(None, Some(unit)));
+        return Ok(rule(None, Some(window)));
     };
     let limit = Limit {
         requests_per_unit,
         unit,
+        unit_multiplier: window.multiplier,
         algorithm: algorithm(&err, algorithm_name, requests_per_unit, r.burst)?,
     };
     Ok(rule(Some(limit), None))
@@ -148,6 +154,30 @@ fn algorithm(
             Algorithm::TokenBucket { burst }
         }
     })
+}
+
+/// The window of `multiplier` (absent: 1) `unit`s: at least one unit, at most 65,535 of
+/// them (a longer window is one in a longer unit), and at most [`MAX_WINDOW_SECONDS`].
+fn window(unit: Unit, multiplier: Option<u32>) -> Result<Window, String> {
+    let m = multiplier.unwrap_or(1);
+    if m == 0 {
+        return Err("must be at least 1 (a window of whole units)".to_owned());
+    }
+    let Some(multiplier) = u16::try_from(m).ok().and_then(NonZeroU16::new) else {
+        return Err(format!(
+            "must be at most {}: give a window this long in a longer unit",
+            u16::MAX
+        ));
+    };
+    let window = Window { unit, multiplier };
+    if window.seconds() > MAX_WINDOW_SECONDS {
+        return Err(format!(
+            "{m} {}s make a window of {} s, longer than the longest, ten years ({MAX_WINDOW_SECONDS} s)",
+            unit.name(),
+            window.seconds()
+        ));
+    }
+    Ok(window)
 }
 
 /// Unit names, in any case as the reference service accepts them. A month is 30 days and

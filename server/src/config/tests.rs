@@ -2,7 +2,7 @@
 
 use super::source::Files;
 use super::{parse, Config, Rule};
-use crate::algorithm::{Algorithm, Unit};
+use crate::algorithm::{Algorithm, Unit, Window};
 use std::path::PathBuf;
 
 fn config(yaml: &str) -> Config {
@@ -212,13 +212,13 @@ fn blocks_units_quota_replaces_and_metadata_are_carried_on_the_rule() {
     use super::RuleKind;
     let c = config(REFERENCE_KEYS);
     let client = find(&c, &[("client", "x")]).unwrap();
-    assert_eq!(client.kind(), RuleKind::Blocked(Unit::Month));
+    assert_eq!(client.kind(), RuleKind::Blocked(Window::of(Unit::Month)));
     let replaces: Vec<&str> = client.replaces.iter().map(|n| &**n).collect();
     assert_eq!(replaces, ["other", "third"]);
     let pro = find(&c, &[("plan", "pro")]).unwrap();
     assert_eq!(
         pro.kind(),
-        RuleKind::Blocked(Unit::Year),
+        RuleKind::Blocked(Window::of(Unit::Year)),
         "no requests_per_unit"
     );
     assert!(pro.quota_mode);

@@ -201,6 +201,7 @@ fn descriptor(
                 quota_mode: d.quota_mode,
                 metadata,
                 metric: (d.detailed_metric || value_to_metric).then(|| Arc::from(metric.as_str())),
+                stats_key: Arc::from(metric.as_str()),
             };
             Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
         }

@@ -70,6 +70,10 @@ pub struct RateLimit {
     /// Requests per unit; 0 or absent blocks every request.
     #[serde(default)]
     pub requests_per_unit: Option<u32>,
+    /// How many units make the window (`unit: minute`, `unit_multiplier: 5`: five
+    /// minutes); 1 when absent.
+    #[serde(default)]
+    pub unit_multiplier: Option<u32>,
     /// Matches, but never limits.
     #[serde(default)]
     pub unlimited: bool,

@@ -61,6 +61,8 @@ fn draft03(limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
         } else {
             window
         };
+        // A window of several units (`unit_multiplier`, absent for one).
+        let window = window.saturating_mul(u64::from(l.unit_multiplier.unwrap_or(1).max(1)));
         limit.push_str(&format!(", {};w={window}", l.requests_per_unit));
         if !l.name.is_empty() {
             limit.push_str(&format!(";name=\"{}\"", l.name));

@@ -2,12 +2,12 @@
 //! alone: which limit applies to each descriptor, and the counter checks to make.
 
 use super::quota_header::Asked;
-use crate::algorithm::{Algorithm, Limit, Unit};
+use crate::algorithm::{Algorithm, Limit, Unit, Window};
 use crate::config::{Domain, Rule, RuleKind};
 use crate::proto::rls::RateLimitRequest;
 use crate::proto::RateLimitDescriptor;
 use crate::store::{Check, CounterKey};
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use tonic::Status;
 
 /// What applies to one request descriptor.
@@ -132,7 +132,7 @@ fn applies<'c>(
             Applied::Nothing
         }
         RuleKind::Limited(l) => Applied::Configured(found.rule, l),
-        RuleKind::Blocked(unit) => Applied::Configured(found.rule, block_limit(unit)),
+        RuleKind::Blocked(window) => Applied::Configured(found.rule, block_limit(window)),
     };
     let key = applied
         .limit()
@@ -169,11 +169,12 @@ fn check(a: &Applied<'_>, key: CounterKey, limit: Limit, hits: u64, asked: bool)
 }
 
 /// What a blocked check carries: `requests_per_unit: 0` is no [`Limit`], and the store
-/// reads only the unit of a blocked check (see [`Check::blocked`]).
-fn block_limit(unit: Unit) -> Limit {
+/// reads only the window of a blocked check (see [`Check::blocked`]).
+fn block_limit(window: Window) -> Limit {
     Limit {
         requests_per_unit: NonZeroU32::MIN,
-        unit,
+        unit: window.unit,
+        unit_multiplier: window.multiplier,
         algorithm: Algorithm::FixedWindow,
     }
 }
@@ -210,9 +211,11 @@ fn overriding(i: usize, d: &RateLimitDescriptor) -> Result<Option<Applied<'stati
     })?;
     Ok(Some(match NonZeroU32::new(o.requests_per_unit) {
         None => Applied::Blocked(unit),
+        // An override's window is one unit: its message has no multiplier.
         Some(requests_per_unit) => Applied::Overridden(Limit {
             requests_per_unit,
             unit,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::FixedWindow,
         }),
     }))

@@ -1,6 +1,7 @@
 //! The protocol layer over the real memory store and a fake clock. `reference` holds the
 //! answers that are envoyproxy/ratelimit's, and the operator options.
 
+use super::status::no_limit_status;
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::source::Files;
@@ -350,6 +351,7 @@ fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
 }
 
 mod reference;
+mod windows;
 #[test]
 fn a_charge_counts_past_the_limit_and_says_where_it_stands() {
     let svc = service(100, false);

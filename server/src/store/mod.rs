@@ -195,7 +195,7 @@ impl CounterKey {
 mod tests {
     use super::*;
     use crate::algorithm::{Algorithm, Unit};
-    use std::num::NonZeroU32;
+    use std::num::{NonZeroU16, NonZeroU32};
 
     #[test]
     fn fingerprint_is_pinned() {
@@ -221,6 +221,7 @@ mod tests {
         let limit = |rpu| Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
             unit: Unit::Minute,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::FixedWindow,
         };
         let entries = [("user", "a")];

@@ -1,7 +1,7 @@
 //! Memory and Redis on random traffic: the same steps, the same answers.
 
 use super::support::redis::RedisServer;
-use super::{bucket, limit, redis_store, Target, US, W};
+use super::{bucket, limit_per, redis_store, Target, US, W};
 use floodgate_server::algorithm::lease::Quota;
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::clock::ManualClock;
@@ -15,20 +15,28 @@ use std::sync::Arc;
 /// A random limit, small (so limits are reached) or at the edges of the types.
 fn limit_strategy() -> impl Strategy<Value = Limit> {
     let rpu = prop_oneof![4 => 1u32..=5, 1 => Just(u32::MAX)];
-    let unit = prop_oneof![Just(Unit::Second), Just(Unit::Minute), Just(Unit::Week)];
+    // Plain units, and windows of several (`unit_multiplier`): 30 s, 5 and 90 minutes.
+    let unit = prop_oneof![
+        Just((Unit::Second, 1)),
+        Just((Unit::Minute, 1)),
+        Just((Unit::Week, 1)),
+        Just((Unit::Second, 30)),
+        Just((Unit::Minute, 5)),
+        Just((Unit::Minute, 90)),
+    ];
     let alg = prop_oneof![
         Just(Algorithm::FixedWindow),
         prop_oneof![3 => 1u32..=5, 1 => Just(u32::MAX)].prop_map(bucket),
         Just(Algorithm::SlidingWindowLog),
         Just(Algorithm::SlidingWindowCounter),
     ];
-    (rpu, unit, alg).prop_map(|(rpu, unit, algorithm)| {
+    (rpu, unit, alg).prop_map(|(rpu, (unit, m), algorithm)| {
         let rpu = if algorithm == Algorithm::SlidingWindowLog {
             rpu.min(100_000)
         } else {
             rpu
         };
-        limit(rpu, unit, algorithm)
+        limit_per(rpu, m, unit, algorithm)
     })
 }
 

@@ -25,18 +25,16 @@ use tonic::transport::Channel;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_floodgate-server");
 
-/// The reference service's variables the server reads.
-const REFERENCE_VARIABLES: &[&str] = &[
-    "REDIS_TYPE",
-    "REDIS_URL",
-    "REDIS_AUTH",
-    "REDIS_SENTINEL_AUTH",
-    "REDIS_TLS",
-    "REDIS_TLS_CACERT",
-    "REDIS_TLS_CLIENT_CERT",
-    "REDIS_TLS_CLIENT_KEY",
-    "REDIS_TLS_SKIP_HOSTNAME_VERIFICATION",
-];
+/// A command for the server with none of the reference service's variables (which the
+/// server reads) inherited from the test's environment.
+fn clean_command() -> Command {
+    let mut command = Command::new(BIN);
+    for setting in floodgate_server::cli::reference::SETTINGS {
+        command.env_remove(setting.name);
+    }
+    command.env_remove("RUST_LOG");
+    command
+}
 
 /// A running server, killed on drop.
 pub struct Server {
@@ -56,12 +54,17 @@ impl Server {
     /// As [`Server::start`], with these environment variables set (and nothing else of
     /// the test's environment that a variable of the reference service could name).
     pub fn start_env(config: &Path, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let mut command = Command::new(BIN);
-        for name in REFERENCE_VARIABLES {
-            command.env_remove(name);
-        }
+        let mut command = clean_command();
         command.envs(env.iter().copied());
         Server::start_command(command, config, extra)
+    }
+
+    /// Starts the server with no flag at all, configured only by these variables (the
+    /// reference's: they must name the configuration and the addresses).
+    pub fn start_reference(env: &[(&str, &str)]) -> Server {
+        let mut command = clean_command();
+        command.envs(env.iter().copied());
+        Server::spawn(command)
     }
 
     /// As [`Server::start`], with the process's open-files limit (`ulimit -n`) set to
@@ -73,13 +76,18 @@ impl Server {
     }
 
     fn start_command(mut command: Command, config: &Path, extra: &[&str]) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let log = dir.path().join("server.log");
-        let mut child = command
+        command
             .arg("--config")
             .arg(config)
             .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-            .args(extra)
+            .args(extra);
+        Server::spawn(command)
+    }
+
+    fn spawn(mut command: Command) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("server.log");
+        let mut child = command
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()

@@ -35,6 +35,7 @@ pub(super) fn denial_message(codes: &[Code]) -> RateLimitResponse {
                 name: String::new(),
                 requests_per_unit: 10,
                 unit: 3,
+                unit_multiplier: None,
             },
         );
     }

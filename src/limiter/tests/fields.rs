@@ -30,6 +30,7 @@ fn answer(code: Code, remaining: u32) -> Answer {
                     name: String::new(),
                     requests_per_unit: 10,
                     unit: 2, // minute
+                    unit_multiplier: None,
                 }),
                 limit_remaining: remaining,
                 duration_until_reset: Some(prost_types::Duration {

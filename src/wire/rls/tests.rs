@@ -153,6 +153,7 @@ fn status(code: Code, remaining: u32, reset_s: i64, limit: u32) -> DescriptorSta
             name: String::new(),
             requests_per_unit: limit,
             unit: 2,
+            unit_multiplier: None,
         }),
         limit_remaining: remaining,
         duration_until_reset: Some(prost_types::Duration {
@@ -210,6 +211,23 @@ fn ok_answers_pass_headers_through() {
             shadow: false
         }]
     );
+}
+
+#[test]
+fn a_window_of_several_units_is_its_unit_times_the_multiplier() {
+    // 5 per 5 minutes: MINUTE with unit_multiplier 5 (field 4), as floodgate-server
+    // answers a `unit_multiplier: 5` limit; an older service sends no multiplier.
+    let mut five = status(Code::Ok, 4, 200, 5);
+    if let Some(l) = five.current_limit.as_mut() {
+        l.unit_multiplier = Some(5);
+    }
+    let d = interpret(
+        &answer(response(Code::Ok, vec![five, status(Code::Ok, 4, 20, 5)])),
+        &[false, false],
+    )
+    .unwrap();
+    assert_eq!(d.standings[0].window_s, Some(300));
+    assert_eq!(d.standings[1].window_s, Some(60));
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use super::*;
 use crate::algorithm::{Algorithm, Unit};
 use crate::store::CounterKey;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 
 fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
     Check {
@@ -11,6 +11,7 @@ fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
         limit: Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap_or(NonZeroU32::MIN),
             unit: Unit::Second,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm: Algorithm::FixedWindow,
         },
         hits,

@@ -4,7 +4,7 @@ use super::*;
 use crate::algorithm::{Algorithm, Unit};
 use crate::clock::ManualClock;
 use crate::store::CounterKey;
-use std::num::NonZeroU32;
+use std::num::{NonZeroU16, NonZeroU32};
 use std::sync::Arc;
 
 const S: u64 = 1_000_000_000;
@@ -14,6 +14,7 @@ fn limit(rpu: u32, algorithm: Algorithm) -> Limit {
     Limit {
         requests_per_unit: NonZeroU32::new(rpu).unwrap(),
         unit: Unit::Second,
+        unit_multiplier: NonZeroU16::MIN,
         algorithm,
     }
 }
@@ -316,4 +317,14 @@ fn check_only_items_take_no_cell() {
         Err(StoreError::Full(1))
     ));
     assert_eq!(s.cells(), 1);
+}
+#[test]
+fn tmp_sizes() {
+    eprintln!(
+        "entry {} slot {} limit {} state {}",
+        std::mem::size_of::<(CounterKey, Slot)>(),
+        std::mem::size_of::<Slot>(),
+        std::mem::size_of::<Limit>(),
+        std::mem::size_of::<crate::algorithm::State>()
+    );
 }

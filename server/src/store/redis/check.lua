@@ -26,7 +26,7 @@
 -- ARGV[4 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
 --           "swl" sliding window log, "swc" sliding window counter, "blk" a limit of 0:
 --           always over, key untouched, nothing charged), requests_per_unit,
---           unit in seconds, burst ("0" unless tb), hits (0..2^32; larger is the same
+--           window in seconds (unit x unit_multiplier), burst ("0" unless tb), hits (0..2^32; larger is the same
 --           "never fits", and a charge of 2^32 puts any limit in debt; 0 is check-only:
 --           admitted when one hit fits, counts nothing, even in a charge),
 --           role ("0" enforced; "1" shadow: never blocks the others; "q" quota: blocks

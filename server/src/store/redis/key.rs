@@ -15,8 +15,10 @@
 //!   hash tag: only the tag decides the slot, so every key of one counter (under any limit)
 //!   lands on one slot, while different counters spread over the cluster. Hex digits never
 //!   contain `}`, so no client input can cut the tag short.
-//! - `<alg>:<rpu>:<unit>:<burst>` is the limit (`fw`, `tb`, `swl`, `swc`; `s m h d w`; the
-//!   burst is `-` outside the token bucket). A changed limit therefore starts a fresh
+//! - `<alg>:<rpu>:<unit>:<burst>` is the limit (`fw`, `tb`, `swl`, `swc`; `s m h d w mo
+//!   y`, preceded by the `unit_multiplier` when it is not 1, e.g. `90m` for a 90-minute
+//!   window, so a plain unit's key is what it always was; the burst is `-` outside the
+//!   token bucket). A changed limit therefore starts a fresh
 //!   counter, as in the memory store, and two replicas briefly running different
 //!   configurations during a rollout count separately instead of resetting each other.
 //!
@@ -36,12 +38,15 @@ pub fn redis_key(counter: &CounterKey, limit: &Limit) -> String {
     let mut k = String::with_capacity(64);
     let _ = write!(
         k,
-        "fg:{VERSION}:{{{}}}:{}:{}:{}:",
+        "fg:{VERSION}:{{{}}}:{}:{}:",
         counter.hex(),
         algorithm_code(limit.algorithm),
         limit.requests_per_unit,
-        unit_code(limit.unit)
     );
+    if limit.unit_multiplier.get() > 1 {
+        let _ = write!(k, "{}", limit.unit_multiplier);
+    }
+    let _ = write!(k, "{}:", unit_code(limit.unit));
     match limit.algorithm {
         Algorithm::TokenBucket { burst } => {
             let _ = write!(k, "{burst}");
@@ -106,12 +111,13 @@ fn crc16(bytes: &[u8]) -> u16 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::num::NonZeroU32;
+    use std::num::{NonZeroU16, NonZeroU32};
 
     fn limit(rpu: u32, unit: Unit, algorithm: Algorithm) -> Limit {
         Limit {
             requests_per_unit: NonZeroU32::new(rpu).unwrap(),
             unit,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm,
         }
     }
@@ -137,6 +143,14 @@ mod tests {
                 &limit(7, Unit::Minute, Algorithm::SlidingWindowLog)
             ),
             "fg:v2:{de6897ffa21354441125f911bb38c2f1}:swl:7:m:-"
+        );
+        let ninety_minutes = Limit {
+            unit_multiplier: NonZeroU16::new(90).unwrap(),
+            ..limit(7, Unit::Minute, Algorithm::FixedWindow)
+        };
+        assert_eq!(
+            redis_key(&counter, &ninety_minutes),
+            "fg:v2:{de6897ffa21354441125f911bb38c2f1}:fw:7:90m:-"
         );
         let braces = CounterKey::new("d", [("k", "}{x}")]);
         assert_eq!(

@@ -94,7 +94,7 @@ pub fn script_cmd(sha: &str, batch: &[&Check], mode: Mode, times: &CallTimes) ->
         };
         cmd.arg(algorithm)
             .arg(c.limit.requests_per_unit.get())
-            .arg(c.limit.unit.seconds())
+            .arg(c.limit.window().seconds())
             .arg(burst)
             // Hits of 0 are check-only (the script counts nothing); above 2^32 nothing
             // fits either way.

@@ -6,12 +6,13 @@ use super::*;
 fn the_command_follows_the_script_contract() {
     use crate::algorithm::{Limit, Unit};
     use crate::store::CounterKey;
-    use std::num::NonZeroU32;
+    use std::num::{NonZeroU16, NonZeroU32};
     let c = |hits, shadow, algorithm| Check {
         key: CounterKey::new("web", [("k", "v")]),
         limit: Limit {
             requests_per_unit: NonZeroU32::new(10).unwrap(),
             unit: Unit::Minute,
+            unit_multiplier: NonZeroU16::MIN,
             algorithm,
         },
         hits,
