@@ -318,13 +318,3 @@ fn check_only_items_take_no_cell() {
     ));
     assert_eq!(s.cells(), 1);
 }
-#[test]
-fn tmp_sizes() {
-    eprintln!(
-        "entry {} slot {} limit {} state {}",
-        std::mem::size_of::<(CounterKey, Slot)>(),
-        std::mem::size_of::<Slot>(),
-        std::mem::size_of::<Limit>(),
-        std::mem::size_of::<crate::algorithm::State>()
-    );
-}
