@@ -43,3 +43,4 @@ pub mod shutdown;
 pub mod statsd;
 pub mod store;
 pub mod tls;
+pub mod xds;
