@@ -19,61 +19,74 @@ pub enum Lookup {
     Repeated,
 }
 
-/// Every header of a request: the host's encoded pairs and where each name and value is.
+/// Every header of a request: the host's encoded pairs, checked once and walked in place
+/// for each look-up (no vector of spans, no copy of the list).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HeaderMap {
     bytes: Vec<u8>,
-    /// (name start, name end, value start, value end) into `bytes`.
-    spans: Vec<(usize, usize, usize, usize)>,
+}
+
+/// Calls `each(name, value)` for every pair of the proxy-wasm encoding in `bytes`, in
+/// order, until it returns false. `None` when the bytes are not in that shape; empty
+/// bytes are an empty list.
+fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8]) -> bool) -> Option<()> {
+    let word = |at: usize| -> Option<usize> {
+        let b = bytes.get(at..at.checked_add(4)?)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    if bytes.is_empty() {
+        return Some(());
+    }
+    let count = word(0)?;
+    let mut text = count.checked_mul(8)?.checked_add(4)?;
+    if text > bytes.len() {
+        return None;
+    }
+    for i in 0..count {
+        let name_len = word(4 + 8 * i)?;
+        let value_len = word(8 + 8 * i)?;
+        let name_end = text.checked_add(name_len)?;
+        let value_start = name_end.checked_add(1)?;
+        let value_end = value_start.checked_add(value_len)?;
+        if bytes.get(name_end) != Some(&0) || bytes.get(value_end) != Some(&0) {
+            return None;
+        }
+        if !each(&bytes[text..name_end], &bytes[value_start..value_end]) {
+            return Some(());
+        }
+        text = value_end + 1;
+    }
+    Some(())
 }
 
 impl HeaderMap {
-    /// Decodes the proxy-wasm encoding of a header list: a little-endian u32 count, a
+    /// Checks the proxy-wasm encoding of a header list: a little-endian u32 count, a
     /// (name length, value length) u32 pair per header, then each name and value followed
     /// by a NUL byte. `None` when the bytes are not in that shape.
     pub fn decode(bytes: Vec<u8>) -> Option<HeaderMap> {
-        let word = |at: usize| -> Option<usize> {
-            let b = bytes.get(at..at.checked_add(4)?)?;
-            Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-        };
-        if bytes.is_empty() {
-            return Some(HeaderMap::default());
-        }
-        let count = word(0)?;
-        let mut text = count.checked_mul(8)?.checked_add(4)?;
-        if text > bytes.len() {
-            return None;
-        }
-        let mut spans = Vec::with_capacity(count);
-        for i in 0..count {
-            let name_len = word(4 + 8 * i)?;
-            let value_len = word(8 + 8 * i)?;
-            let name = (text, text.checked_add(name_len)?);
-            let value_start = name.1.checked_add(1)?;
-            let value = (value_start, value_start.checked_add(value_len)?);
-            if bytes.get(name.1) != Some(&0) || bytes.get(value.1) != Some(&0) {
-                return None;
-            }
-            spans.push((name.0, name.1, value.0, value.1));
-            text = value.1 + 1;
-        }
-        Some(HeaderMap { bytes, spans })
+        walk(&bytes, |_, _| true)?;
+        Some(HeaderMap { bytes })
     }
 
     /// The values under `name` (compared without regard to ASCII case).
     pub fn lookup(&self, name: &str) -> Lookup {
-        let mut found = None;
-        for &(ns, ne, vs, ve) in &self.spans {
-            if self.bytes[ns..ne].eq_ignore_ascii_case(name.as_bytes()) {
+        let mut found: Option<&[u8]> = None;
+        let mut repeated = false;
+        // The bytes were checked by `decode`: the walk cannot fail here.
+        let _ = walk(&self.bytes, |n, v| {
+            if n.eq_ignore_ascii_case(name.as_bytes()) {
                 if found.is_some() {
-                    return Lookup::Repeated;
+                    repeated = true;
+                    return false;
                 }
-                found = Some((vs, ve));
+                found = Some(v);
             }
-        }
-        match found {
-            Some((vs, ve)) => Lookup::One(self.bytes[vs..ve].to_vec()),
-            None => Lookup::Absent,
+            true
+        });
+        match (repeated, found) {
+            (true, _) => Lookup::Repeated,
+            (false, Some(v)) => Lookup::One(v.to_vec()),
+            (false, None) => Lookup::Absent,
         }
     }
 }
