@@ -226,6 +226,10 @@ pub struct ResponseConfig {
     pub headers: HeaderFields,
     /// The body of an HTTP rejection (default: `body` as text).
     pub body_format: BodyFormat,
+    /// How far a rejection's waits are spread upward, in millionths of the exact wait
+    /// (`response.retry_after_jitter` × 10⁶, default 0: exact), so that clients rejected
+    /// together do not retry together (see [`crate::reply::jitter`]).
+    pub retry_after_jitter_ppm: u32,
 }
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy

@@ -195,7 +195,9 @@ fn push_header_fields(
 /// `retry-after`, the rate-limit fields of the limits that rejected it and any `extra`
 /// headers. With `body_format: problem+json` an HTTP rejection's body is the problem
 /// document instead, whatever the service sent, and a `content-type` among `extra` is
-/// left out: the configured format is what clients were promised.
+/// left out: the configured format is what clients were promised. `seed` is something
+/// that differs from request to request (the clock reading): with
+/// `response.retry_after_jitter` the waits shown are spread upward from it ([`jitter`]).
 pub fn rejection(
     config: &ResponseConfig,
     rules: &[Rule],
@@ -203,12 +205,16 @@ pub fn rejection(
     body: Option<&[u8]>,
     extra: Headers,
     protocol: Protocol,
+    seed: u64,
 ) -> Reply {
     // Inline, like the request's other per-rule values: a rejection allocates only what
     // it hands to the host (headers, body, details).
     let mut rejecting: SmallVec<[Standing; 2]> = SmallVec::new();
     for s in in_rule_order(standings.iter().filter(|s| s.rejects())) {
         rejecting.push(*s);
+    }
+    if config.retry_after_jitter_ppm > 0 {
+        spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
     }
     let violated: SmallVec<[&str; 2]> = rejecting
         .iter()
@@ -243,6 +249,22 @@ pub fn rejection(
         headers,
         rejection_details(&violated),
     )
+}
+
+/// Spreads every wait of `rejecting` by the same draw from `seed`, so that the fields of
+/// one reply keep their order (see [`jitter`]).
+fn spread(rejecting: &mut [Standing], jitter_ppm: u32, seed: u64) {
+    let u = jitter::fraction(seed);
+    let spread = |ns: &mut Option<u64>| {
+        if let Some(ns) = ns {
+            *ns = jitter::spread_ns(*ns, jitter_ppm, u);
+        }
+    };
+    for s in rejecting {
+        spread(&mut s.retry_ns);
+        spread(&mut s.reset_ns);
+        spread(&mut s.next_ns);
+    }
 }
 
 /// `standings` in configuration order (they arrive grouped: local rules, then global
@@ -377,6 +399,7 @@ fn status_reply(
 }
 
 pub mod fields;
+pub mod jitter;
 pub mod local;
 pub mod problem;
 pub mod protocol;
