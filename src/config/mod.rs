@@ -213,6 +213,10 @@ pub enum Source {
     RemoteAddress,
 }
 
+/// The largest `response.retry_after_jitter`, in millionths: a wait at most doubled. More
+/// would keep clients away far longer than the limit asks, a different policy from spreading.
+pub const MAX_JITTER_PPM: u32 = 1_000_000;
+
 /// How a rejection looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseConfig {

@@ -12,9 +12,7 @@
 //! than `retry-after`), no host call is added, and a test that fixes the clock fixes `u`.
 //! Integer arithmetic only: the jitter is held in millionths.
 
-/// The largest jitter accepted: a wait at most doubled. More would tell clients to stay
-/// away far longer than the limit asks, which is a different policy from spreading them.
-pub const MAX_JITTER_PPM: u32 = 1_000_000;
+pub use crate::config::MAX_JITTER_PPM;
 
 /// A 32-bit fraction (`u × 2³²`) from `seed`: the splitmix64 finaliser, whose output bits
 /// are each uniform and independent enough for spreading retries (not for secrets).

@@ -70,7 +70,7 @@ fn jitter(j: Option<f64>) -> Result<u32, ConfigError> {
     let Some(j) = j else {
         return Ok(0);
     };
-    let max = f64::from(crate::reply::jitter::MAX_JITTER_PPM) / 1e6;
+    let max = f64::from(super::super::MAX_JITTER_PPM) / 1e6;
     if !j.is_finite() || !(0.0..=max).contains(&j) {
         return Err(ConfigError::new(
             FIELD,
