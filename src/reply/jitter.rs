@@ -12,6 +12,7 @@
 //! than `retry-after`), no host call is added, and a test that fixes the clock fixes `u`.
 //! Integer arithmetic only: the jitter is held in millionths.
 
+use super::Standing;
 pub use crate::config::MAX_JITTER_PPM;
 
 /// A 32-bit fraction (`u × 2³²`) from `seed`: the splitmix64 finaliser, whose output bits
@@ -29,6 +30,22 @@ pub fn spread_ns(exact_ns: u64, jitter_ppm: u32, u: u32) -> u64 {
     let extra =
         u128::from(exact_ns) * u128::from(jitter_ppm) * u128::from(u) / (1_000_000u128 << 32);
     u64::try_from(u128::from(exact_ns) + extra).unwrap_or(u64::MAX)
+}
+
+/// Spreads every wait of `rejecting` by the same draw from `seed`, so that the fields of
+/// one reply keep their order (see the module).
+pub fn spread(rejecting: &mut [Standing], jitter_ppm: u32, seed: u64) {
+    let u = fraction(seed);
+    let spread = |ns: &mut Option<u64>| {
+        if let Some(ns) = ns {
+            *ns = spread_ns(*ns, jitter_ppm, u);
+        }
+    };
+    for s in rejecting {
+        spread(&mut s.retry_ns);
+        spread(&mut s.reset_ns);
+        spread(&mut s.next_ns);
+    }
 }
 
 #[cfg(test)]

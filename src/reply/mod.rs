@@ -214,7 +214,7 @@ pub fn rejection(
         rejecting.push(*s);
     }
     if config.retry_after_jitter_ppm > 0 {
-        spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
+        jitter::spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
     }
     let violated: SmallVec<[&str; 2]> = rejecting
         .iter()
@@ -249,22 +249,6 @@ pub fn rejection(
         headers,
         rejection_details(&violated),
     )
-}
-
-/// Spreads every wait of `rejecting` by the same draw from `seed`, so that the fields of
-/// one reply keep their order (see [`jitter`]).
-fn spread(rejecting: &mut [Standing], jitter_ppm: u32, seed: u64) {
-    let u = jitter::fraction(seed);
-    let spread = |ns: &mut Option<u64>| {
-        if let Some(ns) = ns {
-            *ns = jitter::spread_ns(*ns, jitter_ppm, u);
-        }
-    };
-    for s in rejecting {
-        spread(&mut s.retry_ns);
-        spread(&mut s.reset_ns);
-        spread(&mut s.next_ns);
-    }
 }
 
 /// `standings` in configuration order (they arrive grouped: local rules, then global
