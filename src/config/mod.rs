@@ -213,6 +213,10 @@ pub enum Source {
     RemoteAddress,
 }
 
+/// The largest `response.retry_after_jitter`, in millionths: a wait at most doubled. More
+/// would keep clients away far longer than the limit asks, a different policy from spreading.
+pub const MAX_JITTER_PPM: u32 = 1_000_000;
+
 /// How a rejection looks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseConfig {
@@ -226,6 +230,10 @@ pub struct ResponseConfig {
     pub headers: HeaderFields,
     /// The body of an HTTP rejection (default: `body` as text).
     pub body_format: BodyFormat,
+    /// How far a rejection's waits are spread upward, in millionths of the exact wait
+    /// (`response.retry_after_jitter` × 10⁶, default 0: exact), so that clients rejected
+    /// together do not retry together (see [`crate::reply::jitter`]).
+    pub retry_after_jitter_ppm: u32,
 }
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy

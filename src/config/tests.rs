@@ -68,6 +68,7 @@ fn defaults_fill_what_is_left_out() {
             headers_on_allowed: false,
             headers: HeaderFields::Draft03,
             body_format: BodyFormat::Text,
+            retry_after_jitter_ppm: 0,
         }
     );
     assert_eq!(config.rules[0].matcher, Match::default());

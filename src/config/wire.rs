@@ -207,6 +207,9 @@ pub struct Response {
     /// As `headers`.
     #[serde(default)]
     pub body_format: Option<String>,
+    /// A fraction of the exact wait; validated in `validate::response`.
+    #[serde(default)]
+    pub retry_after_jitter: Option<f64>,
 }
 
 /// What to do when the limiter itself fails.

@@ -156,6 +156,7 @@ impl Limiter {
             body,
             decided.response_headers,
             client_protocol(request),
+            now.unwrap_or(0),
         );
         Verdict::Reject(reply)
     }
@@ -222,6 +223,7 @@ impl Limiter {
                 None,
                 Vec::new(),
                 client_protocol(request),
+                now.unwrap_or(0),
             );
             return Verdict::Reject(reply);
         }

@@ -123,6 +123,7 @@ impl Limiter {
             body,
             denial.reply_headers(),
             client_protocol(request),
+            now,
         ));
         lookup
     }

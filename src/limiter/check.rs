@@ -130,6 +130,7 @@ impl Limiter {
                     None,
                     Vec::new(),
                     client_protocol(request),
+                    now.unwrap_or(0),
                 ))
             }
             Err(_) => self.failure_mode(self.config.failure_mode, request, tally),

@@ -195,7 +195,9 @@ fn push_header_fields(
 /// `retry-after`, the rate-limit fields of the limits that rejected it and any `extra`
 /// headers. With `body_format: problem+json` an HTTP rejection's body is the problem
 /// document instead, whatever the service sent, and a `content-type` among `extra` is
-/// left out: the configured format is what clients were promised.
+/// left out: the configured format is what clients were promised. `seed` is something
+/// that differs from request to request (the clock reading): with
+/// `response.retry_after_jitter` the waits shown are spread upward from it ([`jitter`]).
 pub fn rejection(
     config: &ResponseConfig,
     rules: &[Rule],
@@ -203,12 +205,16 @@ pub fn rejection(
     body: Option<&[u8]>,
     extra: Headers,
     protocol: Protocol,
+    seed: u64,
 ) -> Reply {
     // Inline, like the request's other per-rule values: a rejection allocates only what
     // it hands to the host (headers, body, details).
     let mut rejecting: SmallVec<[Standing; 2]> = SmallVec::new();
     for s in in_rule_order(standings.iter().filter(|s| s.rejects())) {
         rejecting.push(*s);
+    }
+    if config.retry_after_jitter_ppm > 0 {
+        jitter::spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
     }
     let violated: SmallVec<[&str; 2]> = rejecting
         .iter()
@@ -377,6 +383,7 @@ fn status_reply(
 }
 
 pub mod fields;
+pub mod jitter;
 pub mod local;
 pub mod problem;
 pub mod protocol;

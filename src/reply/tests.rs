@@ -5,6 +5,9 @@ use crate::testing::h;
 
 const SECOND: u64 = 1_000_000_000;
 
+/// The seed of a rejection whose jitter is 0 (it draws nothing from it).
+const NO_SEED: u64 = 0;
+
 fn quota(capacity: u32, per_second: u64) -> Quota {
     Quota::new(capacity, per_second * 1_000_000).unwrap()
 }
@@ -28,6 +31,7 @@ fn config() -> ResponseConfig {
         headers_on_allowed: false,
         headers: crate::config::HeaderFields::Draft03,
         body_format: BodyFormat::Text,
+        retry_after_jitter_ppm: 0,
     }
 }
 
@@ -55,6 +59,7 @@ fn a_rejection_carries_retry_after_and_ratelimit_headers() {
         None,
         Vec::new(),
         Protocol::Http,
+        NO_SEED,
     );
     assert_eq!(
         reply,
@@ -83,6 +88,7 @@ fn a_service_body_and_headers_replace_and_extend_the_defaults() {
         Some(b"slow down"),
         extra,
         Protocol::Http,
+        NO_SEED,
     ) else {
         panic!("http expected");
     };
@@ -103,6 +109,7 @@ fn grpc_rejections_use_resource_exhausted() {
         None,
         Vec::new(),
         Protocol::Grpc,
+        NO_SEED,
     ) {
         Reply::Grpc {
             status,
@@ -128,6 +135,7 @@ fn buckets_that_never_refill_have_no_retry_after_or_reset() {
         None,
         Vec::new(),
         Protocol::Http,
+        NO_SEED,
     ) else {
         panic!("http expected");
     };
@@ -259,7 +267,15 @@ fn grpc_web_gets_a_trailers_only_answer_in_its_own_content_type() {
         text: true,
     };
     let denied = after(quota(1, 1), 1);
-    match rejection(&config(), &rules(), &[denied], None, Vec::new(), web) {
+    match rejection(
+        &config(),
+        &rules(),
+        &[denied],
+        None,
+        Vec::new(),
+        web,
+        NO_SEED,
+    ) {
         Reply::Http {
             status,
             headers,
@@ -327,6 +343,7 @@ fn a_problem_json_rejection_names_the_rules_that_rejected_it() {
         Some(b"slow down"),
         extra,
         Protocol::Http,
+        NO_SEED,
     );
     let Reply::Http {
         status,
@@ -374,6 +391,7 @@ fn grpc_rejections_keep_their_message_whatever_the_body_format() {
         None,
         Vec::new(),
         Protocol::Grpc,
+        NO_SEED,
     );
     let Reply::Grpc {
         message, metadata, ..
@@ -401,6 +419,7 @@ fn both_and_none_choose_the_header_fields() {
             None,
             Vec::new(),
             Protocol::Http,
+            NO_SEED,
         ) else {
             panic!("http expected");
         };
@@ -440,4 +459,78 @@ fn a_problem_without_known_rules_leaves_violated_policies_out() {
     let problem: serde_json::Value = serde_json::from_slice(&problem::body(503, &[])).unwrap();
     assert_eq!(problem["status"], 503);
     assert!(problem.get("violated-policies").is_none());
+}
+
+#[test]
+fn jitter_spreads_retry_after_upward_and_keeps_t_within_it() {
+    let config = ResponseConfig {
+        headers: crate::config::HeaderFields::Both,
+        retry_after_jitter_ppm: 1_000_000,
+        ..config()
+    };
+    // capacity 1 refilled once every 10 s: the exact wait is 10 s.
+    let denied = after(Quota::new(1, 100_000).unwrap(), 1);
+    let mut shown = std::collections::BTreeSet::new();
+    for seed in 0..200u64 {
+        let Reply::Http { headers, .. } = rejection(
+            &config,
+            &rules(),
+            &[denied],
+            None,
+            Vec::new(),
+            Protocol::Http,
+            seed,
+        ) else {
+            panic!("http expected");
+        };
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        let retry: u64 = get("retry-after").unwrap().parse().unwrap();
+        assert!((10..=20).contains(&retry), "{retry}");
+        let t = get("ratelimit").unwrap();
+        let t: u64 = t.rsplit("t=").next().unwrap().parse().unwrap();
+        assert!(t <= retry && t >= 10, "t={t} retry-after={retry}");
+        shown.insert(retry);
+        // The same seed gives the same reply.
+        let again = rejection(
+            &config,
+            &rules(),
+            &[denied],
+            None,
+            Vec::new(),
+            Protocol::Http,
+            seed,
+        );
+        assert_eq!(
+            again,
+            Reply::Http {
+                headers,
+                body: b"rate limited\n".to_vec(),
+                status: 429,
+                details: "floodgate_rate_limited{per-tenant}".into()
+            }
+        );
+    }
+    assert!(shown.len() >= 8, "{shown:?}");
+}
+
+#[test]
+fn zero_jitter_replies_are_the_same_whatever_the_seed() {
+    let denied = after(quota(2, 1), 2);
+    let reply = |seed| {
+        rejection(
+            &config(),
+            &rules(),
+            &[denied],
+            None,
+            Vec::new(),
+            Protocol::Http,
+            seed,
+        )
+    };
+    assert_eq!(reply(0), reply(0x1234_5678_9abc_def0));
 }

@@ -14,6 +14,7 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
             headers_on_allowed: false,
             headers: HeaderFields::Draft03,
             body_format: BodyFormat::Text,
+            retry_after_jitter_ppm: 0,
         });
     };
     let status = match r.status {
@@ -41,7 +42,9 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
             "has no effect with `headers: \"none\"`: remove one of them",
         ));
     }
+    let retry_after_jitter_ppm = jitter(r.retry_after_jitter)?;
     Ok(ResponseConfig {
+        retry_after_jitter_ppm,
         status,
         body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
         headers_on_allowed,
@@ -57,4 +60,25 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
             }
         },
     })
+}
+
+/// `response.retry_after_jitter`: a finite fraction from 0 to 1 (a wait at most
+/// doubled), held in millionths. Anything else is refused rather than clamped: a jitter
+/// of 10 meant as "10 %" would otherwise keep clients away eleven times too long.
+fn jitter(j: Option<f64>) -> Result<u32, ConfigError> {
+    const FIELD: &str = "response.retry_after_jitter";
+    let Some(j) = j else {
+        return Ok(0);
+    };
+    let max = f64::from(super::super::MAX_JITTER_PPM) / 1e6;
+    if !j.is_finite() || !(0.0..=max).contains(&j) {
+        return Err(ConfigError::new(
+            FIELD,
+            format!(
+                "must be a fraction from 0 to {max} (0.2 spreads waits by up to 20 %), got {j}"
+            ),
+        ));
+    }
+    // At most 10⁶ and not negative: the conversion is exact to the millionth.
+    Ok((j * 1e6).round() as u32)
 }
