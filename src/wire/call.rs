@@ -5,15 +5,22 @@
 //! quota header of a call that asks for leases ([`rls::QUOTA_HEADER`]) and the charge
 //! header of a stream-end charge ([`rls::CHARGE_HEADER`]). So [`CallHeaders`] encodes the
 //! plain set and the charge set once, when the configuration is applied, and each call
-//! shares one (a reference count, no copy). A call that asks for quota has its own set
-//! encoded, and owns it as encoded (no copy into a shared block): such calls are rare,
-//! since leases spare most calls.
+//! shares one (a reference count, no copy). A call that asks for quota asks for its first
+//! `n` descriptors, and `n` is fixed by the rules that matched (every global rule leases
+//! unless it says `"quota": false`), so the set for each `n` is encoded on first use and
+//! shared from then on, up to [`MAX_SHARED_QUOTA_SETS`] descriptors.
 
 use super::grpc;
 use super::rls;
 use crate::config::RlsConfig;
 use crate::request::header_map::{encode_pairs, HeaderMap, Lookup};
+use std::cell::RefCell;
 use std::rc::Rc;
+
+/// The most descriptors a call may ask quota for and still share a set encoded once;
+/// a larger call (only a configuration with that many global rules makes one) encodes
+/// its own. Bounds what the shared sets hold whatever requests match.
+pub const MAX_SHARED_QUOTA_SETS: usize = 16;
 
 /// One call, as the host sends it to the rate limit service's cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +75,10 @@ pub struct CallHeaders {
     plain: Rc<[u8]>,
     /// The same and the charge header.
     charge: Rc<[u8]>,
+    /// The plain set and a quota header asking for the first `n` descriptors, at index
+    /// `n - 1`, encoded on first use (a configuration is applied once per VM; the
+    /// filter's contexts run on one thread, so a `RefCell` suffices).
+    quota: RefCell<Vec<Option<Rc<[u8]>>>>,
 }
 
 impl CallHeaders {
@@ -78,6 +89,7 @@ impl CallHeaders {
             timeout_ms: rls.timeout_ms,
             plain: Rc::from(Vec::new()),
             charge: Rc::from(Vec::new()),
+            quota: RefCell::new(Vec::new()),
         };
         headers.plain = Rc::from(headers.encode(None));
         headers.charge = Rc::from(headers.encode(Some(rls::CHARGE_HEADER)));
@@ -106,12 +118,30 @@ impl CallHeaders {
         if descriptors == 0 {
             return self.plain(body);
         }
+        if descriptors > MAX_SHARED_QUOTA_SETS {
+            return Call {
+                headers: Encoded::Own(self.encode_quota(descriptors)),
+                body,
+            };
+        }
+        let mut sets = self.quota.borrow_mut();
+        if sets.len() < descriptors {
+            sets.resize(descriptors, None);
+        }
+        let headers = match sets.get_mut(descriptors - 1) {
+            Some(slot) => Encoded::Shared(Rc::clone(
+                slot.get_or_insert_with(|| Rc::from(self.encode_quota(descriptors))),
+            )),
+            None => Encoded::Own(self.encode_quota(descriptors)),
+        };
+        Call { headers, body }
+    }
+
+    /// The plain set and a quota header asking for the first `descriptors`.
+    fn encode_quota(&self, descriptors: usize) -> Vec<u8> {
         let indices: Vec<usize> = (0..descriptors).collect();
         let quota = floodgate_common::quota::encode(&indices);
-        Call {
-            headers: Encoded::Own(self.encode(Some((rls::QUOTA_HEADER, &quota)))),
-            body,
-        }
+        self.encode(Some((rls::QUOTA_HEADER, &quota)))
     }
 
     /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded.

@@ -56,3 +56,29 @@ fn a_charge_and_a_quota_request_add_their_header() {
     assert_eq!(text(&quota, rls::QUOTA_HEADER).as_deref(), Some("0,1,2"));
     assert_eq!(text(&quota, rls::CHARGE_HEADER.0), None);
 }
+
+#[test]
+fn quota_calls_of_one_size_share_a_set_and_larger_ones_own_theirs() {
+    let h = headers();
+    let (a, b) = (h.with_quota(Vec::new(), 2), h.with_quota(Vec::new(), 2));
+    assert!(a.shares_headers_with(&b), "the set for 2 encoded once");
+    let three = h.with_quota(Vec::new(), 3);
+    assert!(!a.shares_headers_with(&three));
+    assert_eq!(text(&a, rls::QUOTA_HEADER).as_deref(), Some("0,1"));
+    assert_eq!(text(&three, rls::QUOTA_HEADER).as_deref(), Some("0,1,2"));
+    // Asked again after a larger size was encoded: still the first set, unchanged.
+    let again = h.with_quota(Vec::new(), 2);
+    assert!(a.shares_headers_with(&again));
+    let many = MAX_SHARED_QUOTA_SETS + 1;
+    let (x, y) = (
+        h.with_quota(Vec::new(), many),
+        h.with_quota(Vec::new(), many),
+    );
+    assert!(!x.shares_headers_with(&y), "beyond the bound: each its own");
+    let expected: Vec<String> = (0..many).map(|i| i.to_string()).collect();
+    assert_eq!(
+        text(&x, rls::QUOTA_HEADER).as_deref(),
+        Some(expected.join(",").as_str())
+    );
+    assert!(h.quota.borrow().len() <= MAX_SHARED_QUOTA_SETS);
+}
