@@ -1,5 +1,6 @@
-//! Compiles the shared RLS v3 subset and the xDS subset under `../proto` into Rust types and tonic stubs in
-//! `OUT_DIR`. `protox` is a pure-Rust protobuf compiler, so no `protoc` is needed.
+//! Compiles the shared RLS v3 subset and the xDS subset under `../proto` into Rust types
+//! and tonic stubs in `OUT_DIR`. `protox` is a pure-Rust protobuf compiler, so no
+//! `protoc` is needed.
 
 use std::error::Error;
 

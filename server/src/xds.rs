@@ -7,8 +7,9 @@
 //!
 //! Each resource is one "file" named `xds:<resource name>`; the whole set is validated
 //! at once, so two resources with one domain are refused as two files would be. The
-//! result is put in force whole, like a file reload, which keeps the counters of every
-//! limit whose definition did not change.
+//! result is a whole `Config`, the value a file reload puts in force (keeping the counters
+//! of every limit whose definition did not change); the ADS client that will receive
+//! resources and apply it is not written yet.
 
 use crate::config::{self, source, Config, ConfigError, LoadOptions};
 use crate::proto::rls_conf::{
