@@ -130,12 +130,17 @@ promtool:
 # Both builds: floodgate-llm.wasm first (copied out), then the plain module, which ends
 # up on cargo's output path. Cargo keeps each feature set's build, so an unchanged one is
 # only linked into place again.
+# The plain module, on cargo's output path.
+define build-plain-wasm
+	cargo build --release --target $(WASM_TARGET) -p floodgate
+	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
+endef
+
 wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate --features response-cost
 	mkdir -p $(dir $(LLM_WASM))
 	$(WASM_OPT) $(WASM) -o $(LLM_WASM)
-	cargo build --release --target $(WASM_TARGET) -p floodgate
-	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
+	$(build-plain-wasm)
 
 # OCI image layouts, and a tar of each, built without Docker: the filter (Istio's wasm
 # "compat" format; prints the image digest, WasmPlugin `sha256`, and the module's sha256)
@@ -151,33 +156,43 @@ oci: wasm server-static
 # The module with the `trap-on-header` test feature (what Envoy does when a module crashes).
 # Built in the same target directory as the shipped module, so the dependencies are built
 # once (a target directory of its own cost a fresh machine 4 minutes), then copied out; the
-# shipped module is built again after it (cargo, then wasm-opt), because both land on the
-# same output path.
+# plain module is built again after it (cargo, then wasm-opt), because both land on the
+# same output path (a cdylib's file name has no hash, so each feature set's build replaces
+# the other's and cargo builds it again: the LLM module is a copy of its own and is left be).
 # Rebuilt only when the filter's sources change.
 wasm-trap: $(TRAP_WASM)
 
-$(TRAP_WASM): Cargo.toml Cargo.lock build.rs $(shell find src proto -type f) | wasm-target
+$(TRAP_WASM): Cargo.toml Cargo.lock build.rs $(shell find src proto -type f) | wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate --features trap-on-header
 	mkdir -p $(dir $@)
 	cp $(WASM) $@
-	$(MAKE) --no-print-directory wasm
+	$(build-plain-wasm)
 
 bench-wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) $(addprefix -p ,$(BENCH_PACKAGES))
 	for m in $(BENCH_WASMS); do $(WASM_OPT) $$m -o $$m.opt && mv $$m.opt $$m || exit 1; done
 
+# floodgate-server's release builds take thin LTO over 16 codegen units instead of the
+# workspace profile's fat LTO in one unit, which is there for the filter's size: on the
+# server the fat link was one single-threaded step of about 4 minutes in every clean build.
+SERVER_RELEASE := --release --config 'profile.release.lto="thin"' --config 'profile.release.codegen-units=16'
+
 server:
-	cargo build --release -p floodgate-server
+	cargo build $(SERVER_RELEASE) -p floodgate-server
 
 server-debug:
 	cargo build -p floodgate-server
 
 # The binary the image carries: release, statically linked (musl), no C library needed.
 server-static: musl-target
-	cargo build --release --target $(MUSL_TARGET) -p floodgate-server
+	cargo build $(SERVER_RELEASE) --target $(MUSL_TARGET) -p floodgate-server
 
-# bench-wasm: the cost model's budget test counts the bench floors too.
-test: setup wasm wasm-trap oci server-debug bench-wasm
+# bench-wasm: the cost model's budget test counts the bench floors too. No
+# `server-debug`: `cargo test --workspace` builds target/debug/floodgate-server itself (the
+# server's integration tests need it), with the dependencies' features unified across the
+# workspace and its dev-dependencies; a `cargo build -p floodgate-server` before it built
+# some 70 dependencies a second time with another feature set.
+test: setup wasm-trap wasm oci bench-wasm
 	cargo test --workspace
 
 run: envoy wasm
