@@ -86,7 +86,8 @@ pub fn apply(
         Some(v) if by_env => truthy("CONFIG_GRPC_XDS_SERVER_USE_TLS", &v)?,
         _ => false,
     };
-    if by_env && !given("config_xds") {
+    // A flag wins over a variable: --config on the command line keeps the files.
+    if by_env && !given("config_xds") && !given("config") {
         let url = set("CONFIG_GRPC_XDS_SERVER_URL").unwrap_or_else(|| "localhost:18000".into());
         x.config_xds = Some(match (url.contains("://"), tls) {
             (true, _) => url,

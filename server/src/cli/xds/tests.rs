@@ -103,6 +103,13 @@ fn a_flag_wins_over_a_variable() {
     .unwrap();
     assert_eq!(x.config_xds.as_deref(), Some("http://127.0.0.1:9000"));
     assert_eq!(x.config_xds_node_id, "mine");
+    // --config on the command line wins over CONFIG_TYPE=GRPC_XDS_SOTW.
+    let x = from(
+        &["--config", "/etc/floodgate"],
+        &[("CONFIG_TYPE", "GRPC_XDS_SOTW")],
+    )
+    .unwrap();
+    assert!(x.config_xds.is_none());
 }
 
 #[test]
