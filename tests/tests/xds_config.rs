@@ -19,6 +19,11 @@ use tokio::sync::{mpsc, watch};
 
 #[path = "xds_config/ads.rs"]
 mod ads;
+#[path = "../../server/tests/support/certs.rs"]
+#[allow(dead_code)]
+mod certs;
+#[path = "xds_config/tls.rs"]
+mod tls;
 use ads::{Management, Seen, Snapshot, TYPE_URL};
 
 const WAIT: Duration = Duration::from_secs(30);

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tonic::transport::server::TcpIncoming;
+use tonic::transport::ServerTlsConfig;
 use tonic::{Request, Response, Status, Streaming};
 
 pub const TYPE_URL: &str = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
@@ -113,11 +114,23 @@ pub struct Management {
 }
 
 impl Management {
+    /// Over plaintext (h2c).
     pub async fn start(
         addr: SocketAddr,
         snapshot: watch::Receiver<Snapshot>,
         seen: mpsc::UnboundedSender<Seen>,
         nonces: Arc<Mutex<u64>>,
+    ) -> Management {
+        Management::start_tls(addr, snapshot, seen, nonces, None).await
+    }
+
+    /// Over TLS when `tls` is given.
+    pub async fn start_tls(
+        addr: SocketAddr,
+        snapshot: watch::Receiver<Snapshot>,
+        seen: mpsc::UnboundedSender<Seen>,
+        nonces: Arc<Mutex<u64>>,
+        tls: Option<ServerTlsConfig>,
     ) -> Management {
         let listener = TcpListener::bind(addr)
             .await
@@ -131,8 +144,14 @@ impl Management {
             nonces,
         });
         let mut shutdown = stopped;
+        let mut builder = tonic::transport::Server::builder();
+        if let Some(tls) = tls {
+            builder = builder
+                .tls_config(tls)
+                .expect("the management server's TLS");
+        }
         let task = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
+            let _ = builder
                 .add_service(service)
                 .serve_with_incoming_shutdown(TcpIncoming::from(listener), async move {
                     let _ = shutdown.wait_for(|s| *s).await;
