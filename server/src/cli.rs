@@ -44,6 +44,13 @@ pub struct Args {
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,
 
+    /// With --config-xds: /healthz answers 503 until the first push is in force, so that no
+    /// call is sent to a server that would answer it unlimited (the reference's
+    /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). A file configuration is always in force
+    /// before the listeners bind.
+    #[arg(long)]
+    pub healthy_once_configured: bool,
+
     /// Validate the configuration, print the result and exit (non-zero on error).
     #[arg(long)]
     pub check: bool,

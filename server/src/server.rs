@@ -148,7 +148,7 @@ async fn serve<S: Store>(
     let grpc_addr = local_addr(&grpc, args.grpc_addr)?;
     let http_addr = local_addr(&http, args.http_addr)?;
 
-    keep_current(from, &args, &shared, &metrics, &stop);
+    keep_current(from, &args, &shared, &metrics, &readiness, &stop);
 
     let (limits, http_limits) = connection_limits(&args);
     let reference = reference_stats(&args, &stop);
@@ -225,6 +225,7 @@ fn keep_current(
     args: &Args,
     shared: &config::Shared,
     metrics: &Arc<Metrics>,
+    readiness: &Arc<Readiness>,
     stop: &watch::Receiver<bool>,
 ) {
     match source {
@@ -241,11 +242,15 @@ fn keep_current(
         }
         Source::Files(_) => {}
         Source::Xds(settings) => {
+            if args.healthy_once_configured {
+                readiness.await_configuration();
+            }
             tokio::spawn(crate::xds::client::run(
                 *settings,
                 args.load_options(),
                 shared.clone(),
                 metrics.clone(),
+                readiness.clone(),
                 stop.clone(),
             ));
         }

@@ -89,6 +89,16 @@ async fn metric(http: SocketAddr, series: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// `GET /healthz`: its status and body.
+async fn health(http: SocketAddr) -> (u16, String) {
+    let r = client()
+        .get(format!("http://{http}/healthz"))
+        .send()
+        .await
+        .expect("/healthz answers");
+    (r.status().as_u16(), r.text().await.unwrap_or_default())
+}
+
 /// The next request the management server receives that answers `nonce`.
 async fn answer_to(seen: &mut mpsc::UnboundedReceiver<Seen>, nonce: &str) -> Seen {
     tokio::time::timeout(WAIT, async {
@@ -128,7 +138,13 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     let url = format!("http://{ads_addr}");
     let (mut child, grpc, http) = start_server(
         &dir,
-        &["--config-xds", &url, "--config-xds-node-id", "test-node"],
+        &[
+            "--config-xds",
+            &url,
+            "--config-xds-node-id",
+            "test-node",
+            "--healthy-once-configured",
+        ],
         &[],
     );
     let log = || std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
@@ -158,8 +174,13 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
         ("", "")
     );
 
-    // Before the first push every domain is unknown: answered OK, nothing limited.
+    // Before the first push every domain is unknown: answered OK, nothing limited; so
+    // /healthz keeps Kubernetes' calls away (--healthy-once-configured).
     assert_eq!(send(&ingress, "acme", 3).await, (3, 0), "{}", log());
+    assert_eq!(
+        health(http).await,
+        (503, "waiting: no configuration pushed yet".to_owned())
+    );
 
     // The initial push: each limit exact.
     push.send_replace(Some((
@@ -169,6 +190,7 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     let ack = answer_to(&mut seen, "nonce-1").await.request;
     assert_eq!(ack.version_info, "v1", "ACK carries the applied version");
     assert!(ack.error_detail.is_none(), "{:?}", ack.error_detail);
+    assert_eq!(health(http).await, (200, "ok".to_owned()));
     assert_eq!(send(&ingress, "acme", 3).await, (3, 0));
     assert_eq!(send(&ingress, "globex", 2).await, (2, 0));
 

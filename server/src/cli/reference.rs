@@ -137,7 +137,7 @@ pub const SETTINGS: &[Setting] = &[
     s("LIMIT_LIMIT_HEADER", "RateLimit-Limit", "`--limit-header`"),
     s("LIMIT_REMAINING_HEADER", "RateLimit-Remaining", "`--remaining-header`"),
     s("LIMIT_RESET_HEADER", "RateLimit-Reset", "`--reset-header`"),
-    a("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "false", "serving implies a valid configuration; `/healthz` reports the store"),
+    s("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "false", "`--healthy-once-configured`: with xDS, `/healthz` answers 503 until the first push is in force; a file configuration always is before the listeners bind"),
     r("REDIS_SOCKET_TYPE", "unix", &["tcp"], "Redis over TCP only (`REDIS_SOCKET_TYPE=tcp`, `REDIS_URL=HOST:PORT`), to Redis itself rather than through twemproxy's Unix socket"),
     s("REDIS_TYPE", "SINGLE", "`SINGLE`, `CLUSTER` or `SENTINEL` with `REDIS_URL`, when no `--redis-*` target flag is given"),
     s("REDIS_URL", "/var/run/nutcracker/ratelimit.sock", "`--redis-url` / `--redis-cluster` / `--redis-sentinel` (`HOST:PORT`, a list, or `MASTER,HOST:PORT,…`)"),

@@ -10,6 +10,7 @@ use crate::metrics::Metrics;
 use crate::proto::discovery::aggregated_discovery_service_client::AggregatedDiscoveryServiceClient;
 use crate::proto::discovery::DiscoveryRequest;
 use crate::proto::envoy::config::core::v3::Node;
+use crate::readiness::Readiness;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -58,6 +59,7 @@ pub async fn run(
     options: LoadOptions,
     shared: Shared,
     metrics: Arc<Metrics>,
+    readiness: Arc<Readiness>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut session = Session::new(settings.node.clone());
@@ -65,7 +67,7 @@ pub async fn run(
     tracing::info!(url = %settings.url, node = %settings.node.id, "xDS: asking for RateLimitConfig");
     loop {
         let ended = tokio::select! {
-            why = stream(&settings, &mut session, &options, &shared, &metrics, &mut backoff) => why,
+            why = stream(&settings, &mut session, &options, &shared, &metrics, &readiness, &mut backoff) => why,
             _ = stop.wait_for(|s| *s) => return,
         };
         metrics.xds.set_connected(false);
@@ -91,6 +93,7 @@ async fn stream(
     options: &LoadOptions,
     shared: &Shared,
     metrics: &Metrics,
+    readiness: &Readiness,
     backoff: &mut Backoff,
 ) -> String {
     let channel: Channel = match settings.endpoint.connect().await {
@@ -133,6 +136,7 @@ async fn stream(
             } => {
                 let domains = config.domain_names().count();
                 crate::reload::put_in_force(config, shared, metrics);
+                readiness.configured();
                 metrics.xds.update(true);
                 tracing::info!(%version, domains, "xDS: configuration applied");
                 ack

@@ -129,7 +129,12 @@ fn switches(
     given: &dyn Fn(&str) -> bool,
     set: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
-    let flags: [(&str, &str, &mut bool); 5] = [
+    let flags: [(&str, &str, &mut bool); 6] = [
+        (
+            "healthy_once_configured",
+            "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED",
+            &mut args.healthy_once_configured,
+        ),
         (
             "reference_stats",
             "USE_PROMETHEUS",
