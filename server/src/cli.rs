@@ -5,6 +5,7 @@ pub mod calls;
 pub mod redis;
 pub mod reference;
 pub mod tls;
+pub mod xds;
 
 use self::redis::RedisArgs;
 use crate::config::LoadOptions;
@@ -24,7 +25,8 @@ use std::time::Duration;
 pub struct Args {
     /// Rate limit configuration: a YAML file, or a directory whose *.yaml/*.yml files each
     /// hold one domain. Watched: valid changes apply without a restart. Required, unless
-    /// the reference's RUNTIME_ROOT / RUNTIME_SUBDIRECTORY / RUNTIME_APPDIRECTORY name it.
+    /// the reference's RUNTIME_ROOT / RUNTIME_SUBDIRECTORY / RUNTIME_APPDIRECTORY name it,
+    /// or the configuration comes from xDS (--config-xds).
     #[arg(
         long,
         value_name = "PATH",
@@ -41,6 +43,13 @@ pub struct Args {
     /// Address /healthz and /metrics listen on (port 0: any free port).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub http_addr: SocketAddr,
+
+    /// With --config-xds: /healthz answers 503 until the first push is in force, so that no
+    /// call is sent to a server that would answer it unlimited (the reference's
+    /// HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED). A file configuration is always in force
+    /// before the listeners bind.
+    #[arg(long)]
+    pub healthy_once_configured: bool,
 
     /// Validate the configuration, print the result and exit (non-zero on error).
     #[arg(long)]
@@ -94,6 +103,15 @@ pub struct Args {
     #[arg(long)]
     pub reference_stats: bool,
 
+    /// Also serve the metrics on a listener of their own at this address, under
+    /// --metrics-path (the reference's PROMETHEUS_ADDR, with USE_PROMETHEUS=true).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// The path --metrics-addr serves the metrics under (PROMETHEUS_PATH).
+    #[arg(long, value_name = "PATH", default_value = "/metrics", value_parser = metrics_path)]
+    pub metrics_path: String,
+
     /// Push the reference's per-limit counters to this statsd address (HOST:PORT, UDP),
     /// in its statsd names, as its USE_STATSD with STATSD_HOST and STATSD_PORT does.
     #[arg(long, value_name = "HOST:PORT")]
@@ -123,6 +141,10 @@ pub struct Args {
     /// entry). When full, requests needing a new counter get UNAVAILABLE.
     #[arg(long, value_name = "CELLS", default_value_t = DEFAULT_CAPACITY)]
     pub memory_capacity: usize,
+
+    /// The xDS configuration source (instead of --config).
+    #[command(flatten)]
+    pub xds: self::xds::XdsArgs,
 
     /// The Redis store (without a target: the memory store).
     #[command(flatten)]
@@ -220,10 +242,15 @@ impl Args {
         let given =
             |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         let notes = reference::apply(&mut args, &given, &|name| std::env::var(name).ok())?;
-        if args.config.as_os_str().is_empty() {
+        if args.config.as_os_str().is_empty() && args.xds.config_xds.is_none() {
             return Err(
-                "no configuration: give --config PATH (or the reference's RUNTIME_ROOT and RUNTIME_SUBDIRECTORY)"
+                "no configuration: give --config PATH or --config-xds URL (or the reference's RUNTIME_ROOT and RUNTIME_SUBDIRECTORY, or CONFIG_TYPE=GRPC_XDS_SOTW)"
                     .to_owned(),
+            );
+        }
+        if args.check && args.xds.config_xds.is_some() {
+            return Err(
+                "--check validates a file: give --config PATH, not --config-xds".to_owned(),
             );
         }
         Ok((args, notes))
@@ -303,11 +330,26 @@ impl Args {
         }
     }
 
+    /// The xDS client's settings (`None`: the configuration is a file), its TLS files
+    /// read now; see [`xds`].
+    pub fn xds(&self) -> Result<Option<crate::xds::client::Settings>, String> {
+        self.xds.resolve(&|path| std::fs::read(path))
+    }
+
     /// How the configuration is read, from the layout flags.
     pub fn load_options(&self) -> LoadOptions {
         LoadOptions {
             merge_domains: self.merge_domains,
         }
+    }
+}
+
+/// A path for axum's router: absolute, no route parameters or wildcards.
+pub(crate) fn metrics_path(s: &str) -> Result<String, String> {
+    let plain = s.starts_with('/') && !s.contains([':', '*', '{', '}']);
+    match plain {
+        true => Ok(s.to_owned()),
+        false => Err(format!("{s:?}: expected a path such as /metrics")),
     }
 }
 

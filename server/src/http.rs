@@ -1,4 +1,5 @@
-//! The HTTP side: `/healthz` for probes and `/metrics` for Prometheus.
+//! The HTTP side: `/healthz` (also `/healthcheck`, the reference's path) for probes and
+//! `/metrics` for Prometheus.
 
 use crate::metrics::{Format, Metrics};
 use crate::readiness::Readiness;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 /// The routes, over the server's metrics.
 ///
-/// `/healthz` answers `503 draining: shutting down` once SIGTERM has started the drain
+/// `/healthz` and `/healthcheck` answer `503 draining: shutting down` once SIGTERM has started the drain
 /// (see [`crate::shutdown`]); otherwise `200 ok` while the store can decide, and
 /// `503 degraded: store cannot decide (<cause>): <reason>` while it cannot (the Redis store during an outage, or while
 /// Redis refuses our credentials or our script; the memory store is always up). The
@@ -27,49 +28,64 @@ pub fn router(
     reference: Option<Arc<ReferenceStats>>,
 ) -> Router {
     let health = metrics.clone();
+    let probe = get(move || {
+        let metrics = health.clone();
+        let readiness = readiness.clone();
+        async move {
+            let h = metrics.health();
+            if let Some(why) = readiness.not_ready() {
+                (StatusCode::SERVICE_UNAVAILABLE, why.to_owned())
+            } else if h.is_up() {
+                (StatusCode::OK, "ok".to_owned())
+            } else {
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("degraded: {}", h.describe()),
+                )
+            }
+        }
+    });
     Router::new()
-        .route(
-            "/healthz",
-            get(move || {
-                let metrics = health.clone();
-                let readiness = readiness.clone();
-                async move {
-                    let h = metrics.health();
-                    if let Some(why) = readiness.not_ready() {
-                        (StatusCode::SERVICE_UNAVAILABLE, why.to_owned())
-                    } else if h.is_up() {
-                        (StatusCode::OK, "ok".to_owned())
-                    } else {
-                        (
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            format!("degraded: {}", h.describe()),
-                        )
-                    }
+        // `/healthcheck` is the reference's path: probes written for it keep working.
+        .route("/healthz", probe.clone())
+        .route("/healthcheck", probe)
+        .route("/metrics", metrics_route(metrics, reference))
+}
+
+/// The metrics alone under `path`: the listener of `--metrics-addr` (the reference's
+/// `PROMETHEUS_ADDR`), which a scraper configured for the reference's image points at.
+pub fn metrics_router(
+    metrics: Arc<Metrics>,
+    reference: Option<Arc<ReferenceStats>>,
+    path: &str,
+) -> Router {
+    Router::new().route(path, metrics_route(metrics, reference))
+}
+
+/// `GET`: the exposition, with the reference's series when `reference` is given.
+fn metrics_route(
+    metrics: Arc<Metrics>,
+    reference: Option<Arc<ReferenceStats>>,
+) -> axum::routing::MethodRouter {
+    get(move |headers: HeaderMap| {
+        let metrics = metrics.clone();
+        let reference = reference.clone();
+        async move {
+            // The classic text format unless the scraper asks for OpenMetrics.
+            let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
+            let format = Format::from_accept(accept);
+            let mut body = metrics.render_as(format);
+            if let Some(stats) = reference {
+                // OpenMetrics ends with `# EOF`: the reference's families go before.
+                let eof = body.strip_suffix("# EOF\n").map(str::len);
+                let mut extra = String::new();
+                stats.render(&mut extra, eof.is_some());
+                match eof {
+                    Some(at) => body.insert_str(at, &extra),
+                    None => body.push_str(&extra),
                 }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(move |headers: HeaderMap| {
-                let metrics = metrics.clone();
-                let reference = reference.clone();
-                async move {
-                    // The classic text format unless the scraper asks for OpenMetrics.
-                    let accept = headers.get(ACCEPT).and_then(|v| v.to_str().ok());
-                    let format = Format::from_accept(accept);
-                    let mut body = metrics.render_as(format);
-                    if let Some(stats) = reference {
-                        // OpenMetrics ends with `# EOF`: the reference's families go before.
-                        let eof = body.strip_suffix("# EOF\n").map(str::len);
-                        let mut extra = String::new();
-                        stats.render(&mut extra, eof.is_some());
-                        match eof {
-                            Some(at) => body.insert_str(at, &extra),
-                            None => body.push_str(&extra),
-                        }
-                    }
-                    ([(CONTENT_TYPE, format.content_type())], body).into_response()
-                }
-            }),
-        )
+            }
+            ([(CONTENT_TYPE, format.content_type())], body).into_response()
+        }
+    })
 }

@@ -31,6 +31,7 @@
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
+//! | `floodgate_xds_updates_total`, `floodgate_xds_connected`, `floodgate_xds_reconnects_total` | counter, gauge, counter | see [`XdsMetrics`] |
 //! | `floodgate_tls_handshakes_total`, `floodgate_tls_handshake_errors_total`, `floodgate_tls_reloads_total`, `floodgate_identity_refusals_total` | counter | see [`crate::tls`] |
 
 mod domains;
@@ -38,11 +39,13 @@ mod format;
 pub mod limits;
 mod lock_free;
 mod outcome;
+mod xds;
 
 pub use domains::DomainCounters;
 use domains::DomainFamilies;
 pub use format::Format;
 pub use outcome::Outcome;
+pub use xds::XdsMetrics;
 
 use crate::listener::{ConnectionMetrics, Port};
 use crate::store::health::Health;
@@ -180,6 +183,8 @@ pub struct Metrics {
     pub tls: Arc<TlsMetrics>,
     /// The HTTP port's connections.
     pub http_connections: Arc<ConnectionMetrics>,
+    /// The xDS configuration source (see [`crate::xds`]).
+    pub xds: Arc<XdsMetrics>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -248,6 +253,8 @@ impl Metrics {
         tls.register(&mut registry);
         let http_connections = Arc::new(ConnectionMetrics::new(Port::Http));
         http_connections.register(&mut registry);
+        let xds = Arc::new(XdsMetrics::default());
+        xds.register(&mut registry);
         Metrics {
             registry,
             families,
@@ -265,6 +272,7 @@ impl Metrics {
             connections,
             tls,
             http_connections,
+            xds,
         }
     }
 

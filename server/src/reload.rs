@@ -115,8 +115,7 @@ fn apply(
     match parsed {
         Ok(c) => {
             let domains = c.domain_names().count();
-            metrics.register_config(&c);
-            shared.set(c);
+            put_in_force(c, shared, metrics);
             metrics.reload(true);
             tracing::info!(path = %path.display(), domains, "configuration reloaded");
         }
@@ -125,6 +124,15 @@ fn apply(
             tracing::error!("{e}; keeping the previous configuration");
         }
     }
+}
+
+/// Puts a validated configuration in force, whatever its source (a file reload or an xDS
+/// push): its series are created first, so they export zeros before its first decision.
+/// The store is untouched, so a limit whose definition did not change keeps its counters
+/// (its keys are derived from the definition).
+pub fn put_in_force(config: config::Config, shared: &config::Shared, metrics: &Metrics) {
+    metrics.register_config(&config);
+    shared.set(config);
 }
 
 #[cfg(test)]

@@ -49,18 +49,39 @@ pub enum ServerError {
     /// The gRPC port's TLS settings or files cannot work.
     #[error("gRPC TLS: {0}")]
     Tls(String),
+    /// The xDS source's settings or files cannot work.
+    #[error("xDS: {0}")]
+    Xds(String),
     /// Serving failed.
     #[error("{0}")]
     Serve(String),
+}
+
+/// Where the configuration comes from, and what keeps it current.
+enum Source {
+    /// Files read at start (polled for changes every `--watch-interval-ms`).
+    Files(source::Files),
+    /// An xDS management server, which pushes it (boxed: the endpoint is large).
+    Xds(Box<crate::xds::client::Settings>),
 }
 
 /// Loads the configuration and serves until SIGTERM or SIGINT.
 ///
 /// Once both listeners are bound, prints exactly one line to stdout,
 /// `floodgate-server ready grpc=ADDR http=ADDR`, which scripts and tests wait for.
+///
+/// With xDS, serving starts before the first push: until it, every domain is unknown, so
+/// every request is answered `OK` with nothing limited (as the reference answers a domain
+/// it has no configuration for).
 pub async fn run(args: Args) -> Result<(), ServerError> {
-    let files = source::read(&args.config)?;
-    let shared = config::Shared::new(config::parse_with(&files, &args.load_options())?);
+    let (from, shared) = match args.xds().map_err(ServerError::Xds)? {
+        None => {
+            let files = source::read(&args.config)?;
+            let config = config::parse_with(&files, &args.load_options())?;
+            (Source::Files(files), config::Shared::new(config))
+        }
+        Some(settings) => (Source::Xds(Box::new(settings)), config::Shared::default()),
+    };
     let (stop_tx, stop) = watch::channel(false);
     let readiness = Arc::new(Readiness::default());
     let delay = Duration::from_millis(args.shutdown_delay_ms);
@@ -87,7 +108,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 Arc::new(MemoryStore::new(args.memory_capacity).with_counting(args.counting));
             let metrics = Arc::new(Metrics::new(store.name()));
             tokio::spawn(sweep(store.clone(), metrics.clone(), stop.clone()));
-            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
+            serve(args, grpc_tls, from, shared, store, metrics, lifecycle).await
         }
         Some(options) => {
             let health = Arc::new(Health::default());
@@ -97,7 +118,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
                 .map_err(ServerError::Redis)?;
             tracing::info!(%target, up = store.is_up(), "Redis store");
             let metrics = Arc::new(Metrics::with_health(store.name(), health));
-            serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await
+            serve(args, grpc_tls, from, shared, store, metrics, lifecycle).await
         }
     }
 }
@@ -112,7 +133,7 @@ struct Lifecycle {
 async fn serve<S: Store>(
     args: Args,
     grpc_tls: cli::tls::Resolved,
-    files: source::Files,
+    from: Source,
     shared: config::Shared,
     store: S,
     metrics: Arc<Metrics>,
@@ -127,17 +148,7 @@ async fn serve<S: Store>(
     let grpc_addr = local_addr(&grpc, args.grpc_addr)?;
     let http_addr = local_addr(&http, args.http_addr)?;
 
-    if args.watch_interval_ms > 0 {
-        tokio::spawn(reload::watch_config(
-            args.config.clone(),
-            files,
-            args.load_options(),
-            shared.clone(),
-            metrics.clone(),
-            Duration::from_millis(args.watch_interval_ms),
-            stop.clone(),
-        ));
-    }
+    keep_current(from, &args, &shared, &metrics, &readiness, &stop);
 
     let (limits, http_limits) = connection_limits(&args);
     let reference = reference_stats(&args, &stop);
@@ -154,6 +165,7 @@ async fn serve<S: Store>(
             listener::incoming(grpc, limits, metrics.connections.clone(), acceptor),
             stopped(stop.clone()),
         );
+    metrics_listener(&args, &metrics, &exported, &http_limits, &stop).await?;
     let http_server = listener::http::serve(
         http,
         http::router(metrics.clone(), readiness, exported),
@@ -179,6 +191,70 @@ async fn serve<S: Store>(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The metrics' own listener (`--metrics-addr`, the reference's `PROMETHEUS_ADDR`), bound
+/// now and served until `stop` with the HTTP port's limits, if asked for.
+async fn metrics_listener(
+    args: &Args,
+    metrics: &Arc<Metrics>,
+    exported: &Option<Arc<ReferenceStats>>,
+    limits: &listener::HttpLimits,
+    stop: &watch::Receiver<bool>,
+) -> Result<(), ServerError> {
+    let Some(addr) = args.metrics_addr else {
+        return Ok(());
+    };
+    let port = bind(addr).await?;
+    let bound = local_addr(&port, addr)?;
+    tracing::info!(addr = %bound, path = %args.metrics_path, "metrics listener");
+    tokio::spawn(listener::http::serve(
+        port,
+        http::metrics_router(metrics.clone(), exported.clone(), &args.metrics_path),
+        *limits,
+        metrics.http_connections.clone(),
+        stop.clone(),
+    ));
+    Ok(())
+}
+
+/// Starts what keeps the configuration current until `stop`: the file poller, or the xDS
+/// client.
+fn keep_current(
+    source: Source,
+    args: &Args,
+    shared: &config::Shared,
+    metrics: &Arc<Metrics>,
+    readiness: &Arc<Readiness>,
+    stop: &watch::Receiver<bool>,
+) {
+    match source {
+        Source::Files(files) if args.watch_interval_ms > 0 => {
+            tokio::spawn(reload::watch_config(
+                args.config.clone(),
+                files,
+                args.load_options(),
+                shared.clone(),
+                metrics.clone(),
+                Duration::from_millis(args.watch_interval_ms),
+                stop.clone(),
+            ));
+        }
+        Source::Files(_) => {}
+        Source::Xds(settings) => {
+            if args.healthy_once_configured {
+                readiness.await_configuration();
+            }
+            tokio::spawn(crate::xds::client::run(
+                *settings,
+                args.load_options(),
+                shared.clone(),
+                metrics.clone(),
+                readiness.clone(),
+                stop.clone(),
+            ));
+        }
+    }
 }
 
 /// The gRPC port's TLS acceptor, if TLS is on, watching its files for rotation until `stop`.

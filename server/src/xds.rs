@@ -1,15 +1,24 @@
-//! The xDS configuration source's conversion: the reference's `RateLimitConfig`
-//! resources (`type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig`), as an
-//! ADS management server such as Envoy Gateway pushes them, turned into the configuration
-//! files' own form and validated by the very same code as a file (see
-//! [`crate::config::parse_with`]), so every key means what it means in a file and every
-//! error names its field path, e.g. `xds:api: descriptors[0].rate_limit.unit: ...`.
+//! The xDS configuration source: floodgate-server as an ADS (state of the world) client of
+//! a management server such as Envoy Gateway, asking for the reference's `RateLimitConfig`
+//! resources (`type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig`).
+//!
+//! - [`session`]: the protocol, pure: the subscription, and each response turned into a
+//!   configuration and its ACK, or a NACK with the validation error; the reconnect back-off.
+//! - [`client`]: the tokio task carrying it out over a tonic stream.
+//! - [`crate::metrics::XdsMetrics`]: pushes applied and rejected, whether the stream is
+//!   up, reconnects.
+//! - Here, the conversion: resources turned into the configuration files' own form and
+//!   validated by the very same code as a file (see [`crate::config::parse_with`]), so
+//!   every key means what it means in a file and every error names its field path, e.g.
+//!   `xds:api: descriptors[0].rate_limit.unit: ...`.
 //!
 //! Each resource is one "file" named `xds:<resource name>`; the whole set is validated
 //! at once, so two resources with one domain are refused as two files would be. The
-//! result is a whole `Config`, the value a file reload puts in force (keeping the counters
-//! of every limit whose definition did not change); the ADS client that will receive
-//! resources and apply it is not written yet.
+//! result is a whole `Config`, put in force as a file reload's is (keeping the counters
+//! of every limit whose definition did not change).
+
+pub mod client;
+pub mod session;
 
 use crate::config::{self, source, Config, ConfigError, LoadOptions};
 use crate::proto::rls_conf::{

@@ -42,6 +42,8 @@ async fn the_references_variables_alone_configure_the_server() {
         ("LIMIT_RESPONSE_HEADERS_ENABLED", "true"),
         ("LIMIT_REMAINING_HEADER", "X-Left"),
         ("USE_PROMETHEUS", "true"),
+        // Its own metrics listener (the reference's :9090 by default) on any free port.
+        ("PROMETHEUS_ADDR", "127.0.0.1:0"),
     ]);
     let mut client = server.client().await;
     let request = || envoy_request("web", vec![descriptor(&[("user", "a")])]);

@@ -57,10 +57,12 @@ pub fn apply(
 ) -> Result<Vec<String>, String> {
     let set = |name: &str| env(name).filter(|v| !v.is_empty());
     let notes = unsupported(&set)?;
+    crate::cli::xds::apply(&mut args.xds, given, &set)?;
     addresses(args, given, &set)?;
     switches(args, given, &set)?;
     tuning(args, given, &set)?;
     statsd(args, given, &set)?;
+    prometheus(args, given, &set)?;
     Ok(notes)
 }
 
@@ -92,23 +94,28 @@ fn unsupported(set: &dyn Fn(&str) -> Option<String>) -> Result<Vec<String>, Stri
     Ok(notes)
 }
 
-/// The gRPC and HTTP addresses and the configuration's path.
+/// The gRPC and HTTP addresses and the configuration's path (none with xDS: the reference
+/// reads no runtime directory then).
 fn addresses(
     args: &mut Args,
     given: &dyn Fn(&str) -> bool,
     set: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
+    // A deployment written for the reference (any of its variables set) listens where
+    // the reference does by default, on every interface; ours alone stays on loopback.
+    let reference = SETTINGS.iter().any(|s| set(s.name).is_some());
+    let fallback = |port: u16| reference.then(|| SocketAddr::from(([0, 0, 0, 0], port)));
     if !given("grpc_addr") {
-        if let Some(addr) = address(&set, "GRPC_HOST", "GRPC_PORT", 8081)? {
+        if let Some(addr) = address(&set, "GRPC_HOST", "GRPC_PORT", 8081)?.or(fallback(8081)) {
             args.grpc_addr = addr;
         }
     }
     if !given("http_addr") {
-        if let Some(addr) = address(&set, "HOST", "PORT", 8080)? {
+        if let Some(addr) = address(&set, "HOST", "PORT", 8080)?.or(fallback(8080)) {
             args.http_addr = addr;
         }
     }
-    if !given("config") {
+    if !given("config") && args.xds.config_xds.is_none() {
         if let Some(path) = runtime_path(&set) {
             args.config = path;
         }
@@ -122,7 +129,12 @@ fn switches(
     given: &dyn Fn(&str) -> bool,
     set: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), String> {
-    let flags: [(&str, &str, &mut bool); 5] = [
+    let flags: [(&str, &str, &mut bool); 6] = [
+        (
+            "healthy_once_configured",
+            "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED",
+            &mut args.healthy_once_configured,
+        ),
         (
             "reference_stats",
             "USE_PROMETHEUS",
@@ -223,6 +235,38 @@ fn statsd(
         args.statsd_flush_ms = go_duration_ms(&v).ok_or_else(|| {
             format!("STATS_FLUSH_INTERVAL {v:?}: expected a duration such as 10s")
         })?;
+    }
+    Ok(())
+}
+
+/// The reference's own metrics listener: `PROMETHEUS_ADDR` (`:9090`, every interface) and
+/// `PROMETHEUS_PATH`, with `USE_PROMETHEUS=true`.
+fn prometheus(
+    args: &mut Args,
+    given: &dyn Fn(&str) -> bool,
+    set: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), String> {
+    let on = match set("USE_PROMETHEUS") {
+        Some(v) => truthy("USE_PROMETHEUS", &v)?,
+        None => false,
+    };
+    if !on {
+        return Ok(());
+    }
+    if !given("metrics_addr") {
+        let text = set("PROMETHEUS_ADDR").unwrap_or_else(|| ":9090".to_owned());
+        let full = match text.strip_prefix(':') {
+            Some(port) => format!("0.0.0.0:{port}"),
+            None => text.clone(),
+        };
+        args.metrics_addr = Some(
+            full.parse()
+                .map_err(|_| format!("PROMETHEUS_ADDR {text:?}: expected :PORT or IP:PORT"))?,
+        );
+    }
+    if let (false, Some(v)) = (given("metrics_path"), set("PROMETHEUS_PATH")) {
+        args.metrics_path =
+            crate::cli::metrics_path(&v).map_err(|e| format!("PROMETHEUS_PATH {e}"))?;
     }
     Ok(())
 }

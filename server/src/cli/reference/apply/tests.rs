@@ -23,7 +23,7 @@ fn every_supported_variable_is_read_by_the_code_that_applies_it() {
     // (logging, the flags' fill-in, the Redis and TLS resolvers); the names they ask for
     // are recorded. `apply`'s loop over the accepted and refused ones is not what is
     // checked: it skips supported names, so only dedicated code can ask for them.
-    let scenarios: [&[(&str, &str)]; 3] = [
+    let scenarios: [&[(&str, &str)]; 4] = [
         &[
             ("LOG_LEVEL", "debug"),
             ("LOG_FORMAT", "json"),
@@ -59,12 +59,27 @@ fn every_supported_variable_is_read_by_the_code_that_applies_it() {
             ("LIMIT_RESET_HEADER", "T"),
             ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"),
             ("USE_PROMETHEUS", "true"),
+            ("PROMETHEUS_ADDR", ":19001"),
+            ("PROMETHEUS_PATH", "/stats/prometheus"),
             ("USE_STATSD", "true"),
             ("STATSD_HOST", "statsd"),
             ("STATSD_PORT", "9125"),
             ("STATS_FLUSH_INTERVAL", "1s"),
         ],
         &[("REDIS_URL", "redis:6379"), ("REDIS_TYPE", "SINGLE")],
+        &[
+            ("CONFIG_TYPE", "GRPC_XDS_SOTW"),
+            ("CONFIG_GRPC_XDS_SERVER_URL", "xds:18000"),
+            ("CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"),
+            ("CONFIG_GRPC_XDS_NODE_ID", "node"),
+            ("CONFIG_GRPC_XDS_NODE_METADATA", "k=v"),
+            ("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "k=v"),
+            ("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/cert.pem"),
+            ("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", "/key.pem"),
+            ("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", "/ca.pem"),
+            ("CONFIG_GRPC_XDS_SERVER_TLS_SAN", "xds"),
+            ("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "1048576"),
+        ],
         &[],
     ];
     let asked = RefCell::new(BTreeSet::new());
@@ -238,8 +253,8 @@ fn features_we_lack_refuse_to_start_saying_what_to_use() {
     // A secret is never echoed.
     let e = refused(&[("REDIS_PERSECOND_AUTH", "hunter2")]);
     assert!(!e.contains("hunter2"), "{e}");
-    assert!(refused(&[("CONFIG_TYPE", "GRPC_XDS_SOTW")])
-        .starts_with("CONFIG_TYPE=\"GRPC_XDS_SOTW\" is not supported"));
+    assert!(refused(&[("CONFIG_TYPE", "GRPC_XDS_DELTA")])
+        .starts_with("CONFIG_TYPE=\"GRPC_XDS_DELTA\" is not supported"));
     assert!(refused(&[("REDIS_SOCKET_TYPE", "unix")]).contains("Redis over TCP only"));
     // Every refusal at once, links as plain text.
     let both = refused(&[("QUOTA_MODE", "true"), ("GRPC_UDS", "/tmp/s")]);
@@ -345,3 +360,5 @@ fn log_level_and_format() {
     );
     assert!(l(&[("LOG_LEVEL", "loud")]).is_err());
 }
+
+mod listeners;

@@ -1,0 +1,377 @@
+//! floodgate-server configured over xDS, as Envoy Gateway configures the reference: an ADS
+//! management server written here (tonic, the real state-of-the-world protocol over gRPC,
+//! recording every request it receives) pushes `RateLimitConfig` resources to the real
+//! floodgate-server binary, and a real Envoy's native `ratelimit` filter is limited by
+//! them, exactly, across updates, a NACKed push and the management server's restart.
+
+use floodgate_integration::client::statuses;
+use floodgate_integration::server::ready_addresses;
+use floodgate_integration::{burst, client, configs, paths, wait, Envoy, Upstream};
+use floodgate_server::proto::rls_conf::{
+    RateLimitConfig, RateLimitDescriptor, RateLimitPolicy, RateLimitUnit,
+};
+use prost::Message;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+#[path = "xds_config/ads.rs"]
+mod ads;
+#[path = "../../server/tests/support/certs.rs"]
+#[allow(dead_code)]
+mod certs;
+#[path = "xds_config/tls.rs"]
+mod tls;
+use ads::{Management, Seen, Snapshot, TYPE_URL};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// One `RateLimitConfig`: domain `edge`, a per-day limit for each `tenant` value given.
+fn edge(limits: &[(&str, u32, i32)]) -> Vec<prost_types::Any> {
+    let descriptors = limits
+        .iter()
+        .map(|(tenant, rpu, unit)| RateLimitDescriptor {
+            key: "tenant".into(),
+            value: (*tenant).into(),
+            rate_limit: Some(RateLimitPolicy {
+                unit: *unit,
+                requests_per_unit: *rpu,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .collect();
+    let resource = RateLimitConfig {
+        name: "edge".into(),
+        domain: "edge".into(),
+        descriptors,
+    };
+    vec![prost_types::Any {
+        type_url: TYPE_URL.into(),
+        value: resource.encode_to_vec(),
+    }]
+}
+
+/// A day's window: a test never straddles two (unless run across midnight UTC).
+const DAY: i32 = RateLimitUnit::Day as i32;
+
+/// The real floodgate-server binary with `args` and `env`, its log in `dir`; with its
+/// ready line's addresses.
+fn start_server(
+    dir: &tempfile::TempDir,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Child, SocketAddr, SocketAddr) {
+    let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+    let mut child = Command::new(paths::server())
+        .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
+        .args(args)
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .expect("spawn floodgate-server");
+    let (grpc, http) = ready_addresses(&mut child, &dir.path().join("server.log"));
+    (child, grpc, http)
+}
+
+/// One series of floodgate-server's `/metrics` (0 if absent).
+async fn metric(http: SocketAddr, series: &str) -> f64 {
+    let text = match client().get(format!("http://{http}/metrics")).send().await {
+        Ok(r) => r.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// `GET /healthz`: its status and body.
+async fn health(http: SocketAddr) -> (u16, String) {
+    let r = client()
+        .get(format!("http://{http}/healthz"))
+        .send()
+        .await
+        .expect("/healthz answers");
+    (r.status().as_u16(), r.text().await.unwrap_or_default())
+}
+
+/// The next request the management server receives that answers `nonce`.
+async fn answer_to(seen: &mut mpsc::UnboundedReceiver<Seen>, nonce: &str) -> Seen {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let s = seen.recv().await.expect("the management server is gone");
+            if s.request.response_nonce == nonce {
+                return s;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no answer to {nonce} within {WAIT:?}"))
+}
+
+/// How many of `n` requests for `tenant` Envoy let through (200) and refused (429).
+async fn send(url: &str, tenant: &str, n: usize) -> (usize, usize) {
+    let replies = burst(&client(), url, &[("x-tenant-id", tenant)], n).await;
+    let counts = statuses(&replies);
+    let (ok, limited) = (
+        counts.get(&200).copied().unwrap_or(0),
+        counts.get(&429).copied().unwrap_or(0),
+    );
+    assert_eq!(ok + limited, n, "{tenant}: {counts:?}");
+    (ok, limited)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
+    let (push, snapshot) = watch::channel::<Snapshot>(None);
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let nonces = Arc::new(Mutex::new(0));
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let ads = Management::start(any, snapshot.clone(), seen_tx.clone(), nonces.clone()).await;
+    let ads_addr = ads.addr;
+
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://{ads_addr}");
+    let (mut child, grpc, http) = start_server(
+        &dir,
+        &[
+            "--config-xds",
+            &url,
+            "--config-xds-node-id",
+            "test-node",
+            "--healthy-once-configured",
+        ],
+        &[],
+    );
+    let log = || std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    let upstream = Upstream::start().await;
+    let envoy = Envoy::start(
+        &configs::native_ratelimit("edge", "x-tenant-id", "tenant", upstream.addr(), grpc),
+        2,
+    )
+    .await;
+    let ingress = envoy.url("ingress", "/");
+
+    // The subscription: our node, our type, wildcard, nothing applied yet.
+    let first = tokio::time::timeout(WAIT, seen.recv())
+        .await
+        .expect("a subscription")
+        .unwrap();
+    assert_eq!(
+        first.request.node.as_ref().map(|n| n.id.as_str()),
+        Some("test-node")
+    );
+    assert_eq!(first.request.type_url, TYPE_URL);
+    assert_eq!(
+        (
+            first.request.version_info.as_str(),
+            first.request.response_nonce.as_str()
+        ),
+        ("", "")
+    );
+
+    // Before the first push every domain is unknown: answered OK, nothing limited; so
+    // /healthz keeps Kubernetes' calls away (--healthy-once-configured).
+    assert_eq!(send(&ingress, "acme", 3).await, (3, 0), "{}", log());
+    assert_eq!(
+        health(http).await,
+        (503, "waiting: no configuration pushed yet".to_owned())
+    );
+
+    // The initial push: each limit exact.
+    push.send_replace(Some((
+        "v1".into(),
+        edge(&[("acme", 5, DAY), ("globex", 4, DAY)]),
+    )));
+    let ack = answer_to(&mut seen, "nonce-1").await.request;
+    assert_eq!(ack.version_info, "v1", "ACK carries the applied version");
+    assert!(ack.error_detail.is_none(), "{:?}", ack.error_detail);
+    assert_eq!(health(http).await, (200, "ok".to_owned()));
+    assert_eq!(send(&ingress, "acme", 3).await, (3, 0));
+    assert_eq!(send(&ingress, "globex", 2).await, (2, 0));
+
+    // An update: acme's limit changes (its count starts afresh), globex's does not (its
+    // count survives: 2 of 4 used), initech is new.
+    let v2 = edge(&[("acme", 8, DAY), ("globex", 4, DAY), ("initech", 2, DAY)]);
+    push.send_replace(Some(("v2".into(), v2)));
+    assert_eq!(
+        answer_to(&mut seen, "nonce-2").await.request.version_info,
+        "v2"
+    );
+    assert_eq!(
+        send(&ingress, "globex", 4).await,
+        (2, 2),
+        "globex's count survived the update"
+    );
+    assert_eq!(send(&ingress, "acme", 10).await, (8, 2), "acme's new limit");
+
+    // An invalid push (a unit that does not exist): NACKed with the field path, the last
+    // good version in force and enforced (initech still at 2).
+    push.send_replace(Some(("v3".into(), edge(&[("acme", 100, 99)]))));
+    let nack = answer_to(&mut seen, "nonce-3").await.request;
+    assert_eq!(
+        nack.version_info, "v2",
+        "a NACK names the version still in force"
+    );
+    let detail = nack.error_detail.expect("a NACK carries its error");
+    assert_eq!(detail.code, 3, "INVALID_ARGUMENT");
+    assert!(
+        detail
+            .message
+            .starts_with("xds:edge: descriptors[0].rate_limit.unit:"),
+        "{}",
+        detail.message
+    );
+    assert_eq!(send(&ingress, "initech", 3).await, (2, 1));
+    assert_eq!(
+        send(&ingress, "acme", 1).await,
+        (0, 1),
+        "v2's acme limit still holds"
+    );
+    assert_eq!(
+        metric(http, "floodgate_xds_updates_total{result=\"applied\"}").await,
+        2.0
+    );
+    assert_eq!(
+        metric(http, "floodgate_xds_updates_total{result=\"rejected\"}").await,
+        1.0
+    );
+    assert_eq!(metric(http, "floodgate_xds_connected").await, 1.0);
+
+    // The management server goes away: floodgate-server keeps limiting with v2.
+    ads.stop().await;
+    wait::until("the stream seen down", WAIT, || async {
+        (metric(http, "floodgate_xds_connected").await == 0.0).then_some(())
+    })
+    .await;
+    assert_eq!(send(&ingress, "globex", 1).await, (0, 1));
+    assert_eq!(send(&ingress, "initech", 1).await, (0, 1));
+
+    // Back on the same port with a new version: the client reconnects, says what it has
+    // (v2), and takes the push.
+    let v4 = edge(&[
+        ("acme", 8, DAY),
+        ("globex", 4, DAY),
+        ("initech", 2, DAY),
+        ("hooli", 1, DAY),
+    ]);
+    push.send_replace(Some(("v4".into(), v4)));
+    let ads = Management::start(ads_addr, snapshot.clone(), seen_tx.clone(), nonces.clone()).await;
+    let resubscribed = tokio::time::timeout(WAIT, seen.recv())
+        .await
+        .expect("a new subscription")
+        .unwrap();
+    assert_eq!(resubscribed.request.version_info, "v2", "{}", log());
+    assert_eq!(resubscribed.request.response_nonce, "");
+    assert_eq!(
+        answer_to(&mut seen, "nonce-4").await.request.version_info,
+        "v4"
+    );
+    assert_eq!(
+        send(&ingress, "hooli", 2).await,
+        (1, 1),
+        "the push after the restart applies"
+    );
+    assert_eq!(
+        send(&ingress, "globex", 1).await,
+        (0, 1),
+        "unchanged limits kept their counts"
+    );
+    assert!(metric(http, "floodgate_xds_reconnects_total").await >= 1.0);
+    assert_eq!(metric(http, "floodgate_xds_connected").await, 1.0);
+
+    // Every request let through reached the upstream, and no other.
+    assert_eq!(upstream.count(), 3 + 3 + 2 + 2 + 8 + 2 + 1, "{}", log());
+    ads.stop().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_reference_variables_alone_configure_the_client() {
+    let (push, snapshot) = watch::channel::<Snapshot>(None);
+    let (seen_tx, mut seen) = mpsc::unbounded_channel();
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let ads = Management::start(any, snapshot, seen_tx, Arc::default()).await;
+    push.send_replace(Some(("1".into(), edge(&[("acme", 2, DAY)]))));
+    let dir = tempfile::tempdir().unwrap();
+    let server_url = ads.addr.to_string();
+    // A port for the reference's metrics listener (Envoy Gateway's is :19001).
+    let prometheus = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let prometheus_addr = prometheus.to_string();
+    let (mut child, grpc, http) = start_server(
+        &dir,
+        &[],
+        &[
+            ("USE_PROMETHEUS", "true"),
+            ("PROMETHEUS_ADDR", &prometheus_addr),
+            ("CONFIG_TYPE", "GRPC_XDS_SOTW"),
+            ("CONFIG_GRPC_XDS_SERVER_URL", &server_url),
+            ("CONFIG_GRPC_XDS_NODE_ID", "envoy-gateway"),
+            ("CONFIG_GRPC_XDS_NODE_METADATA", "cluster=edge"),
+            (
+                "CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS",
+                "x-xds-token:s3cret",
+            ),
+        ],
+    );
+    let first = tokio::time::timeout(WAIT, seen.recv())
+        .await
+        .expect("a subscription")
+        .unwrap();
+    assert_eq!(
+        first.token.as_deref(),
+        Some("s3cret"),
+        "the additional header"
+    );
+    let node = first.request.node.expect("node");
+    assert_eq!(node.id, "envoy-gateway");
+    assert!(node
+        .metadata
+        .is_some_and(|m| m.fields.contains_key("cluster")));
+    assert_eq!(
+        answer_to(&mut seen, "nonce-1").await.request.version_info,
+        "1"
+    );
+
+    let upstream = Upstream::start().await;
+    let envoy = Envoy::start(
+        &configs::native_ratelimit("edge", "x-tenant-id", "tenant", upstream.addr(), grpc),
+        1,
+    )
+    .await;
+    assert_eq!(send(&envoy.url("ingress", "/"), "acme", 3).await, (2, 1));
+    // The reference's health path, for probes written for its image.
+    let probe = client()
+        .get(format!("http://{http}/healthcheck"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(probe.status(), 200);
+    assert_eq!(probe.text().await.unwrap(), "ok");
+    // The metrics on their own listener too, the reference's series among them.
+    let scraped = client()
+        .get(format!("http://{prometheus}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    let text = scraped.text().await.unwrap();
+    assert!(
+        text.contains("floodgate_xds_updates_total{result=\"applied\"} 1"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ratelimit_service_rate_limit_total_hits"),
+        "{text}"
+    );
+    ads.stop().await;
+    let _ = child.kill();
+    let _ = child.wait();
+}
