@@ -94,7 +94,13 @@ impl Limiter {
             .iter()
             .map(|(a, _)| (self.config.rules[a.rule].name.as_str(), &a.values[..]));
         let key = CacheKey {
-            fingerprint: self.placement().denial(&rls.domain, set),
+            fingerprint: {
+                let prefixes = self.prefixes();
+                match prefixes.denial() {
+                    Some(prefix) => prefix.denial(set),
+                    None => prefixes.key.denial(&rls.domain, set),
+                }
+            },
             costs: global.iter().map(|&(_, hits)| hits).collect(),
         };
         // No clock: nothing to compare with; the call decides.
