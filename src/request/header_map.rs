@@ -39,14 +39,24 @@ fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])) -> Option
     }
     let (lengths, mut text) = rest.split_at(lengths);
     for pair in lengths.chunks_exact(8) {
-        let name_len = u32::from_le_bytes([pair[0], pair[1], pair[2], pair[3]]) as usize;
-        let value_len = u32::from_le_bytes([pair[4], pair[5], pair[6], pair[7]]) as usize;
+        let name_len = u32::from_le_bytes(*pair.first_chunk::<4>()?) as usize;
+        let value_len = u32::from_le_bytes(*pair.last_chunk::<4>()?) as usize;
         let (name, rest) = nul_terminated(text, name_len)?;
         let (value, rest) = nul_terminated(rest, value_len)?;
         each(name, value);
         text = rest;
     }
     Some(())
+}
+
+/// `a.eq_ignore_ascii_case(b)`, testing each byte for plain equality first: header names
+/// are lower case on both sides (Envoy's maps and the configuration's names), so the
+/// case is folded only where the bytes differ.
+fn same_name(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x == y || x.to_ascii_lowercase() == y.to_ascii_lowercase())
 }
 
 /// The first `len` bytes of `text` and what follows the NUL byte that must end them.
@@ -83,7 +93,7 @@ impl HeaderMap {
         let mut found: Option<&[u8]> = None;
         let mut repeated = false;
         let walked = walk(&self.bytes, |n, v| {
-            if n.eq_ignore_ascii_case(name) {
+            if same_name(n, name) {
                 repeated |= found.is_some();
                 found = Some(v);
             }
