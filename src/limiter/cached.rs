@@ -96,9 +96,14 @@ impl Limiter {
         let key = CacheKey {
             fingerprint: {
                 let prefixes = self.prefixes();
-                match prefixes.denial() {
-                    Some(prefix) => prefix.denial(set),
-                    None => prefixes.key.denial(&rls.domain, set),
+                let single = match global.as_slice() {
+                    [(a, _)] => prefixes.single_denial(a.rule).map(|p| (p, a)),
+                    _ => None,
+                };
+                match (single, prefixes.denial()) {
+                    (Some((prefix, a)), _) => prefix.counted_values(&a.values),
+                    (None, Some(prefix)) => prefix.denial(set),
+                    (None, None) => prefixes.key.denial(&rls.domain, set),
                 }
             },
             costs: global.iter().map(|&(_, hits)| hits).collect(),

@@ -26,6 +26,8 @@ struct RulePrefixes {
     fallback: Option<Prefix>,
     /// Its lease.
     lease: Option<Prefix>,
+    /// The over-limit cache's set of this rule's descriptor alone.
+    single_denial: Option<Prefix>,
 }
 
 impl Prefixes {
@@ -44,6 +46,8 @@ impl Prefixes {
                     bucket: None,
                     fallback: fallback.map(|quota| key.fallback_prefix(&rule.name, quota)),
                     lease: domain.map(|domain| key.lease_prefix(domain, &rule.name)),
+                    single_denial: domain
+                        .map(|domain| key.single_denial_prefix(domain, &rule.name)),
                 },
             })
             .collect();
@@ -67,6 +71,12 @@ impl Prefixes {
     /// The prefix of rule `rule`'s lease (`None`: not a global rule).
     pub fn lease(&self, rule: usize) -> Option<&Prefix> {
         self.rules.get(rule)?.lease.as_ref()
+    }
+
+    /// The prefix of the over-limit cache's set of rule `rule`'s descriptor alone
+    /// (`None`: not a global rule).
+    pub fn single_denial(&self, rule: usize) -> Option<&Prefix> {
+        self.rules.get(rule)?.single_denial.as_ref()
     }
 
     /// The prefix of the over-limit cache's sets (`None`: no service).

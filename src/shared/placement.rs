@@ -232,6 +232,16 @@ impl PlacementKey {
         write_field(&mut h, domain.as_bytes());
         Prefix(h)
     }
+
+    /// What [`PlacementKey::denial`] hashes before the values of a set of one descriptor,
+    /// of rule `rule` (the common case: one global rule applies), hashed once; finished
+    /// by [`Prefix::counted_values`].
+    pub fn single_denial_prefix(&self, domain: &str, rule: &str) -> Prefix {
+        let mut h = self.denial_prefix(domain).0;
+        h.write_u64(1);
+        write_field(&mut h, rule.as_bytes());
+        Prefix(h)
+    }
 }
 
 /// The fixed fields of one kind of fingerprint (its purpose, rule, quota, domain) already
@@ -253,6 +263,18 @@ impl Prefix {
     /// ([`PlacementKey::bucket`], [`PlacementKey::fallback`], [`PlacementKey::lease`]).
     pub fn values(&self, values: &[Vec<u8>]) -> u128 {
         let mut h = self.0;
+        for v in values {
+            write_field(&mut h, v);
+        }
+        h.finish128().as_u128()
+    }
+
+    /// The fingerprint of a set of one descriptor in the over-limit cache with these
+    /// values, from [`PlacementKey::single_denial_prefix`]: what [`PlacementKey::denial`]
+    /// gives for that set.
+    pub fn counted_values(&self, values: &[Vec<u8>]) -> u128 {
+        let mut h = self.0;
+        h.write_u64(values.len() as u64);
         for v in values {
             write_field(&mut h, v);
         }
