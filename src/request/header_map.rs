@@ -56,7 +56,7 @@ fn same_name(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b)
-            .all(|(x, y)| x == y || x.to_ascii_lowercase() == y.to_ascii_lowercase())
+            .all(|(x, y)| x == y || x.eq_ignore_ascii_case(y))
 }
 
 /// The first `len` bytes of `text` and what follows the NUL byte that must end them.
