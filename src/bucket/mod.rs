@@ -20,8 +20,11 @@
 /// Scaled time units per token: 10^6 (micro-tokens) × 10^9 (nanoseconds per second).
 pub const UNITS_PER_TOKEN: u128 = 1_000_000_000_000_000;
 
+/// [`UNITS_PER_TOKEN`] as the 64-bit factor [`wide_mul`] takes (10^15 < 2^50).
+const UNITS_PER_TOKEN_64: u64 = 1_000_000_000_000_000;
+
 /// Nanoseconds per second.
-const NANOS_PER_SECOND: u128 = 1_000_000_000;
+const NANOS_PER_SECOND: u64 = 1_000_000_000;
 
 /// The largest accepted refill rate in millionths of a token per second (10^9 tokens/s),
 /// which keeps every scaled value well inside `u128`.
@@ -59,12 +62,12 @@ impl Quota {
 
     /// `now_ns` in scaled units. With no refill, time does not move.
     fn scaled(&self, now_ns: u64) -> u128 {
-        u128::from(now_ns) * u128::from(self.rate_micro)
+        wide_mul(now_ns, self.rate_micro)
     }
 
     /// The burst as scaled units: how far the TAT may run ahead of now.
     fn burst_units(&self) -> u128 {
-        u128::from(self.capacity) * UNITS_PER_TOKEN
+        tokens_to_units(u64::from(self.capacity))
     }
 
     /// Scaled units turned back into whole nanoseconds, rounded up so that waiting that
@@ -163,7 +166,7 @@ impl Decision {
 pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     let now = quota.scaled(now_ns);
     let burst = quota.burst_units();
-    let cost_units = u128::from(cost.max(1)) * UNITS_PER_TOKEN;
+    let cost_units = tokens_to_units(u64::from(cost.max(1)));
     let start = state.0.max(now);
     let new_tat = start.saturating_add(cost_units);
     let ahead = new_tat - now;
@@ -200,7 +203,7 @@ fn to_next_token(quota: Quota, debt: u128, remaining: u32) -> u128 {
     }
     // Tokens now, in units: burst - debt (below zero in debt). One more whole token is
     // (remaining + 1) tokens, so the bucket must earn (remaining + 1) tokens + debt - burst.
-    let target = (u128::from(remaining) + 1) * UNITS_PER_TOKEN + debt;
+    let target = tokens_to_units(u64::from(remaining) + 1) + debt;
     target.saturating_sub(quota.burst_units())
 }
 
@@ -209,9 +212,7 @@ fn to_next_token(quota: Quota, debt: u128, remaining: u32) -> u128 {
 /// so the bucket table can tell, for a bucket of any rule, whether its slot is idle (a
 /// full bucket carries no information) and which one is closest to full.
 pub fn full_in_ns(state: Tat, now_ns: u64, rate_micro: u64) -> Option<u64> {
-    let debt = state
-        .0
-        .saturating_sub(u128::from(now_ns) * u128::from(rate_micro));
+    let debt = state.0.saturating_sub(wide_mul(now_ns, rate_micro));
     if debt == 0 {
         Some(0)
     } else {
@@ -224,7 +225,7 @@ pub fn full_in_ns(state: Tat, now_ns: u64, rate_micro: u64) -> Option<u64> {
 /// Used when a request admitted by one rule is rejected by another: the request must
 /// not consume anything. Applied right after the take, it restores the state exactly.
 pub fn refund(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Tat {
-    let cost_units = u128::from(cost.max(1)) * UNITS_PER_TOKEN;
+    let cost_units = tokens_to_units(u64::from(cost.max(1)));
     Tat(state.0.saturating_sub(cost_units).max(quota.scaled(now_ns)))
 }
 
@@ -248,7 +249,7 @@ pub fn settle(state: Tat, now_ns: u64, quota: Quota, held: u32, cost: u32) -> Se
             debt_capped: false,
         },
         std::cmp::Ordering::Greater => {
-            let extra = u128::from(cost - held) * UNITS_PER_TOKEN;
+            let extra = tokens_to_units(u64::from(cost - held));
             let now = quota.scaled(now_ns);
             let charged = state.0.max(now).saturating_add(extra);
             let cap = now.saturating_add(2 * quota.burst_units());
@@ -282,7 +283,32 @@ fn whole_tokens(units: u128) -> u32 {
 /// Nanoseconds to whole seconds, rounded up: the form of `retry-after` and
 /// `x-ratelimit-reset`, so that a client waiting that long is always admitted.
 pub fn seconds_ceil(nanos: u64) -> u64 {
-    u128::from(nanos).div_ceil(NANOS_PER_SECOND) as u64
+    nanos.div_ceil(NANOS_PER_SECOND)
+}
+
+/// `tokens` whole tokens as scaled units (exact: at most 2^64 × 10^15 < 2^114).
+fn tokens_to_units(tokens: u64) -> u128 {
+    wide_mul(tokens, UNITS_PER_TOKEN_64)
+}
+
+/// The exact product of two 64-bit numbers, from four 32-bit products. Wasm has no
+/// 64 × 64 → 128-bit multiply, and the compiler's 128-bit multiply (`__multi3`, a call)
+/// does the general 128 × 128 case, although every product here has 64-bit factors: this
+/// does a quarter of its work inline. Nothing can overflow: each 32 × 32 product is below
+/// 2^64, `mid` below 3 × 2^32, and every partial sum of `hi` is at most the product's
+/// high half.
+fn wide_mul(a: u64, b: u64) -> u128 {
+    const LOW: u64 = 0xffff_ffff;
+    let (a1, a0) = (a >> 32, a & LOW);
+    let (b1, b0) = (b >> 32, b & LOW);
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let p11 = a1 * b1;
+    let mid = (p00 >> 32) + (p01 & LOW) + (p10 & LOW);
+    let lo = (p00 & LOW) | (mid << 32);
+    let hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+    (u128::from(hi) << 64) | u128::from(lo)
 }
 
 #[cfg(test)]

@@ -270,4 +270,12 @@ proptest! {
         prop_assert_eq!(settled.state, old);
         prop_assert!(settled.debt_capped);
     }
+
+    /// The inline 64 × 64-bit multiply is the exact product, up to the largest factors.
+    #[test]
+    fn the_wide_multiply_is_exact(a in any::<u64>(), b in any::<u64>()) {
+        prop_assert_eq!(wide_mul(a, b), u128::from(a) * u128::from(b));
+        prop_assert_eq!(wide_mul(u64::MAX, b), u128::from(u64::MAX) * u128::from(b));
+        prop_assert_eq!(wide_mul(a, u64::MAX), u128::from(a) * u128::from(u64::MAX));
+    }
 }

@@ -29,7 +29,7 @@ impl RequestView for HostRequest {
         let headers = self.headers.get_or_insert_with(|| {
             hostcalls::request_header_pairs()
                 .ok()
-                .and_then(HeaderMap::decode)
+                .map(HeaderMap::from_host)
         });
         match headers {
             Some(map) => map.lookup(name),

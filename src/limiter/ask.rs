@@ -44,7 +44,11 @@ impl Limiter {
                 else {
                     return None;
                 };
-                let fingerprint = self.placement().fallback(&rule.name, quota, &a.values);
+                let prefixes = self.prefixes();
+                let fingerprint = prefixes.fallback(a.rule).map_or_else(
+                    || prefixes.key.fallback(&rule.name, quota, &a.values),
+                    |prefix| prefix.values(&a.values),
+                );
                 Some((
                     a.rule,
                     Take {

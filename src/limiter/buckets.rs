@@ -42,6 +42,7 @@ impl Limiter {
         applied: &[Applied],
         costs: &[u32],
     ) -> PerBucket<(usize, Take)> {
+        let prefixes = self.prefixes();
         applied
             .iter()
             .zip(costs)
@@ -51,7 +52,10 @@ impl Limiter {
                     Limit::Local(quota) => Some((
                         a.rule,
                         Take {
-                            fingerprint: self.placement().bucket(&rule.name, quota, &a.values),
+                            fingerprint: prefixes.bucket(a.rule).map_or_else(
+                                || prefixes.key.bucket(&rule.name, quota, &a.values),
+                                |prefix| prefix.values(&a.values),
+                            ),
                             quota,
                             shadow: rule.shadow,
                             cost,

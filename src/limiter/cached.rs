@@ -94,7 +94,18 @@ impl Limiter {
             .iter()
             .map(|(a, _)| (self.config.rules[a.rule].name.as_str(), &a.values[..]));
         let key = CacheKey {
-            fingerprint: self.placement().denial(&rls.domain, set),
+            fingerprint: {
+                let prefixes = self.prefixes();
+                let single = match global.as_slice() {
+                    [(a, _)] => prefixes.single_denial(a.rule).map(|p| (p, a)),
+                    _ => None,
+                };
+                match (single, prefixes.denial()) {
+                    (Some((prefix, a)), _) => prefix.counted_values(&a.values),
+                    (None, Some(prefix)) => prefix.denial(set),
+                    (None, None) => prefixes.key.denial(&rls.domain, set),
+                }
+            },
             costs: global.iter().map(|&(_, hits)| hits).collect(),
         };
         // No clock: nothing to compare with; the call decides.

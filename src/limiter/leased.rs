@@ -69,11 +69,17 @@ impl Limiter {
         else {
             return LeaseStep::None;
         };
+        let prefixes = self.prefixes();
         let keys: SmallVec<[u128; 2]> = global
             .iter()
             .map(|(a, _)| {
-                let rule = &self.config.rules[a.rule];
-                self.placement().lease(&rls.domain, &rule.name, &a.values)
+                prefixes.lease(a.rule).map_or_else(
+                    || {
+                        let rule = &self.config.rules[a.rule].name;
+                        prefixes.key.lease(&rls.domain, rule, &a.values)
+                    },
+                    |prefix| prefix.values(&a.values),
+                )
             })
             .collect();
         let Some(now) = clock.now() else {

@@ -34,9 +34,10 @@ use crate::usage::ResponseMeter;
 use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
 pub use charge::GlobalCharge;
+use prefixes::Prefixes;
 pub use record::ChargeOutcome;
 use record::{record, Outcome};
-use std::cell::Cell;
+use std::cell::RefCell;
 
 /// What the host must do with a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,9 +143,10 @@ pub struct Limiter {
     response_costs: bool,
     /// The header sets of calls to the rate limit service, when some rule is global.
     calls: Option<CallHeaders>,
-    /// The secret every fingerprint is keyed with (see [`crate::shared::placement`]); a cell
-    /// because a root context may have to adopt another VM's key after a startup race.
-    placement: Cell<PlacementKey>,
+    /// The secret every fingerprint is keyed with (see [`crate::shared::placement`]), and
+    /// each rule's fingerprint prefixes hashed under it; a cell because a root context may
+    /// have to adopt another VM's key after a startup race.
+    prefixes: RefCell<Prefixes>,
 }
 
 impl Limiter {
@@ -167,6 +169,7 @@ impl Limiter {
             .map(|rls| LeaseTable::new(rls.lease_slots));
         let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
         let calls = config.rls.as_ref().map(CallHeaders::new);
+        let prefixes = RefCell::new(Prefixes::new(&config, placement));
         Limiter {
             calls,
             config,
@@ -174,19 +177,24 @@ impl Limiter {
             over_limit,
             leases,
             response_costs,
-            placement: Cell::new(placement),
+            prefixes,
         }
     }
 
     /// The key this limiter's fingerprints are made with.
     pub fn placement(&self) -> PlacementKey {
-        self.placement.get()
+        self.prefixes.borrow().key
+    }
+
+    /// The key and the rules' fingerprint prefixes hashed under it.
+    fn prefixes(&self) -> std::cell::Ref<'_, Prefixes> {
+        self.prefixes.borrow()
     }
 
     /// Uses `key` from now on: the one stored in shared data, when it turns out not to be
     /// ours ([`PlacementKey::reconcile`]).
     pub fn adopt_placement(&self, key: PlacementKey) {
-        self.placement.set(key);
+        *self.prefixes.borrow_mut() = Prefixes::new(&self.config, key);
     }
 
     /// The lease table, when some rule asks for quota leases.
@@ -271,6 +279,7 @@ mod cached;
 mod charge;
 mod check;
 mod leased;
+mod prefixes;
 mod record;
 mod settle;
 

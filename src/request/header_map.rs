@@ -27,66 +27,82 @@ pub struct HeaderMap {
 }
 
 /// Calls `each(name, value)` for every pair of the proxy-wasm encoding in `bytes`, in
-/// order, until it returns false. `None` when the bytes are not in that shape; empty
-/// bytes are an empty list.
-fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8]) -> bool) -> Option<()> {
-    let word = |at: usize| -> Option<usize> {
-        let b = bytes.get(at..at.checked_add(4)?)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+/// order. `None` when the bytes are not in that shape (found only once the walk reaches
+/// the fault: a caller must not act on what it saw before); empty bytes are an empty list.
+fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])) -> Option<()> {
+    let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
+        return bytes.is_empty().then_some(());
     };
-    if bytes.is_empty() {
-        return Some(());
-    }
-    let count = word(0)?;
-    let mut text = count.checked_mul(8)?.checked_add(4)?;
-    if text > bytes.len() {
+    let lengths = (u32::from_le_bytes(*count) as usize).checked_mul(8)?;
+    if lengths > rest.len() {
         return None;
     }
-    for i in 0..count {
-        let name_len = word(4 + 8 * i)?;
-        let value_len = word(8 + 8 * i)?;
-        let name_end = text.checked_add(name_len)?;
-        let value_start = name_end.checked_add(1)?;
-        let value_end = value_start.checked_add(value_len)?;
-        if bytes.get(name_end) != Some(&0) || bytes.get(value_end) != Some(&0) {
-            return None;
-        }
-        if !each(&bytes[text..name_end], &bytes[value_start..value_end]) {
-            return Some(());
-        }
-        text = value_end + 1;
+    let (lengths, mut text) = rest.split_at(lengths);
+    for pair in lengths.chunks_exact(8) {
+        let name_len = u32::from_le_bytes(*pair.first_chunk::<4>()?) as usize;
+        let value_len = u32::from_le_bytes(*pair.last_chunk::<4>()?) as usize;
+        let (name, rest) = nul_terminated(text, name_len)?;
+        let (value, rest) = nul_terminated(rest, value_len)?;
+        each(name, value);
+        text = rest;
     }
     Some(())
+}
+
+/// `a.eq_ignore_ascii_case(b)`, testing each byte for plain equality first: header names
+/// are lower case on both sides (Envoy's maps and the configuration's names), so the
+/// case is folded only where the bytes differ.
+fn same_name(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| x == y || x.eq_ignore_ascii_case(y))
+}
+
+/// The first `len` bytes of `text` and what follows the NUL byte that must end them.
+fn nul_terminated(text: &[u8], len: usize) -> Option<(&[u8], &[u8])> {
+    match (text.get(..len), text.get(len..)) {
+        (Some(field), Some([0, rest @ ..])) => Some((field, rest)),
+        _ => None,
+    }
 }
 
 impl HeaderMap {
     /// Checks the proxy-wasm encoding of a header list: a little-endian u32 count, a
     /// (name length, value length) u32 pair per header, then each name and value followed
-    /// by a NUL byte. `None` when the bytes are not in that shape.
+    /// by a NUL byte. `None` when the bytes are not in that shape. For tests and tools:
+    /// the request path takes the host's bytes as they are ([`HeaderMap::from_host`]).
     pub fn decode(bytes: Vec<u8>) -> Option<HeaderMap> {
-        walk(&bytes, |_, _| true)?;
+        walk(&bytes, |_, _| {})?;
         Some(HeaderMap { bytes })
     }
 
-    /// The values under `name` (compared without regard to ASCII case).
+    /// The host's encoded list, not checked here: every [`HeaderMap::lookup`] walks the
+    /// whole list anyway (a repeat can come last), and checks it on the way, so checking
+    /// it first as well would walk it twice.
+    pub fn from_host(bytes: Vec<u8>) -> HeaderMap {
+        HeaderMap { bytes }
+    }
+
+    /// The values under `name` (compared without regard to ASCII case). A list not in
+    /// the host's encoding has no header at all ([`Lookup::Absent`]), whatever the walk
+    /// met before the fault: the same answer for every name, as when the host cannot
+    /// give the list.
     pub fn lookup(&self, name: &str) -> Lookup {
+        let name = name.as_bytes();
         let mut found: Option<&[u8]> = None;
         let mut repeated = false;
-        // The bytes were checked by `decode`: the walk cannot fail here.
-        let _ = walk(&self.bytes, |n, v| {
-            if n.eq_ignore_ascii_case(name.as_bytes()) {
-                if found.is_some() {
-                    repeated = true;
-                    return false;
-                }
+        let walked = walk(&self.bytes, |n, v| {
+            if same_name(n, name) {
+                repeated |= found.is_some();
                 found = Some(v);
             }
-            true
         });
-        match (repeated, found) {
-            (true, _) => Lookup::Repeated,
-            (false, Some(v)) => Lookup::One(v.to_vec()),
-            (false, None) => Lookup::Absent,
+        match (walked, repeated, found) {
+            (None, _, _) => Lookup::Absent,
+            (Some(()), true, _) => Lookup::Repeated,
+            (Some(()), false, Some(v)) => Lookup::One(v.to_vec()),
+            (Some(()), false, None) => Lookup::Absent,
         }
     }
 }

@@ -171,37 +171,47 @@ impl PlacementKey {
     /// bucket's size never depends on what clients send; 128 bits make an accidental
     /// collision negligible at any table size.
     pub fn bucket(&self, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-        self.rule_bucket(b"bucketv1", rule, quota, values)
+        self.bucket_prefix(rule, quota).values(values)
+    }
+
+    /// What [`PlacementKey::bucket`] hashes before the values, hashed once: a rule's
+    /// buckets all start with it.
+    pub fn bucket_prefix(&self, rule: &str, quota: Quota) -> Prefix {
+        self.rule_prefix(b"bucketv1", rule, quota)
     }
 
     /// The identity of a global rule's fallback bucket: as [`PlacementKey::bucket`], with
     /// its own purpose, so a fallback bucket never shares an identity with a local one.
     pub fn fallback(&self, rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
-        self.rule_bucket(b"fallbk01", rule, quota, values)
+        self.fallback_prefix(rule, quota).values(values)
     }
 
-    fn rule_bucket(&self, purpose: &[u8; 8], rule: &str, quota: Quota, values: &[Vec<u8>]) -> u128 {
+    /// What [`PlacementKey::fallback`] hashes before the values, hashed once.
+    pub fn fallback_prefix(&self, rule: &str, quota: Quota) -> Prefix {
+        self.rule_prefix(b"fallbk01", rule, quota)
+    }
+
+    fn rule_prefix(&self, purpose: &[u8; 8], rule: &str, quota: Quota) -> Prefix {
         let mut h = self.hasher(purpose);
         write_field(&mut h, rule.as_bytes());
         h.write_u32(quota.capacity());
         h.write_u64(quota.rate_micro());
-        for v in values {
-            write_field(&mut h, v);
-        }
-        h.finish128().as_u128()
+        Prefix(h)
     }
 
     /// The identity of a global rule's descriptor in the lease table: the service's
     /// domain, the rule and its values. The domain is in it because two plugin
     /// configurations of one Envoy share its shared data.
     pub fn lease(&self, domain: &str, rule: &str, values: &[Vec<u8>]) -> u128 {
+        self.lease_prefix(domain, rule).values(values)
+    }
+
+    /// What [`PlacementKey::lease`] hashes before the values, hashed once.
+    pub fn lease_prefix(&self, domain: &str, rule: &str) -> Prefix {
         let mut h = self.hasher(b"leasev01");
         write_field(&mut h, domain.as_bytes());
         write_field(&mut h, rule.as_bytes());
-        for v in values {
-            write_field(&mut h, v);
-        }
-        h.finish128().as_u128()
+        Prefix(h)
     }
 
     /// The identity of a call's whole set of global descriptors in the over-limit cache:
@@ -213,8 +223,71 @@ impl PlacementKey {
         domain: &str,
         descriptors: impl ExactSizeIterator<Item = (&'a str, &'a [Vec<u8>])>,
     ) -> u128 {
+        self.denial_prefix(domain).denial(descriptors)
+    }
+
+    /// What [`PlacementKey::denial`] hashes before the descriptors, hashed once.
+    pub fn denial_prefix(&self, domain: &str) -> Prefix {
         let mut h = self.hasher(b"denyset1");
         write_field(&mut h, domain.as_bytes());
+        Prefix(h)
+    }
+
+    /// What [`PlacementKey::denial`] hashes before the values of a set of one descriptor,
+    /// of rule `rule` (the common case: one global rule applies), hashed once; finished
+    /// by [`Prefix::counted_values`].
+    pub fn single_denial_prefix(&self, domain: &str, rule: &str) -> Prefix {
+        let mut h = self.denial_prefix(domain).0;
+        h.write_u64(1);
+        write_field(&mut h, rule.as_bytes());
+        Prefix(h)
+    }
+}
+
+/// The fixed fields of one kind of fingerprint (its purpose, rule, quota, domain) already
+/// hashed under the key: what every request would otherwise hash again before its own
+/// values. Finishing one gives exactly the fingerprint the whole input would (the hash is
+/// a stream), so the entries' identities do not change. Its `Debug` does not print the
+/// state, which holds the key.
+#[derive(Clone, Copy)]
+pub struct Prefix(SipHasher13);
+
+impl std::fmt::Debug for Prefix {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prefix(..)")
+    }
+}
+
+impl Prefix {
+    /// The fingerprint of a rule's entry for these descriptor values
+    /// ([`PlacementKey::bucket`], [`PlacementKey::fallback`], [`PlacementKey::lease`]).
+    pub fn values(&self, values: &[Vec<u8>]) -> u128 {
+        let mut h = self.0;
+        for v in values {
+            write_field(&mut h, v);
+        }
+        h.finish128().as_u128()
+    }
+
+    /// The fingerprint of a set of one descriptor in the over-limit cache with these
+    /// values, from [`PlacementKey::single_denial_prefix`]: what [`PlacementKey::denial`]
+    /// gives for that set.
+    pub fn counted_values(&self, values: &[Vec<u8>]) -> u128 {
+        let mut h = self.0;
+        h.write_u64(values.len() as u64);
+        for v in values {
+            write_field(&mut h, v);
+        }
+        h.finish128().as_u128()
+    }
+
+    /// The fingerprint of a set of descriptors in the over-limit cache, from
+    /// [`PlacementKey::denial_prefix`] (see [`PlacementKey::denial`]).
+    pub fn denial<'a>(
+        &self,
+        descriptors: impl ExactSizeIterator<Item = (&'a str, &'a [Vec<u8>])>,
+    ) -> u128 {
+        let mut h = self.0;
         h.write_u64(descriptors.len() as u64);
         for (rule, values) in descriptors {
             write_field(&mut h, rule.as_bytes());

@@ -82,3 +82,21 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_list_from_the_host_is_checked_by_each_lookup() {
+    let good = encode(&[("x-a", b"v"), ("x-a", b"w"), ("x-b", b"u")]);
+    let map = HeaderMap::from_host(good.clone());
+    assert_eq!(map.lookup("x-a"), Lookup::Repeated);
+    assert_eq!(map.lookup("x-b"), Lookup::One(b"u".to_vec()));
+    for cut in 1..good.len() {
+        let map = HeaderMap::from_host(good[..cut].to_vec());
+        // A fault after the header (even after its repeat) still hides it.
+        assert_eq!(map.lookup("x-a"), Lookup::Absent, "cut at {cut}");
+        assert_eq!(map.lookup("x-b"), Lookup::Absent, "cut at {cut}");
+    }
+    assert_eq!(
+        HeaderMap::from_host(Vec::new()).lookup("x-a"),
+        Lookup::Absent
+    );
+}

@@ -273,3 +273,28 @@ fn fingerprints_are_stable_for_a_given_key() {
         ]
     );
 }
+
+/// A prefix hashed once and finished per request gives the fingerprint of the whole
+/// input, for every kind: the entries' identities do not depend on the shortcut.
+#[test]
+fn prefixes_finish_to_the_whole_inputs_fingerprints() {
+    let k = key(A);
+    let q = Quota::new(7, 3_000_000).unwrap();
+    for v in [values(&[]), values(&["acme"]), values(&["a", "bc", ""])] {
+        assert_eq!(k.bucket_prefix("r", q).values(&v), k.bucket("r", q, &v));
+        assert_eq!(k.fallback_prefix("r", q).values(&v), k.fallback("r", q, &v));
+        assert_eq!(
+            k.lease_prefix("edge", "r").values(&v),
+            k.lease("edge", "r", &v)
+        );
+        let alone = k.denial("edge", [("r", &v[..])].into_iter());
+        assert_eq!(
+            k.single_denial_prefix("edge", "r").counted_values(&v),
+            alone
+        );
+        assert_eq!(
+            k.denial_prefix("edge").denial([("r", &v[..])].into_iter()),
+            alone
+        );
+    }
+}
