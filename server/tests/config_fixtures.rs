@@ -150,6 +150,7 @@ fn merge_domains_joins_one_domain_split_over_files() {
     let valid = Path::new(MERGE).join("valid");
     let merged = config::LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     let c = config::load_with(&valid, &merged).unwrap();
     let shop = c.domain("shop").unwrap();
@@ -165,6 +166,7 @@ fn merge_domains_joins_one_domain_split_over_files() {
 fn merge_domains_still_refuses_a_descriptor_defined_twice() {
     let merged = config::LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     let e = config::load_with(
         &Path::new(MERGE).join("invalid/duplicate_descriptor"),
