@@ -4,8 +4,8 @@
 //! Per counter (a key under a limit) each node owns a [`part::Part`]: the hits it counted
 //! in the current window (and, for a sliding counter, the previous one), which only it
 //! writes and which only grows within a window. It publishes the part as one key of its
-//! own chitchat node state ([`wire`]), and reads every peer's (live, or dead but not yet
-//! forgotten) from the cluster state ([`node`]). A decision is the memory store's, in one
+//! own chitchat node state ([`wire`]), and takes in every peer's (live, or dead but not yet
+//! forgotten) as chitchat applies it ([`node`]). A decision is the memory store's, in one
 //! atomic step under the same shard locks and by the same batch rules ([`super::batch`]),
 //! on the fleet's counter: own part + Σ peers' latest parts. So everything the batch rules
 //! promise (all or nothing, check-only, charges, grants) holds per node exactly, and with
@@ -29,7 +29,8 @@
 //! One cell per counter a node has counted on and not yet seen go idle (`--memory-capacity`
 //! bounds them; at capacity a new counter is refused, as in the memory store), and per
 //! peer part heard, an entry of the peers' view. [`GossipStore::sweep`] drops idle parts and
-//! deletes their gossip keys, so only live windows are held and gossiped.
+//! deletes their gossip keys, [`GossipStore::forget_idle_peers`] the peers' idle parts, so
+//! only live windows are held and gossiped.
 
 pub mod node;
 pub mod part;
@@ -43,7 +44,7 @@ use crate::clock::{Clock, SystemClock};
 use part::{Fleet, Part};
 use smallvec::SmallVec;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 use wire::Tag;
 
 /// This node's parts, one shard.
@@ -59,8 +60,9 @@ struct Slot {
     idle_at: u64,
 }
 
-/// What peers last published, per counter: each peer's part with its limit's tag.
-pub type Peers = HashMap<CounterKey, SmallVec<[(Tag, Part); 4]>>;
+/// What peers last published, per counter: each peer's part (the peer by a hash of its
+/// chitchat id) with its limit's tag.
+pub type Peers = HashMap<CounterKey, SmallVec<[(u64, Tag, Part); 4]>>;
 
 /// What this node must publish since the last gossip round: per counter, its part's new
 /// value, or `None` to delete the key (its part went idle).
@@ -70,7 +72,7 @@ pub type Outbox = HashMap<CounterKey, Option<String>>;
 #[derive(Debug)]
 pub struct GossipStore<C: Clock = SystemClock> {
     shards: Shards<Shard>,
-    peers: RwLock<Arc<Peers>>,
+    peers: RwLock<Peers>,
     outbox: Mutex<Outbox>,
     clock: C,
     cells: Cells,
@@ -89,7 +91,7 @@ impl<C: Clock> GossipStore<C> {
     pub fn with_clock(capacity: usize, clock: C) -> Self {
         GossipStore {
             shards: Shards::default(),
-            peers: RwLock::new(Arc::default()),
+            peers: RwLock::default(),
             outbox: Mutex::default(),
             clock,
             cells: Cells::new(capacity),
@@ -108,10 +110,36 @@ impl<C: Clock> GossipStore<C> {
         self.cells.used()
     }
 
-    /// Replaces what peers are known to have published (the gossip loop's latest reading
-    /// of the cluster state).
+    /// Replaces everything peers are known to have published.
     pub fn set_peers(&self, peers: Peers) {
-        *self.peers.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(peers);
+        *self.peers.write().unwrap_or_else(PoisonError::into_inner) = peers;
+    }
+
+    /// Takes in what peer `node` published for `key`: its latest part replaces the one
+    /// held for that node (chitchat calls this as each key change arrives).
+    pub fn hear(&self, node: u64, key: CounterKey, tag: Tag, part: Part) {
+        let mut peers = self.peers.write().unwrap_or_else(PoisonError::into_inner);
+        let parts = peers.entry(key).or_default();
+        match parts.iter_mut().find(|(n, _, _)| *n == node) {
+            Some(held) => *held = (node, tag, part),
+            None => parts.push((node, tag, part)),
+        }
+    }
+
+    /// Drops the peers' parts that count nothing any more; returns how many are left.
+    pub fn forget_idle_peers(&self) -> usize {
+        let now = self.clock.now_ns();
+        let mut peers = self.peers.write().unwrap_or_else(PoisonError::into_inner);
+        let idle = |tag: &Tag, part: &Part| part.idle_at_period(tag.period_ns()) <= now;
+        peers.retain(|_, parts| {
+            parts.retain(|(_, tag, part)| !idle(tag, part));
+            !parts.is_empty()
+        });
+        if peers.capacity() > 4 * peers.len().max(128) {
+            let len = peers.len();
+            peers.shrink_to(2 * len);
+        }
+        peers.values().map(|p| p.len()).sum()
     }
 
     /// What changed since the last call, to publish.
@@ -173,11 +201,7 @@ impl<C: Clock> GossipStore<C> {
                 part::SUPPORTED.join(", ")
             )));
         }
-        let peers = self
-            .peers
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let peers = self.peers.read().unwrap_or_else(PoisonError::into_inner);
         let counters = Counters::of(batch);
         let mut locked = self.shards.lock_batch(batch, &counters);
         let now = self.clock.now_ns();
@@ -187,10 +211,11 @@ impl<C: Clock> GossipStore<C> {
                 let own = live(locked.of(k), c);
                 let theirs = peers.get(&c.key).into_iter().flatten();
                 let tag = Tag::of(&c.limit);
-                let theirs = theirs.filter(|(t, _)| *t == tag).map(|(_, p)| p);
+                let theirs = theirs.filter(|(_, t, _)| *t == tag).map(|(_, _, p)| p);
                 Fleet::of(own, theirs, &c.limit, now)
             })
             .collect();
+        drop(peers);
         let outcome = {
             let loaded: PerItem<Option<&State>> = fleets
                 .iter()

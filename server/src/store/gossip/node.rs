@@ -2,14 +2,16 @@
 //! chitchat's (scuttlebutt reconciliation over UDP, phi-accrual failure detection); this
 //! module only publishes the store's parts as this node's keys and reads the peers'.
 //!
-//! Every gossip round (`--gossip-interval-ms`) the loop drops idle parts, writes the parts
-//! that changed since the last round into this node's state (one chitchat key each: a
-//! part changed a thousand times in a round is published once), deletes the keys of idle
-//! ones, and rebuilds the store's view of its peers from the cluster state: every node but
-//! this one, live or dead, until chitchat forgets a dead one ([`DEAD_NODE_GRACE`]).
+//! Every gossip round (`--gossip-interval-ms`) the loop drops idle parts and writes the
+//! parts that changed since the last round into this node's state (one chitchat key each:
+//! a part changed a thousand times in a round is published once), and deletes the keys of
+//! idle ones. A peer's part reaches the store as chitchat applies it (a key-change
+//! listener, [`GossipStore::hear`]), from every node but this one, live or dead; the loop
+//! drops the peers' idle parts about once a second.
 
-use super::{wire, GossipStore, Peers};
+use super::{wire, GossipStore};
 use crate::clock::Clock;
+use crate::store::CounterKey;
 use chitchat::transport::{Socket, Transport, UdpTransport};
 use chitchat::{
     spawn_chitchat, ChitchatConfig, ChitchatHandle, ChitchatId, ChitchatMessage,
@@ -149,6 +151,7 @@ pub async fn start<C: Clock>(
     let handle = spawn_chitchat(config, Vec::new(), &transport)
         .await
         .map_err(|e| format!("gossip on {}: {e:#}", options.addr))?;
+    listen(&handle, store.clone()).await;
     tokio::spawn(rounds(
         handle.chitchat(),
         store,
@@ -159,7 +162,37 @@ pub async fn start<C: Clock>(
     Ok(Node { handle })
 }
 
-/// The loop: every `interval`, publish what changed and read what the peers have.
+/// Hands every peer's counter key to `store` as chitchat applies it. The listener runs
+/// under chitchat's lock, so it only parses and stores.
+async fn listen<C: Clock>(handle: &ChitchatHandle, store: Arc<GossipStore<C>>) {
+    let me = handle.chitchat_id().clone();
+    let chitchat = handle.chitchat();
+    let c = chitchat.lock().await;
+    c.subscribe_event(wire::PREFIX, move |event| {
+        if *event.node == me {
+            return;
+        }
+        // The key comes without its prefix; a peer's bytes are never trusted.
+        let (Some(key), Some((tag, part))) = (
+            CounterKey::from_hex(event.key),
+            wire::parse_value(event.value),
+        ) else {
+            return;
+        };
+        store.hear(node_hash(event.node), key, tag, part);
+    })
+    .forever();
+}
+
+/// A node's identity as the store's view of its peers keys it (a generation of a node
+/// is a node of its own).
+fn node_hash(id: &ChitchatId) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+    BuildHasherDefault::<DefaultHasher>::default().hash_one(id)
+}
+
+/// The loop: every `interval`, publish what changed; about once a second, forget the
+/// peers' idle parts.
 async fn rounds<C: Clock>(
     chitchat: Arc<tokio::sync::Mutex<chitchat::Chitchat>>,
     store: Arc<GossipStore<C>>,
@@ -169,7 +202,9 @@ async fn rounds<C: Clock>(
 ) {
     let mut tick = tokio::time::interval(interval);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
+    let every = (Duration::from_secs(1).as_millis() / interval.as_millis().max(1)).max(1);
+    let gauge = |g: &Gauge, n: usize| g.set(i64::try_from(n).unwrap_or(i64::MAX));
+    for round in 0u128.. {
         tokio::select! {
             _ = tick.tick() => {}
             _ = stop.changed() => return,
@@ -184,42 +219,17 @@ async fn rounds<C: Clock>(
                 None => own.delete(&wire::key(&key)),
             }
         }
-        let keys = own
-            .key_values()
-            .filter(|(k, _)| k.starts_with(wire::PREFIX))
-            .count();
         let me = c.self_chitchat_id().clone();
-        let (peers, parts) = read_peers(&c, &me);
         let live = c.live_nodes().filter(|id| **id != me).count();
         let dead = c.dead_nodes().count();
         drop(c);
-        store.set_peers(peers);
-        let gauge = |g: &Gauge, n: usize| g.set(i64::try_from(n).unwrap_or(i64::MAX));
-        gauge(&stats.own_keys, keys);
-        gauge(&stats.peer_keys, parts);
         gauge(&stats.live, live);
         gauge(&stats.dead, dead);
-    }
-}
-
-/// Every peer's parts in the cluster state (live peers and dead ones not yet forgotten),
-/// and how many. Malformed keys and values are skipped: a peer's bytes are not trusted.
-fn read_peers(c: &chitchat::Chitchat, me: &ChitchatId) -> (Peers, usize) {
-    let mut peers = Peers::new();
-    let mut parts = 0;
-    for (id, state) in c.node_states() {
-        if id == me {
-            continue;
-        }
-        for (k, v) in state.key_values() {
-            let (Some(key), Some(part)) = (wire::parse_key(k), wire::parse_value(v)) else {
-                continue;
-            };
-            peers.entry(key).or_default().push(part);
-            parts += 1;
+        gauge(&stats.own_keys, store.cells());
+        if round % every == 0 {
+            gauge(&stats.peer_keys, store.forget_idle_peers());
         }
     }
-    (peers, parts)
 }
 
 /// chitchat's UDP transport, counting the bytes it moves.

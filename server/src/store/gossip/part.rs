@@ -107,6 +107,11 @@ impl Part {
     /// From this instant (ns) the part counts nothing any more, so it may be forgotten and
     /// its gossip key deleted.
     pub fn idle_at(&self, limit: &Limit) -> u64 {
+        self.idle_at_period(limit.period_ns())
+    }
+
+    /// [`Part::idle_at`] for a limit whose window is `period_ns` long.
+    pub fn idle_at_period(&self, period_ns: u64) -> u64 {
         let windows = match *self {
             Part::Fixed { debt, .. } => 1 + u64::from(debt > 0),
             Part::Sliding {
@@ -126,7 +131,7 @@ impl Part {
         }
         self.window()
             .saturating_add(windows)
-            .saturating_mul(limit.period_ns())
+            .saturating_mul(period_ns)
     }
 
     /// Adds `other` (seen in the same window) to this part: the fleet's count is the sum of

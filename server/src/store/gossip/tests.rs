@@ -10,6 +10,7 @@ use crate::clock::ManualClock;
 use crate::store::memory::MemoryStore;
 use proptest::prelude::*;
 use std::num::{NonZeroU16, NonZeroU32};
+use std::sync::Arc;
 
 const S: u64 = 1_000_000_000;
 const T0: u64 = 1_700_000_000 * S;
@@ -48,11 +49,11 @@ fn allowed(s: &GossipStore<Arc<ManualClock>>, c: &Check) -> bool {
 /// `peer`'s part of `c`'s counter, as the gossip loop would hand it over.
 fn peers_of(c: &Check, parts: &[Part]) -> Peers {
     let mut peers = Peers::new();
-    for p in parts {
+    for (node, p) in parts.iter().enumerate() {
         peers
             .entry(c.key)
             .or_default()
-            .push((Tag::of(&c.limit), *p));
+            .push((node as u64, Tag::of(&c.limit), *p));
     }
     peers
 }
@@ -140,6 +141,7 @@ fn a_part_under_another_limit_is_ignored() {
     let other = limit(20, Algorithm::FixedWindow);
     let mut peers = Peers::new();
     peers.entry(c.key).or_default().push((
+        1,
         Tag::of(&other),
         Part::Fixed {
             window: T0 / S,
@@ -271,4 +273,24 @@ proptest! {
             gossip.sweep();
         }
     }
+}
+
+#[test]
+fn a_peers_latest_part_replaces_its_last_and_idle_ones_are_forgotten() {
+    let (clock, s) = store();
+    let c = check("a", limit(10, Algorithm::FixedWindow), 1);
+    let tag = Tag::of(&c.limit);
+    let at = |count| Part::Fixed {
+        window: T0 / S,
+        count,
+        debt: 0,
+    };
+    s.hear(1, c.key, tag, at(3));
+    s.hear(1, c.key, tag, at(5));
+    s.hear(2, c.key, tag, at(4));
+    assert_eq!(s.forget_idle_peers(), 2, "one part per peer");
+    let admitted = (0..10).filter(|_| allowed(&s, &c)).count();
+    assert_eq!(admitted, 1, "10 less 5 and 4");
+    clock.set(T0 + S);
+    assert_eq!(s.forget_idle_peers(), 0);
 }

@@ -48,6 +48,11 @@ impl Tag {
             period_s: limit.period_ns() / NANOS_PER_SECOND,
         }
     }
+
+    /// The window's length in nanoseconds.
+    pub fn period_ns(&self) -> u64 {
+        self.period_s.saturating_mul(NANOS_PER_SECOND)
+    }
 }
 
 /// The value that publishes `part` under `limit`.
