@@ -25,6 +25,11 @@
 //! with either is refused at load under `--store gossip` (see
 //! [`crate::config::LoadOptions::supported`]).
 //!
+//! # Leases
+//! A quota grant (see [`crate::algorithm::lease`]) takes at most the node's share of what
+//! remains, `remaining / live nodes` ([`GossipStore::set_fleet`]), so that the nodes
+//! granting on their views at once take no more than remains between them.
+//!
 //! # Bounds
 //! One cell per counter a node has counted on and not yet seen go idle (`--memory-capacity`
 //! bounds them; at capacity a new counter is refused, as in the memory store), and per
@@ -36,7 +41,7 @@ pub mod node;
 pub mod part;
 pub mod wire;
 
-use super::batch::{self, Call, Counters, PerItem, Rules};
+use super::batch::{self, Call, Counters, PerItem, Rules, Share};
 use super::shards::{Cells, Locked, Shards, SHARDS};
 use super::{Check, CounterKey, Counting, Store, StoreError};
 use crate::algorithm::{Decision, Limit, State};
@@ -44,6 +49,8 @@ use crate::clock::{Clock, SystemClock};
 use part::{Fleet, Part};
 use smallvec::SmallVec;
 use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 use wire::Tag;
 
@@ -77,6 +84,8 @@ pub struct GossipStore<C: Clock = SystemClock> {
     clock: C,
     cells: Cells,
     rules: Rules,
+    /// Nodes live in the fleet, this one included: a grant takes at most its share.
+    fleet: AtomicU32,
 }
 
 impl GossipStore<SystemClock> {
@@ -96,6 +105,7 @@ impl<C: Clock> GossipStore<C> {
             clock,
             cells: Cells::new(capacity),
             rules: Rules::default(),
+            fleet: AtomicU32::new(1),
         }
     }
 
@@ -108,6 +118,14 @@ impl<C: Clock> GossipStore<C> {
     /// Own parts held (cells in use).
     pub fn cells(&self) -> usize {
         self.cells.used()
+    }
+
+    /// Sets how many nodes are live, this one included (the gossip loop, every round).
+    /// A quota grant takes at most `remaining / nodes` ([`Share::OneIn`]): every node
+    /// grants on its own view of what remains, so `n` nodes granting at once take at most
+    /// what remains between them, and leases do not multiply the over-admission.
+    pub fn set_fleet(&self, nodes: u32) {
+        self.fleet.store(nodes.max(1), Ordering::Relaxed);
     }
 
     /// Replaces everything peers are known to have published.
@@ -221,7 +239,13 @@ impl<C: Clock> GossipStore<C> {
                 .iter()
                 .map(|f| f.as_ref().map(|f| &f.state))
                 .collect();
-            batch::decide(batch, &counters, &loaded, now, call, self.rules)
+            let nodes =
+                NonZeroU32::new(self.fleet.load(Ordering::Relaxed)).unwrap_or(NonZeroU32::MIN);
+            let rules = Rules {
+                share: Share::OneIn(nodes),
+                ..self.rules
+            };
+            batch::decide(batch, &counters, &loaded, now, call, rules)
         };
         self.apply(batch, &counters, &mut locked, &fleets, &outcome.writes)?;
         Ok(outcome.decisions)

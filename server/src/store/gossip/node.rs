@@ -223,6 +223,7 @@ async fn rounds<C: Clock>(
         let live = c.live_nodes().filter(|id| **id != me).count();
         let dead = c.dead_nodes().count();
         drop(c);
+        store.set_fleet(u32::try_from(live + 1).unwrap_or(u32::MAX));
         gauge(&stats.live, live);
         gauge(&stats.dead, dead);
         gauge(&stats.own_keys, store.cells());

@@ -294,3 +294,26 @@ fn a_peers_latest_part_replaces_its_last_and_idle_ones_are_forgotten() {
     clock.set(T0 + S);
     assert_eq!(s.forget_idle_peers(), 0);
 }
+
+#[test]
+fn a_grant_takes_only_this_nodes_share_of_what_remains() {
+    let (_, s) = store();
+    let c = Check {
+        quota: Some(Quota {
+            requests: NonZeroU32::new(20).unwrap_or(NonZeroU32::MIN),
+            valid_ms: 1_000,
+        }),
+        ..check("a", limit(31, Algorithm::FixedWindow), 1)
+    };
+    let grant = |s: &GossipStore<Arc<ManualClock>>| {
+        s.check_now(std::slice::from_ref(&c))
+            .ok()
+            .and_then(|d| d[0].grant)
+            .map(|g| g.hits)
+    };
+    // Alone: up to the quota of the 30 left.
+    assert_eq!(grant(&s), Some(20));
+    // 31 - 1 - 20 - 1 = 9 left after the next admission; with three nodes live, 3 of them.
+    s.set_fleet(3);
+    assert_eq!(grant(&s), Some(3));
+}
