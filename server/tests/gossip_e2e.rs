@@ -40,33 +40,37 @@ fn udp_ports(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// A node gossiping on `addr`, joining through `seeds`.
+fn node(config: &Path, addr: &str, seeds: &[&str], id: &str) -> Server {
+    let interval = INTERVAL_MS.to_string();
+    let seeds = seeds.join(",");
+    let flags = [
+        "--store",
+        "gossip",
+        "--gossip-addr",
+        addr,
+        "--gossip-seeds",
+        &seeds,
+        "--gossip-interval-ms",
+        &interval,
+        "--gossip-cluster-id",
+        "e2e",
+        "--gossip-node-id",
+        id,
+    ];
+    Server::start(config, &flags)
+}
+
 /// Three nodes, each seeded with the other two, once each holds both live.
 async fn fleet(config: &Path) -> Vec<Server> {
     let addrs = udp_ports(3);
-    let interval = INTERVAL_MS.to_string();
     let nodes: Vec<Server> = (0..3)
         .map(|i| {
             let seeds: Vec<&str> = (0..3)
                 .filter(|&j| j != i)
                 .map(|j| addrs[j].as_str())
                 .collect();
-            let seeds = seeds.join(",");
-            let id = format!("node-{i}");
-            let flags = [
-                "--store",
-                "gossip",
-                "--gossip-addr",
-                &addrs[i],
-                "--gossip-seeds",
-                &seeds,
-                "--gossip-interval-ms",
-                &interval,
-                "--gossip-cluster-id",
-                "e2e",
-                "--gossip-node-id",
-                &id,
-            ];
-            Server::start(config, &flags)
+            node(config, &addrs[i], &seeds, &format!("node-{i}"))
         })
         .collect();
     for n in &nodes {
@@ -219,6 +223,32 @@ async fn a_dead_nodes_count_outlives_it_and_the_survivors_keep_serving() {
     );
     assert!(admitted >= (LIMIT / 2) as usize, "{admitted}");
     assert!(admitted <= (LIMIT / 2) as usize + bound, "{admitted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_joins_mid_window_starts_from_what_it_hears() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let addrs = udp_ports(3);
+    let a = node(&config, &addrs[0], &[&addrs[1]], "a");
+    let b = node(&config, &addrs[1], &[&addrs[0]], "b");
+    let live = "floodgate_gossip_peers{state=\"live\"}";
+    a.metric_reaches(live, 1.0).await;
+    let mut client = a.client().await;
+    for _ in 0..LIMIT / 2 {
+        let r = ask(&mut client, tenant("joined")).await.unwrap();
+        assert_eq!(r.overall_code, Code::Ok as i32);
+    }
+    // The newcomer knows only b; it learns a (and a's count) through gossip.
+    let c = node(&config, &addrs[2], &[&addrs[1]], "c");
+    c.metric_reaches(live, 2.0).await;
+    eventually(
+        Duration::from_secs(10),
+        "the newcomer hears a's count",
+        || async { remaining(&c, "joined").await == LIMIT / 2 },
+    )
+    .await;
+    assert_eq!(remaining(&b, "joined").await, LIMIT / 2);
 }
 
 /// What keys cost: 10,000 distinct counters admitted on one node reach both peers; the
