@@ -317,3 +317,23 @@ fn a_grant_takes_only_this_nodes_share_of_what_remains() {
     s.set_fleet(3);
     assert_eq!(grant(&s), Some(3));
 }
+
+#[test]
+fn a_peers_sliding_count_weighs_on_the_next_window() {
+    let (clock, s) = store();
+    let c = check("a", limit(10, Algorithm::SlidingWindowCounter), 1);
+    s.hear(
+        1,
+        c.key,
+        Tag::of(&c.limit),
+        Part::Sliding {
+            window: T0 / S,
+            previous: 0,
+            current: 8,
+        },
+    );
+    // A quarter into the next window, 6 of the peer's 8 still count: 4 fit.
+    clock.set(T0 + S + S / 4);
+    let admitted = (0..10).filter(|_| allowed(&s, &c)).count();
+    assert_eq!(admitted, 4);
+}
