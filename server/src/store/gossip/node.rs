@@ -2,10 +2,10 @@
 //! chitchat's (scuttlebutt reconciliation over UDP, phi-accrual failure detection); this
 //! module only publishes the store's parts as this node's keys and reads the peers'.
 //!
-//! Every gossip round (`--gossip-interval-ms`) the loop drops idle parts and writes the
-//! parts that changed since the last round into this node's state (one chitchat key each:
-//! a part changed a thousand times in a round is published once), and deletes the keys of
-//! idle ones. A peer's part reaches the store as chitchat applies it (a key-change
+//! Every gossip round (`--gossip-interval-ms`) the loop writes the parts that changed
+//! since the last round into this node's state (one chitchat key each: a part changed a
+//! thousand times in a round is published once); about once a second it drops idle parts
+//! and deletes their keys. A peer's part reaches the store as chitchat applies it (a key-change
 //! listener, [`GossipStore::hear`]), from every node but this one, live or dead; the loop
 //! drops the peers' idle parts about once a second.
 
@@ -106,7 +106,8 @@ impl GossipStats {
     }
 }
 
-/// A running gossip node; dropping it leaves the loop running until `stop`.
+/// A running gossip node. Dropping it stops chitchat's server (this node leaves the
+/// cluster; peers soon call it dead); the publishing loop ends at `stop`.
 pub struct Node {
     handle: ChitchatHandle,
 }
@@ -209,7 +210,11 @@ async fn rounds<C: Clock>(
             _ = tick.tick() => {}
             _ = stop.changed() => return,
         }
-        store.sweep();
+        let second = round % every == 0;
+        if second {
+            // As often as the memory store's sweep: it walks every part.
+            store.sweep();
+        }
         let outbox = store.take_outbox();
         let mut c = chitchat.lock().await;
         let own = c.self_node_state();
@@ -227,7 +232,7 @@ async fn rounds<C: Clock>(
         gauge(&stats.live, live);
         gauge(&stats.dead, dead);
         gauge(&stats.own_keys, store.cells());
-        if round % every == 0 {
+        if second {
             gauge(&stats.peer_keys, store.forget_idle_peers());
         }
     }
