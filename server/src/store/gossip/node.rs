@@ -55,7 +55,7 @@ type Labels = [(&'static str, &'static str); 1];
 
 /// What the gossip loop reports on `/metrics`. The families are registered on every
 /// server (so one metrics table documents every store); their series exist only once a
-/// gossip node runs ([`GossipStats::handles`]).
+/// gossip node runs ([`start`]).
 #[derive(Debug, Default)]
 pub struct GossipStats {
     peers: Family<Labels, Gauge>,
