@@ -283,7 +283,7 @@ async fn ten_thousand_keys_reach_every_node() {
     let heard = r#"floodgate_gossip_keys{owner="peers"}"#;
     for n in &nodes[1..] {
         eventually(
-            Duration::from_secs(60),
+            Duration::from_secs(120),
             "both peers hold every key",
             || async { n.metric(heard).await.unwrap_or(0.0) >= KEYS as f64 },
         )
