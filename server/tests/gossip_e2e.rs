@@ -307,6 +307,54 @@ async fn ten_thousand_keys_reach_every_node() {
     assert_eq!(remaining(&nodes[2], "key-9999").await, LIMIT - 1);
 }
 
+/// The envelope in nodes (run on demand: `cargo test -p floodgate-server --test gossip_e2e
+/// -- --ignored --nocapture`; `GOSSIP_NODES` nodes, 10 by default): how long one count,
+/// then 1,000 new keys, take to reach every node of a fleet seeded through one node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, run on demand"]
+async fn propagation_across_a_larger_fleet() {
+    let n: usize = std::env::var("GOSSIP_NODES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let addrs = udp_ports(n);
+    let nodes: Vec<Server> = (0..n)
+        .map(|i| {
+            let seed = if i == 0 { &addrs[1] } else { &addrs[0] };
+            node(&config, &addrs[i], &[seed.as_str()], &format!("node-{i}"))
+        })
+        .collect();
+    let live = "floodgate_gossip_peers{state=\"live\"}";
+    for node in &nodes {
+        node.metric_reaches(live, (n - 1) as f64).await;
+    }
+    // The last key admitted stands for all (they are published in order, in few rounds).
+    for keys in [1usize, 1_000] {
+        let mut client = nodes[0].client().await;
+        for k in 0..keys {
+            let r = ask(&mut client, tenant(&format!("{keys}-{k}")))
+                .await
+                .unwrap();
+            assert_eq!(r.overall_code, Code::Ok as i32);
+        }
+        let admitted = Instant::now();
+        for node in &nodes[1..] {
+            eventually(
+                Duration::from_secs(120),
+                "every node holds the keys",
+                || async { remaining(node, &format!("{keys}-{}", keys - 1)).await == LIMIT - 1 },
+            )
+            .await;
+        }
+        eprintln!(
+            "{n} nodes, {INTERVAL_MS} ms interval: {keys} new key(s) on node 0 reached every node {:?} after the last admission",
+            admitted.elapsed()
+        );
+    }
+}
+
 #[test]
 fn other_algorithms_are_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
