@@ -251,6 +251,39 @@ async fn a_node_that_joins_mid_window_starts_from_what_it_hears() {
     assert_eq!(remaining(&b, "joined").await, LIMIT / 2);
 }
 
+/// Two sides that cannot reach each other (neither knows the other's address) each admit
+/// the whole limit, as documented; once a node that knows both joins, the sides hear each
+/// other's counts and both see the limit used for the rest of the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partition_admits_the_limit_on_each_side_and_heals() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let addrs = udp_ports(3);
+    let a = node(&config, &addrs[0], &[], "a");
+    let b = node(&config, &addrs[1], &[], "b");
+    for side in [&a, &b] {
+        let mut client = side.client().await;
+        let mut admitted = 0;
+        for _ in 0..LIMIT + 10 {
+            let r = ask(&mut client, tenant("split")).await.unwrap();
+            admitted += u32::from(r.overall_code == Code::Ok as i32);
+        }
+        assert_eq!(admitted, LIMIT, "each side admits the whole limit");
+    }
+    // The bridge knows both sides; through it they learn of each other.
+    let bridge = node(&config, &addrs[2], &[&addrs[0], &addrs[1]], "bridge");
+    let live = "floodgate_gossip_peers{state=\"live\"}";
+    for n in [&a, &b, &bridge] {
+        n.metric_reaches(live, 2.0).await;
+    }
+    let heard = r#"floodgate_gossip_keys{owner="peers"}"#;
+    a.metric_reaches(heard, 1.0).await;
+    b.metric_reaches(heard, 1.0).await;
+    for n in [&a, &b, &bridge] {
+        assert_eq!(remaining(n, "split").await, 0, "healed: both sides' counts");
+    }
+}
+
 /// What keys cost: 10,000 distinct counters admitted on one node reach both peers; the
 /// time that takes, the fleet's gossip bytes per key and each node's resident memory per
 /// key (docs/server/gossip.md quotes these figures).
