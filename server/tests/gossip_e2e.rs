@@ -49,9 +49,9 @@ async fn paced(
 }
 
 /// The stated bound (docs/server/gossip.md) for three nodes each admitting at most `rate`
-/// per second: over-admission ≤ Σ rate_i × propagation, propagation ≤ interval × (2 +
-/// rounds): a wait to publish, one gossip round (three nodes: every peer one hop away), a
-/// wait to read. Plus one interval: on a loaded two-core machine the rounds run late.
+/// per second: over-admission ≤ Σ rate_i × propagation, propagation ≈ interval × (1 +
+/// rounds): a wait to publish and one gossip round (three nodes: every peer one hop away).
+/// Taken at twice that: on a loaded two-core machine the rounds run late.
 fn bound(rate_per_node: f64) -> usize {
     let propagation = 4.0 * INTERVAL_MS as f64 / 1_000.0;
     (3.0 * rate_per_node * propagation).ceil() as usize
