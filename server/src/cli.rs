@@ -2,6 +2,7 @@
 //! environment, those variables: a flag wins over a variable).
 
 pub mod calls;
+pub mod gossip;
 pub mod redis;
 pub mod reference;
 pub mod tls;
@@ -149,6 +150,10 @@ pub struct Args {
     /// The Redis store (without a target: the memory store).
     #[command(flatten)]
     pub redis: RedisArgs,
+
+    /// `--store`, and the gossip store's flags.
+    #[command(flatten)]
+    pub gossip: self::gossip::GossipArgs,
 
     /// TLS and mutual TLS on the gRPC port, and who may send charges and quota requests.
     #[command(flatten)]
@@ -338,8 +343,13 @@ impl Args {
 
     /// How the configuration is read, from the layout flags.
     pub fn load_options(&self) -> LoadOptions {
+        let gossip = self.gossip.store == Some(self::gossip::StoreKind::Gossip);
         LoadOptions {
             merge_domains: self.merge_domains,
+            supported: gossip.then_some(crate::config::Supported {
+                store: "gossip",
+                algorithms: crate::store::gossip::part::SUPPORTED,
+            }),
         }
     }
 }

@@ -12,7 +12,8 @@
 //!   batch's rules (all or nothing, check-only and blocked items, charges, grants) as pure
 //!   code every store reuses; [`store::memory`], the in-process store, and
 //!   [`store::redis`], counters shared by replicas in Redis or Redis Cluster (one Lua
-//!   script per request, `check.lua`, the rules' Lua twin); [`store::health`] tells
+//!   script per request, `check.lua`, the rules' Lua twin); [`store::gossip`], each
+//!   node of a fleet counting its own part and gossiping it (chitchat); [`store::health`] tells
 //!   `/healthz` whether the store answers.
 //! - [`algorithm`]: the four algorithms as pure `(state, now, limit, hits)` math.
 //! - [`clock`]: time for the memory store (Redis uses its own), injectable for tests.

@@ -22,6 +22,9 @@
 //! | `floodgate_store_cells` | gauge | `store` |
 //! | `floodgate_store_up` | gauge | `store` (1 can decide, 0 down: see [`crate::store::health`]) |
 //! | `floodgate_store_failures_total` | counter | `cause` (`unreachable`, `timeout`, `auth`, `refused`, `script`: failed store calls and probes) |
+//! | `floodgate_gossip_peers` | gauge | `state` (`live`, `dead`: see [`crate::store::gossip`]) |
+//! | `floodgate_gossip_keys` | gauge | `owner` (`self`: keys published; `peers`: parts heard) |
+//! | `floodgate_gossip_bytes_total` | counter | `direction` (`sent`, `received`) |
 //! | `floodgate_connections` | gauge | none (gRPC connections open) |
 //! | `floodgate_connections_closed_total` | counter | `reason` (`handshake_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_accept_errors_total` | counter | none (see [`crate::listener`]) |
@@ -48,6 +51,7 @@ pub use outcome::Outcome;
 pub use xds::XdsMetrics;
 
 use crate::listener::{ConnectionMetrics, Port};
+use crate::store::gossip::node::GossipStats;
 use crate::store::health::Health;
 use crate::tls::TlsMetrics;
 use lock_free::{LatencyHistogram, StoreUp};
@@ -185,6 +189,8 @@ pub struct Metrics {
     pub http_connections: Arc<ConnectionMetrics>,
     /// The xDS configuration source (see [`crate::xds`]).
     pub xds: Arc<XdsMetrics>,
+    /// The gossip store's peers, keys and traffic (series only under `--store gossip`).
+    pub gossip: Arc<GossipStats>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -255,6 +261,8 @@ impl Metrics {
         http_connections.register(&mut registry);
         let xds = Arc::new(XdsMetrics::default());
         xds.register(&mut registry);
+        let gossip = Arc::new(GossipStats::default());
+        gossip.register(&mut registry);
         Metrics {
             registry,
             families,
@@ -273,6 +281,7 @@ impl Metrics {
             tls,
             http_connections,
             xds,
+            gossip,
         }
     }
 

@@ -11,6 +11,7 @@ use crate::reference_stats::ReferenceStats;
 use crate::reload;
 use crate::rls::RlsService;
 use crate::shutdown;
+use crate::store::gossip::{node, GossipStore};
 use crate::store::health::Health;
 use crate::store::memory::MemoryStore;
 use crate::store::redis::RedisStore;
@@ -46,6 +47,9 @@ pub enum ServerError {
     /// The Redis options cannot work (a malformed URL).
     #[error("{0}")]
     Redis(String),
+    /// The gossip store cannot start (bad flags, or its UDP address cannot be bound).
+    #[error("gossip store: {0}")]
+    Gossip(String),
     /// The gRPC port's TLS settings or files cannot work.
     #[error("gRPC TLS: {0}")]
     Tls(String),
@@ -77,6 +81,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
     let (from, shared) = match args.xds().map_err(ServerError::Xds)? {
         None => {
             let files = source::read(&args.config)?;
+            // Under `--store gossip` a limit of an algorithm it cannot hold is refused here.
             let config = config::parse_with(&files, &args.load_options())?;
             (Source::Files(files), config::Shared::new(config))
         }
@@ -101,6 +106,23 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
             "the Redis password is on the command line, where every local user can read it \
              (ps); use --redis-password-file or REDIS_AUTH"
         );
+    }
+    let gossip = args
+        .gossip
+        .resolve(redis.options.is_some())
+        .map_err(ServerError::Gossip)?;
+    if let Some(options) = gossip {
+        let store = Arc::new(GossipStore::new(args.memory_capacity).with_counting(args.counting));
+        let metrics = Arc::new(Metrics::new(store.name()));
+        let node = node::start(store.clone(), options, &metrics.gossip, stop.clone())
+            .await
+            .map_err(ServerError::Gossip)?;
+        tracing::info!(node = ?node.id(), "gossip store");
+        tokio::spawn(publish_cells(store.clone(), metrics.clone(), stop.clone()));
+        let served = serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await;
+        // The node gossips until here: dropping it leaves the cluster.
+        drop(node);
+        return served;
     }
     match redis.options {
         None => {
@@ -354,5 +376,20 @@ async fn sweep(store: Arc<MemoryStore>, metrics: Arc<Metrics>, mut stop: watch::
         if removed > 0 {
             tracing::debug!(removed, cells = store.cells(), "swept idle counters");
         }
+    }
+}
+
+/// Publishes the gossip store's size (its own sweep runs in the gossip loop).
+async fn publish_cells(
+    store: Arc<GossipStore>,
+    metrics: Arc<Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(SWEEP_EVERY) => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        metrics.set_store_cells(store.cells());
     }
 }

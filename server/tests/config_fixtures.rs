@@ -150,6 +150,7 @@ fn merge_domains_joins_one_domain_split_over_files() {
     let valid = Path::new(MERGE).join("valid");
     let merged = config::LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     let c = config::load_with(&valid, &merged).unwrap();
     let shop = c.domain("shop").unwrap();
@@ -165,6 +166,7 @@ fn merge_domains_joins_one_domain_split_over_files() {
 fn merge_domains_still_refuses_a_descriptor_defined_twice() {
     let merged = config::LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     let e = config::load_with(
         &Path::new(MERGE).join("invalid/duplicate_descriptor"),
@@ -173,4 +175,23 @@ fn merge_domains_still_refuses_a_descriptor_defined_twice() {
     .unwrap_err();
     let expected = fs::read_to_string(format!("{MERGE}/invalid/duplicate_descriptor.err")).unwrap();
     assert_eq!(e.to_string(), expected.trim_end());
+}
+
+const GOSSIP: &str = "tests/fixtures/config/gossip";
+
+#[test]
+fn the_gossip_store_refuses_the_algorithms_it_cannot_hold() {
+    let gossip = config::LoadOptions {
+        supported: Some(config::Supported {
+            store: "gossip",
+            algorithms: floodgate_server::store::gossip::part::SUPPORTED,
+        }),
+        ..Default::default()
+    };
+    let file = Path::new(GOSSIP).join("sliding_window_log.yaml");
+    let e = config::load_with(&file, &gossip).unwrap_err();
+    let expected = fs::read_to_string(format!("{GOSSIP}/sliding_window_log.err")).unwrap();
+    assert_eq!(e.to_string(), expected.trim_end());
+    // The same file loads for a store that holds every algorithm.
+    assert!(config::load(&file).is_ok());
 }

@@ -1,5 +1,11 @@
 //! One conformance suite, every store: the same scenarios must give the same answers on
-//! the memory store, a single Redis and a Redis Cluster, to the nanosecond.
+//! the memory store, a single Redis, a Redis Cluster and the gossip store (one node), to
+//! the nanosecond.
+//!
+//! A store declares the algorithms it supports ([`Harness::supports`]: the gossip store
+//! holds only fixed window and sliding window counter). A scenario that needs another says
+//! so ([`Harness::needs`]) and is skipped on that store with a line on stderr naming what
+//! it lacks; loops over every algorithm run over the supported ones ([`Harness::algorithms`]).
 //!
 //! Time is a fake clock: the memory store reads it, and the Redis store passes it to its
 //! script in place of Redis's `TIME` (see `RedisStore::with_clock`). Instants are whole
@@ -40,6 +46,7 @@ use charge::*;
 use check_only::*;
 use floodgate_server::algorithm::{Algorithm, Decision, Limit, Unit};
 use floodgate_server::clock::ManualClock;
+use floodgate_server::store::gossip::{part, GossipStore};
 use floodgate_server::store::health::Health;
 use floodgate_server::store::memory::{MemoryStore, DEFAULT_CAPACITY};
 use floodgate_server::store::redis::{RedisOptions, RedisStore, Target};
@@ -66,9 +73,68 @@ struct Harness<St> {
     store: St,
     clock: Arc<ManualClock>,
     domain: String,
+    /// The algorithms the store supports.
+    supports: fn(Algorithm) -> bool,
+}
+
+/// A store that supports every algorithm.
+fn every(_: Algorithm) -> bool {
+    true
+}
+
+/// A harness on `store` for `domain`, its store supporting every algorithm.
+fn harness_of<St>(store: St, clock: Arc<ManualClock>, domain: &str) -> Harness<St> {
+    Harness {
+        store,
+        clock,
+        domain: domain.to_owned(),
+        supports: every,
+    }
 }
 
 impl<St: Store> Harness<St> {
+    /// Whether the store supports `algorithm`.
+    fn supports(&self, algorithm: Algorithm) -> bool {
+        (self.supports)(algorithm)
+    }
+
+    /// Whether the store supports every one of `algorithms`; if not, says on stderr which
+    /// this scenario (in `domain`) lacks, so that a skip is never silent.
+    fn needs(&self, algorithms: &[Algorithm]) -> bool {
+        let missing: Vec<&str> = algorithms
+            .iter()
+            .filter(|a| !self.supports(**a))
+            .map(|a| a.name())
+            .collect();
+        if !missing.is_empty() {
+            eprintln!(
+                "skipped on the {} store: {} needs {}",
+                self.store.name(),
+                self.domain,
+                missing.join(", ")
+            );
+        }
+        missing.is_empty()
+    }
+
+    /// Every algorithm (token buckets of `burst`) the store supports; the others named on
+    /// stderr as skipped.
+    fn algorithms(&self, burst: u32) -> Vec<Algorithm> {
+        let (run, skip): (Vec<Algorithm>, Vec<Algorithm>) = all_algorithms(burst)
+            .into_iter()
+            .partition(|a| self.supports(*a));
+        if !skip.is_empty() {
+            let names: Vec<&str> = skip.iter().map(|a| a.name()).collect();
+            eprintln!(
+                "skipped on the {} store: {} with {}",
+                self.store.name(),
+                self.domain,
+                names.join(", ")
+            );
+        }
+        run
+    }
+
     fn key(&self, name: &str) -> CounterKey {
         CounterKey::new(&self.domain, [("k", name)])
     }
@@ -231,15 +297,7 @@ mod memory {
     async fn harness(domain: &str) -> (Harness<Arc<MemoryStore<Arc<ManualClock>>>>, ()) {
         let clock = Arc::new(ManualClock::new(W));
         let store = Arc::new(MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone()));
-        let domain = domain.to_owned();
-        (
-            Harness {
-                store,
-                clock,
-                domain,
-            },
-            (),
-        )
+        (harness_of(store, clock, domain), ())
     }
 
     for_each_scenario!(test_per_scenario);
@@ -251,15 +309,17 @@ mod memory {
             MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone())
                 .with_counting(Counting::PerDescriptor),
         );
-        let domain = "per-descriptor".to_owned();
-        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&harness_of(
             store,
             clock,
-            domain,
-        })
+            "per-descriptor",
+        ))
         .await;
     }
 }
+
+#[path = "conformance/gossip.rs"]
+mod gossip;
 
 mod redis {
     use super::*;
@@ -268,15 +328,7 @@ mod redis {
         let server = RedisServer::start();
         let clock = Arc::new(ManualClock::new(W));
         let store = redis_store(Target::Single(server.url()), &clock).await;
-        let domain = domain.to_owned();
-        (
-            Harness {
-                store,
-                clock,
-                domain,
-            },
-            server,
-        )
+        (harness_of(store, clock, domain), server)
     }
 
     for_each_scenario!(test_per_scenario);
@@ -291,12 +343,11 @@ mod redis {
             Counting::PerDescriptor,
         )
         .await;
-        let domain = "per-descriptor".to_owned();
-        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&harness_of(
             store,
             clock,
-            domain,
-        })
+            "per-descriptor",
+        ))
         .await;
     }
 }
@@ -316,8 +367,7 @@ mod redis_cluster {
                 $(
                     let clock = Arc::new(ManualClock::new(W));
                     let store = redis_store(Target::Cluster(cluster.seeds()), &clock).await;
-                    let domain = stringify!($scenario).to_owned();
-                    super::$scenario(&Harness { store, clock, domain }).await;
+                    super::$scenario(&harness_of(store, clock, stringify!($scenario))).await;
                 )*
             };
         }
@@ -330,12 +380,11 @@ mod redis_cluster {
             Counting::PerDescriptor,
         )
         .await;
-        let domain = "per-descriptor".to_owned();
-        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&Harness {
+        super::per_descriptor_counting_consumes_what_fits_in_a_rejected_request(&harness_of(
             store,
             clock,
-            domain,
-        })
+            "per-descriptor",
+        ))
         .await;
     }
 }

@@ -28,6 +28,16 @@ async fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
             server.extend(exposed_names(&s.metrics().await));
         }
     }
+    // The gossip store's families have series only under --store gossip, which no
+    // example runs: one node alone adds them.
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").expect("a free UDP port");
+    let gossip_addr = udp.local_addr().expect("its address").to_string();
+    drop(udp);
+    let gossip = floodgate_integration::server::Server::start(
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n",
+        &["--store", "gossip", "--gossip-addr", &gossip_addr],
+    );
+    server.extend(exposed_names(&gossip.metrics().await));
     assert!(!filter.is_empty(), "Envoy exported no floodgate_* metric");
     assert!(
         !server.is_empty(),

@@ -242,6 +242,18 @@ pub struct LoadOptions {
     /// (`--merge-domains`, the reference's `MERGE_DOMAIN_CONFIG`). Off: a domain defined
     /// twice is an error, naming both files.
     pub merge_domains: bool,
+    /// The algorithms the store in use can enforce (`None`: every one): a limit of another
+    /// is refused at load, naming the ones it can (the gossip store holds only counts).
+    pub supported: Option<Supported>,
+}
+
+/// A store's algorithms, for [`LoadOptions::supported`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Supported {
+    /// The store's name, for the error.
+    pub store: &'static str,
+    /// The algorithms' configuration names.
+    pub algorithms: &'static [&'static str],
 }
 
 /// Loads and validates the configuration at `path` with the default options: one YAML

@@ -2,7 +2,7 @@
 //! the reference's `replaces`. Every error names the field.
 
 use super::wire::{self, AlgorithmName};
-use super::{ConfigError, Rule, MAX_LOG_LIMIT};
+use super::{ConfigError, Rule, Supported, MAX_LOG_LIMIT};
 use crate::algorithm::{Algorithm, Limit, Unit, Window, MAX_WINDOW_SECONDS};
 use std::num::{NonZeroU16, NonZeroU32};
 use std::path::Path;
@@ -21,6 +21,8 @@ pub(super) struct FromDescriptor {
     pub metric: Option<Arc<str>>,
     /// The reference's stat key of the descriptor (see [`Rule::stats_key`]).
     pub stats_key: Arc<str>,
+    /// The algorithms the store can enforce (`None`: all).
+    pub supported: Option<Supported>,
 }
 
 /// Makes the error of a field below the `rate_limit` being checked.
@@ -99,6 +101,9 @@ pub(super) fn rule(
         unit_multiplier: window.multiplier,
         algorithm: algorithm(&err, algorithm_name, requests_per_unit, r.burst)?,
     };
+    if let Some(s) = from.supported {
+        supported(&err, s, limit.algorithm)?;
+    }
     Ok(rule(Some(limit), None))
 }
 
@@ -121,6 +126,22 @@ fn replaces(
         }
     }
     Ok(replaces)
+}
+
+/// Refuses `algorithm` unless the store in use (`--store`) can enforce it.
+fn supported(err: FieldError<'_>, s: Supported, algorithm: Algorithm) -> Result<(), ConfigError> {
+    let name = algorithm.name();
+    if s.algorithms.contains(&name) {
+        return Ok(());
+    }
+    Err(err(
+        "algorithm".into(),
+        &format!(
+            "{name} is not supported by the {} store, which supports {}",
+            s.store,
+            s.algorithms.join(" and ")
+        ),
+    ))
 }
 
 /// The algorithm `name` names for a limit of `requests_per_unit`, with its `burst`.

@@ -6,7 +6,7 @@ use super::wire;
 use super::{metadata, nesting, wildcard};
 use super::{
     Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, RuleKind,
-    MAX_DEPTH, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
+    Supported, MAX_DEPTH, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
 };
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -25,10 +25,10 @@ pub(super) fn config(files: &Files, options: &LoadOptions) -> Result<Config, Con
             // descriptors join the domain's top level; a sibling defined twice is still a
             // duplicate, reported at this file's descriptor.
             first.uses_replaces |= any_replaces(&parsed.descriptors);
-            level_into(top(file), parsed.descriptors, &mut first.root)?;
+            level_into(top(file, options), parsed.descriptors, &mut first.root)?;
             continue;
         }
-        let domain = domain(file, parsed)?;
+        let domain = domain(file, parsed, options)?;
         if let Some(first) = domains.get(&*domain.name) {
             return Err(ConfigError::new(
                 file,
@@ -73,7 +73,7 @@ fn parse_yaml(file: &Path, text: &str) -> Result<wire::File, ConfigError> {
     })
 }
 
-fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
+fn domain(file: &Path, w: wire::File, options: &LoadOptions) -> Result<Domain, ConfigError> {
     if w.domain.is_empty() {
         return Err(ConfigError::new(
             file,
@@ -82,7 +82,7 @@ fn domain(file: &Path, w: wire::File) -> Result<Domain, ConfigError> {
         ));
     }
     let uses_replaces = any_replaces(&w.descriptors);
-    let root = level(top(file), w.descriptors)?;
+    let root = level(top(file, options), w.descriptors)?;
     Ok(Domain {
         name: Arc::from(w.domain),
         file: file.to_path_buf(),
@@ -111,16 +111,19 @@ struct Place<'a> {
     metric: String,
     value_to_metric: bool,
     depth: usize,
+    /// The algorithms the store can enforce (`None`: all).
+    supported: Option<Supported>,
 }
 
 /// The place of a file's top level.
-fn top(file: &Path) -> Place<'_> {
+fn top<'a>(file: &'a Path, options: &LoadOptions) -> Place<'a> {
     Place {
         file,
         fields: String::new(),
         metric: String::new(),
         value_to_metric: false,
         depth: 1,
+        supported: options.supported,
     }
 }
 
@@ -202,6 +205,7 @@ fn descriptor(
                 metadata,
                 metric: (d.detailed_metric || value_to_metric).then(|| Arc::from(metric.as_str())),
                 stats_key: Arc::from(metric.as_str()),
+                supported: place.supported,
             };
             Some(rule::rule(file, &format!("{at}.rate_limit"), r, from)?)
         }
@@ -219,6 +223,7 @@ fn descriptor(
             metric: format!("{metric}."),
             value_to_metric,
             depth: place.depth + 1,
+            supported: place.supported,
         },
         d.descriptors,
     )?;

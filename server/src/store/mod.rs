@@ -14,6 +14,7 @@
 //! [`Counting::PerDescriptor`] (`--counting per-descriptor`) so do we.
 
 pub mod batch;
+pub mod gossip;
 pub mod health;
 pub mod memory;
 pub mod redis;
@@ -189,6 +190,21 @@ impl CounterKey {
         }
         s
     }
+
+    /// The fingerprint [`CounterKey::hex`] wrote; `None` for anything else (the gossip
+    /// store reads peers' keys, which are never trusted to be well formed).
+    pub fn from_hex(text: &str) -> Option<CounterKey> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 32 {
+            return None;
+        }
+        let mut key = [0u8; 16];
+        for (i, pair) in bytes.chunks_exact(2).enumerate() {
+            let digit = |b: u8| (b as char).to_digit(16);
+            key[i] = u8::try_from(digit(pair[0])? * 16 + digit(pair[1])?).ok()?;
+        }
+        Some(CounterKey(key))
+    }
 }
 
 #[cfg(test)]
@@ -231,6 +247,15 @@ mod tests {
         assert_ne!(three, CounterKey::overridden("web", entries, &limit(4)));
         assert_eq!(three, CounterKey::overridden("web", entries, &limit(3)));
         assert_eq!(three.hex(), "aa0959f531d5dd14f122bef34205d12e");
+    }
+
+    #[test]
+    fn hex_reads_back() {
+        let k = CounterKey::new("web", [("tenant", "acme")]);
+        assert_eq!(CounterKey::from_hex(&k.hex()), Some(k));
+        assert_eq!(CounterKey::from_hex("xyz"), None);
+        assert_eq!(CounterKey::from_hex(&"g".repeat(32)), None);
+        assert_eq!(CounterKey::from_hex(&"é".repeat(16)), None);
     }
 
     #[test]

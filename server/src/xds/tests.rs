@@ -129,6 +129,7 @@ fn two_resources_with_one_domain_are_refused() {
     assert!(parse_resources(&[any(&one), any(&two)], &LoadOptions::default()).is_err());
     let merged = LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     assert!(parse_resources(&[any(&one)], &merged).is_ok());
 }

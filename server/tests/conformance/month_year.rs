@@ -1,14 +1,14 @@
 //! Scenarios for the reference's `month` and `year` units: 30 and 365 days,
 //! epoch aligned, on every algorithm.
 
-use super::{all_algorithms, limit, Harness, W};
+use super::{limit, Harness, W};
 use floodgate_server::algorithm::Unit;
 use floodgate_server::store::Store;
 
 pub async fn month_and_year_work_with_every_algorithm<St: Store>(h: &Harness<St>) {
     h.at(W);
     for unit in [Unit::Month, Unit::Year] {
-        for algorithm in all_algorithms(2) {
+        for algorithm in h.algorithms(2) {
             let c = h.check(
                 &format!("{}-{}", unit.name(), algorithm.name()),
                 limit(2, unit, algorithm),

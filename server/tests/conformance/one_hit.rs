@@ -55,6 +55,9 @@ pub async fn fixed_window_reports_until_the_window_ends<St: Store>(h: &Harness<S
 }
 
 pub async fn token_bucket_reports_until_one_token_is_back<St: Store>(h: &Harness<St>) {
+    if !h.needs(&[bucket(2)]) {
+        return;
+    }
     // 4 per second, burst 2: spent at W, a token is back every 250 ms. At W+100ms the
     // debt is 400 ms; one token fits once it is 250 ms, 150 ms later, whatever the cost
     // (2 hits would need 400 ms; 3 never fit).
@@ -67,6 +70,9 @@ pub async fn token_bucket_reports_until_one_token_is_back<St: Store>(h: &Harness
 }
 
 pub async fn sliding_log_reports_until_the_oldest_that_matters_leaves<St: Store>(h: &Harness<St>) {
+    if !h.needs(&[Algorithm::SlidingWindowLog]) {
+        return;
+    }
     // 3 per second, logged at W, W+100ms, W+200ms: one more fits when the first leaves.
     for (name, hits) in [("one", 1), ("two", 2), ("never", 4)] {
         let c = h.check(name, limit(3, Unit::Second, Algorithm::SlidingWindowLog));

@@ -2,13 +2,13 @@
 //! report under all-or-nothing (the remaining that holds, nothing having been taken), and
 //! what `Counting::PerDescriptor`, the reference's counting, consumes.
 
-use super::{all_algorithms, limit, Harness, W};
+use super::{limit, Harness, W};
 use floodgate_server::algorithm::{Algorithm, Unit};
 use floodgate_server::store::{Check, Store};
 
 pub async fn a_rejected_request_reports_the_remaining_that_holds<St: Store>(h: &Harness<St>) {
     h.at(W);
-    for algorithm in all_algorithms(10) {
+    for algorithm in h.algorithms(10) {
         let name = algorithm.name();
         let tight = h.check(
             &format!("{name}-tight"),
@@ -50,7 +50,7 @@ pub async fn per_descriptor_counting_consumes_what_fits_in_a_rejected_request<St
     h: &Harness<St>,
 ) {
     h.at(W);
-    for algorithm in all_algorithms(10) {
+    for algorithm in h.algorithms(10) {
         let name = algorithm.name();
         let tight = h.check(
             &format!("{name}-tight"),
