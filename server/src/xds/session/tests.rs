@@ -168,6 +168,7 @@ fn two_resources_with_one_domain_are_refused_as_two_files_would_be() {
     assert!(matches!(reply, Reply::Reject { .. }), "{reply:?}");
     let merged = LoadOptions {
         merge_domains: true,
+        ..Default::default()
     };
     let both = vec![
         resource("edge", minute(), 5),
