@@ -159,8 +159,14 @@ impl<P: Pages> Heap<P> {
         let size = block_size(class);
         let align = size.min(PAGE);
         loop {
-            let start = self.next.next_multiple_of(align);
-            if let Some(end) = start.checked_add(size).filter(|&end| end <= self.end) {
+            // Checked: near the top of a 4 GiB memory an unchecked sum would wrap to a
+            // low address that is not the heap's.
+            let fits = self
+                .next
+                .checked_next_multiple_of(align)
+                .and_then(|start| Some((start, start.checked_add(size)?)))
+                .filter(|&(_, end)| end <= self.end);
+            if let Some((start, end)) = fits {
                 self.next = end;
                 return start;
             }
@@ -173,7 +179,8 @@ impl<P: Pages> Heap<P> {
                 // tail of the old pages is left, the new ones start afresh.
                 self.next = base;
             }
-            self.end = base + pages * PAGE;
+            // Saturating: the last page of a 4 GiB memory ends past usize::MAX.
+            self.end = base.saturating_add(pages * PAGE);
         }
     }
 }
