@@ -178,3 +178,30 @@ proptest! {
         prop_assert!(taken <= bound + slack, "{taken} > {bound} + {slack}");
     }
 }
+
+/// Pages at the very top of the address space, one growth only: nothing is written to
+/// them here (carving a fresh block touches no memory).
+struct TopPage(bool);
+
+impl Pages for TopPage {
+    fn grow(&mut self, pages: usize) -> Option<usize> {
+        let first = !std::mem::replace(&mut self.0, true);
+        (first && pages == 1).then_some((usize::MAX / PAGE) * PAGE)
+    }
+}
+
+#[test]
+fn carving_at_the_top_of_memory_never_wraps_to_a_low_address() {
+    let mut heap = Heap::new(TopPage(false));
+    let top = (usize::MAX / PAGE) * PAGE;
+    // SAFETY: fresh blocks only; none is read or written.
+    unsafe {
+        let a = heap.alloc(PAGE / 2, 1);
+        assert_eq!(a, top);
+        let b = heap.alloc(PAGE / 4, 1);
+        assert_eq!(b, top + PAGE / 2);
+        // Any further block would end past usize::MAX: refused, not wrapped to 0.
+        assert_eq!(heap.alloc(PAGE / 4 + 1, 1), 0);
+        assert_eq!(heap.alloc(PAGE / 2, 1), 0);
+    }
+}
