@@ -172,20 +172,15 @@ bench-wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) $(addprefix -p ,$(BENCH_PACKAGES))
 	for m in $(BENCH_WASMS); do $(WASM_OPT) $$m -o $$m.opt && mv $$m.opt $$m || exit 1; done
 
-# floodgate-server's release builds take thin LTO over 16 codegen units instead of the
-# workspace profile's fat LTO in one unit, which is there for the filter's size: on the
-# server the fat link was one single-threaded step of about 4 minutes in every clean build.
-SERVER_RELEASE := --release --config 'profile.release.lto="thin"' --config 'profile.release.codegen-units=16'
-
 server:
-	cargo build $(SERVER_RELEASE) -p floodgate-server
+	cargo build --release -p floodgate-server
 
 server-debug:
 	cargo build -p floodgate-server
 
 # The binary the image carries: release, statically linked (musl), no C library needed.
 server-static: musl-target
-	cargo build $(SERVER_RELEASE) --target $(MUSL_TARGET) -p floodgate-server
+	cargo build --release --target $(MUSL_TARGET) -p floodgate-server
 
 # bench-wasm: the cost model's budget test counts the bench floors too. No
 # `server-debug`: `cargo test --workspace` builds target/debug/floodgate-server itself (the
