@@ -151,13 +151,15 @@ mod tests {
         let link = entries[1].header();
         assert_eq!(link.entry_type(), EntryType::Link);
         assert_eq!(link.size().unwrap(), 0, "no second copy");
-        assert_eq!(
-            link.link_name().unwrap().unwrap().to_str(),
-            Some("a/run")
-        );
+        assert_eq!(link.link_name().unwrap().unwrap().to_str(), Some("a/run"));
         let dir = tempfile::tempdir().unwrap();
-        tar::Archive::new(data.as_slice()).unpack(dir.path()).unwrap();
-        assert_eq!(std::fs::read(dir.path().join("b/alias")).unwrap(), b"\x7fELF");
+        tar::Archive::new(data.as_slice())
+            .unpack(dir.path())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("b/alias")).unwrap(),
+            b"\x7fELF"
+        );
     }
 
     #[test]
