@@ -2,6 +2,7 @@
 //! environment, those variables: a flag wins over a variable).
 
 pub mod calls;
+pub mod duration;
 pub mod gossip;
 pub mod redis;
 pub mod reference;

@@ -3,7 +3,8 @@
 //! non-root user on the declared ports and volume (the ones `deploy/` uses); pushed with
 //! skopeo into a real registry and pulled back as a runtime does, its layer unpacked into
 //! a directory of its own, the binary runs there (chroot, the root mounted read-only, the
-//! image's user), with nothing from the host, and answers a gRPC call and `/healthz`.
+//! image's user), with nothing from the host, and answers a gRPC call and `/healthz`. Run
+//! as Envoy Gateway runs the reference's image (`gateway`), it starts and limits too.
 
 use floodgate_integration::manifests::{self, of_kind};
 use floodgate_integration::oci::{self, Image, Layout};
@@ -17,6 +18,11 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+#[path = "xds_config/ads.rs"]
+mod ads;
+#[path = "oci_server_image/gateway.rs"]
+mod gateway;
 
 const NAME: &str = "floodgate-server";
 
@@ -62,7 +68,18 @@ fn the_layout_holds_the_static_server_and_says_how_to_run_it() {
         .filter(|(_, _, dir, _)| !dir)
         .map(|(path, mode, _, _)| (path.as_str(), *mode))
         .collect();
-    assert_eq!(files, vec![("usr/local/bin/floodgate-server", 0o755)]);
+    assert_eq!(
+        files,
+        vec![
+            ("usr/local/bin/floodgate-server", 0o755),
+            ("bin/ratelimit", 0o755)
+        ],
+        "the binary, and Envoy Gateway's command as a second name of it"
+    );
+    assert!(
+        entries.last().expect("entries").3.is_empty(),
+        "a link, not a copy"
+    );
     let binary = &entries.iter().find(|e| !e.2).expect("the binary").3;
     let built = std::fs::read(paths::server_static()).expect("the static build");
     assert!(
@@ -132,13 +149,16 @@ fn command_line(run: &Value) -> Vec<String> {
     line
 }
 
+/// The container's start inside the private mount namespace: `$0` the root, bind-mounted
+/// read-only, `$1` the user, the rest the command line run there by chroot.
+const SETUP: &str = r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec chroot --userspec="$1" "$0" "${@:2}""#;
+
 /// Starts `line` inside `root` as the image's user: a private mount namespace where the
 /// root is bind-mounted read-only (readOnlyRootFilesystem), then chroot. Only the setup
 /// uses the host's `sh`; the server itself sees nothing but the image.
 fn start_in(root: &Path, user: &str, line: &[String], log: &Path) -> Child {
-    let setup = r#"mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec chroot --userspec="$1" "$0" "${@:2}""#;
     Command::new(paths::program("unshare", "apt-get install util-linux"))
-        .args(["--mount", "--propagation", "private", "bash", "-c", setup])
+        .args(["--mount", "--propagation", "private", "bash", "-c", SETUP])
         .arg(root)
         .arg(user)
         .args(line)

@@ -144,6 +144,12 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
             "--config-xds-node-id",
             "test-node",
             "--healthy-once-configured",
+            // Short waits (the reference's default is 10 s doubling to 60 s): the
+            // reconnection below must come within a second or so.
+            "--config-xds-backoff-initial",
+            "200ms",
+            "--config-xds-backoff-max",
+            "1s",
         ],
         &[],
     );
@@ -261,10 +267,18 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     ]);
     push.send_replace(Some(("v4".into(), v4)));
     let ads = Management::start(ads_addr, snapshot.clone(), seen_tx.clone(), nonces.clone()).await;
+    let restarted = std::time::Instant::now();
     let resubscribed = tokio::time::timeout(WAIT, seen.recv())
         .await
         .expect("a new subscription")
         .unwrap();
+    // At most 1 s (the longest wait) and its spread: far under the default's 5 s minimum.
+    assert!(
+        restarted.elapsed() < Duration::from_secs(4),
+        "reconnected after {:?}: the back-off flags were not honoured\n{}",
+        restarted.elapsed(),
+        log()
+    );
     assert_eq!(resubscribed.request.version_info, "v2", "{}", log());
     assert_eq!(resubscribed.request.response_nonce, "");
     assert_eq!(

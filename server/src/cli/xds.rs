@@ -2,6 +2,7 @@
 //! reference's `CONFIG_TYPE=GRPC_XDS_SOTW` with its `CONFIG_GRPC_XDS_*` variables (a flag
 //! wins over a variable), resolved into the client's [`Settings`].
 
+pub use self::backoff::BackoffArgs;
 use crate::cli::redis::truthy;
 use crate::proto::envoy::config::core::v3::Node;
 use crate::xds::client::Settings;
@@ -58,6 +59,10 @@ pub struct XdsArgs {
     /// 4 MiB).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     pub config_xds_max_message_bytes: Option<u64>,
+
+    /// How long to wait before opening the stream again.
+    #[command(flatten)]
+    pub backoff: BackoffArgs,
 }
 
 /// The reference's `CONFIG_TYPE` values.
@@ -163,7 +168,7 @@ fn companions(
                 .ok_or_else(|| format!("{max} {v:?}: expected a number of bytes"))?,
         );
     }
-    Ok(())
+    backoff::apply(&mut x.backoff, given, set)
 }
 
 impl XdsArgs {
@@ -213,6 +218,7 @@ impl XdsArgs {
             },
             headers: self.headers()?,
             max_message,
+            backoff: self.backoff.resolve()?,
         }))
     }
 
@@ -293,5 +299,6 @@ fn pairs(setting: &str, text: &str) -> Result<Vec<(String, String)>, String> {
         .collect()
 }
 
+mod backoff;
 #[cfg(test)]
 mod tests;

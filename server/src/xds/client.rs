@@ -37,6 +37,9 @@ pub struct Settings {
     pub headers: Vec<(AsciiMetadataKey, AsciiMetadataValue)>,
     /// The largest response accepted, in bytes (tonic's default, 4 MiB, when `None`).
     pub max_message: Option<usize>,
+    /// How long to wait before opening a stream again (the reference's
+    /// `XDS_CLIENT_BACKOFF_*`).
+    pub backoff: Backoff,
 }
 
 impl Settings {
@@ -63,7 +66,9 @@ pub async fn run(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut session = Session::new(settings.node.clone());
-    let mut backoff = Backoff::default();
+    let mut backoff = settings.backoff;
+    let random = std::collections::hash_map::RandomState::new();
+    let mut attempt: u64 = 0;
     tracing::info!(url = %settings.url, node = %settings.node.id, "xDS: asking for RateLimitConfig");
     loop {
         let ended = tokio::select! {
@@ -71,7 +76,8 @@ pub async fn run(
             _ = stop.wait_for(|s| *s) => return,
         };
         metrics.xds.set_connected(false);
-        let wait = backoff.failed();
+        attempt += 1;
+        let wait = backoff.failed(unit(&random, attempt));
         tracing::warn!(
             url = %settings.url,
             retry_in = ?wait,
@@ -84,6 +90,13 @@ pub async fn run(
         }
         metrics.xds.reconnect();
     }
+}
+
+/// A draw in `[0, 1)` for the back-off's spread: `attempt` hashed with the process's
+/// random keys (randomness for timing only, nothing secret).
+fn unit(random: &std::collections::hash_map::RandomState, attempt: u64) -> f64 {
+    use std::hash::BuildHasher;
+    (random.hash_one(attempt) >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// One stream, from connecting to its end; returns why it ended.

@@ -122,39 +122,81 @@ impl Session {
     }
 }
 
-/// The wait before the next connection attempt: doubling from [`Backoff::FIRST`] up to
-/// [`Backoff::MAX`], back to the first once a response arrived (the server is back).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The wait before the next connection attempt, as the reference's xDS client waits: from
+/// the initial interval, doubling up to the longest, back to the initial once a response
+/// arrived (the server is back). With a random factor `f`, each wait is drawn from
+/// `[w·(1−f), w·(1+f)]` around the nominal `w`, so a fleet of servers that lost the same
+/// management server does not reconnect in step.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Backoff {
+    first: Duration,
+    max: Duration,
+    spread: f64,
     next: Duration,
 }
 
 impl Default for Backoff {
     fn default() -> Self {
-        Backoff {
-            next: Backoff::FIRST,
-        }
+        Backoff::new(Backoff::FIRST, Backoff::MAX, Backoff::SPREAD)
+            .unwrap_or(Backoff::fixed(Backoff::FIRST))
     }
 }
 
 impl Backoff {
-    /// The first wait after a stream ends: short, so a management server's rolling
-    /// restart costs little.
-    pub const FIRST: Duration = Duration::from_millis(100);
-    /// The longest wait: a server down for long is retried every ten seconds, which is
-    /// how long a new configuration can wait once it is back.
-    pub const MAX: Duration = Duration::from_secs(10);
+    /// The reference's initial interval (`XDS_CLIENT_BACKOFF_INITIAL_INTERVAL`).
+    pub const FIRST: Duration = Duration::from_secs(10);
+    /// The reference's longest interval (`XDS_CLIENT_BACKOFF_MAX_INTERVAL`).
+    pub const MAX: Duration = Duration::from_secs(60);
+    /// The reference's random factor (`XDS_CLIENT_BACKOFF_RANDOM_FACTOR`, with
+    /// `XDS_CLIENT_BACKOFF_JITTER=true`).
+    pub const SPREAD: f64 = 0.5;
 
-    /// The wait before the next attempt, and doubles the one after.
-    pub fn failed(&mut self) -> Duration {
-        let wait = self.next;
-        self.next = (self.next * 2).min(Backoff::MAX);
-        wait
+    /// Waits from `first` doubling to `max`, each spread by `spread` (0: exact, at most 1);
+    /// the reason as an error when `first` is zero, `max` below `first` or `spread` out of
+    /// range.
+    pub fn new(first: Duration, max: Duration, spread: f64) -> Result<Backoff, String> {
+        if first.is_zero() {
+            return Err("the initial interval must be longer than zero".to_owned());
+        }
+        if max < first {
+            return Err(format!(
+                "the longest interval ({max:?}) is shorter than the initial one ({first:?})"
+            ));
+        }
+        if !(0.0..=1.0).contains(&spread) {
+            return Err(format!("the random factor {spread} is not between 0 and 1"));
+        }
+        Ok(Backoff {
+            first,
+            max,
+            spread,
+            next: first,
+        })
     }
 
-    /// A response arrived: the next failure waits [`Backoff::FIRST`] again.
+    /// Always `wait`, with no spread.
+    const fn fixed(wait: Duration) -> Backoff {
+        Backoff {
+            first: wait,
+            max: wait,
+            spread: 0.0,
+            next: wait,
+        }
+    }
+
+    /// The wait before the next attempt, and doubles the one after. `unit` in `[0, 1)`
+    /// (a random draw; the caller's, so that this stays pure) places the wait in its
+    /// spread: 0 the shortest, 0.5 the nominal.
+    pub fn failed(&mut self, unit: f64) -> Duration {
+        let nominal = self.next;
+        self.next = nominal.saturating_mul(2).min(self.max);
+        let scale = 1.0 + self.spread * (2.0 * unit.clamp(0.0, 1.0) - 1.0);
+        nominal.mul_f64(scale.max(0.0))
+    }
+
+    /// A response arrived: the next failure waits the initial interval again.
     pub fn reset(&mut self) {
-        self.next = Backoff::FIRST;
+        self.next = self.first;
     }
 }
 

@@ -29,6 +29,10 @@ pub enum Item<'a> {
     File(&'a str, &'a [u8]),
     /// A program: a regular file with its contents, mode [`EXECUTABLE_MODE`].
     Executable(&'a str, &'a [u8]),
+    /// A second name of a file written earlier in the same archive (a hard link entry:
+    /// no contents of its own, so the layer does not grow by a copy, and nothing to
+    /// resolve at run time, unlike a symbolic link); path first, then the earlier path.
+    HardLink(&'a str, &'a str),
 }
 
 /// A POSIX (ustar) tar of `items`, in the order given, owned by 0:0 with fixed times and
@@ -52,6 +56,15 @@ pub fn tar(items: &[Item<'_>]) -> io::Result<Vec<u8>> {
             Item::File(path, bytes) => append_file(&mut builder, header, path, bytes, FILE_MODE)?,
             Item::Executable(path, bytes) => {
                 append_file(&mut builder, header, path, bytes, EXECUTABLE_MODE)?
+            }
+            Item::HardLink(path, target) => {
+                header.set_entry_type(EntryType::Link);
+                header.set_mode(EXECUTABLE_MODE);
+                header.set_size(0);
+                header.set_path(path)?;
+                header.set_link_name(target)?;
+                header.set_cksum();
+                builder.append(&header, io::empty())?;
             }
         }
     }
@@ -123,6 +136,29 @@ mod tests {
                 ("blobs/a".to_string(), FILE_MODE, b"hello".to_vec()),
                 ("bin/run".to_string(), EXECUTABLE_MODE, b"\x7fELF".to_vec()),
             ]
+        );
+    }
+
+    #[test]
+    fn a_hard_link_names_an_earlier_entry_and_adds_no_contents() {
+        let data = tar(&[
+            Item::Executable("a/run", b"\x7fELF"),
+            Item::HardLink("b/alias", "a/run"),
+        ])
+        .unwrap();
+        let mut archive = tar::Archive::new(data.as_slice());
+        let entries: Vec<_> = archive.entries().unwrap().map(Result::unwrap).collect();
+        let link = entries[1].header();
+        assert_eq!(link.entry_type(), EntryType::Link);
+        assert_eq!(link.size().unwrap(), 0, "no second copy");
+        assert_eq!(link.link_name().unwrap().unwrap().to_str(), Some("a/run"));
+        let dir = tempfile::tempdir().unwrap();
+        tar::Archive::new(data.as_slice())
+            .unpack(dir.path())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(dir.path().join("b/alias")).unwrap(),
+            b"\x7fELF"
         );
     }
 

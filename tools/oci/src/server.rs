@@ -3,7 +3,11 @@
 //!
 //! # What is in it
 //! - [`BINARY`], mode 0755 and owned by root, so the process (not root) cannot replace it;
-//! - [`CONFIG_DIR`], empty: a Kubernetes ConfigMap is mounted there.
+//! - [`CONFIG_DIR`], empty: a Kubernetes ConfigMap is mounted there;
+//! - [`ALIASES`]: the same binary under the reference's path (a hard link entry, no second
+//!   copy), because Envoy Gateway's Deployment runs the rate limit container with
+//!   `command: ["/bin/ratelimit"]`, which replaces the entrypoint: swapping the image is
+//!   then the one change.
 //!
 //! No shell, no C library, no CA bundle, no passwd file: the binary is statically linked
 //! (checked, [`crate::elf`]) and the user is numeric, which is what Kubernetes'
@@ -24,6 +28,9 @@ use std::collections::BTreeMap;
 
 /// Where the binary lies in the image, and the entrypoint.
 pub const BINARY: &str = "/usr/local/bin/floodgate-server";
+/// Second names of [`BINARY`]: `/bin/ratelimit` is where envoyproxy/ratelimit's image puts
+/// its binary, and the command Envoy Gateway gives the container.
+pub const ALIASES: &[&str] = &["/bin/ratelimit"];
 /// The directory the configuration is mounted on (a declared volume).
 pub const CONFIG_DIR: &str = "/etc/floodgate";
 /// `UID:GID` of the process: 65532, the id conventionally called `nonroot`, owns nothing
@@ -55,9 +62,11 @@ pub fn build_server(
     // here rather than the extractor's default.
     let mut directories: Vec<String> = Vec::new();
     let config_dir = format!("{}/", relative(CONFIG_DIR));
+    let aliases: Vec<String> = ALIASES.iter().map(|a| relative(a)).collect();
     for dir in parents(&binary_path)
         .into_iter()
         .chain(parents(&config_dir))
+        .chain(aliases.iter().flat_map(|a| parents(a)))
     {
         if !directories.contains(&dir) {
             directories.push(dir);
@@ -65,6 +74,8 @@ pub fn build_server(
     }
     let mut items: Vec<Item<'_>> = directories.iter().map(|d| Item::Dir(d)).collect();
     items.push(Item::Executable(&binary_path, binary));
+    // After the binary: a hard link names an entry already written.
+    items.extend(aliases.iter().map(|a| Item::HardLink(a, &binary_path)));
     let layer_tar = archive::tar(&items)?;
 
     assemble(Parts {
@@ -160,10 +171,13 @@ mod tests {
                 ("usr/local/bin/", 0o755),
                 ("etc/", 0o755),
                 ("etc/floodgate/", 0o755),
+                ("bin/", 0o755),
                 ("usr/local/bin/floodgate-server", 0o755),
+                ("bin/ratelimit", 0o755),
             ]
         );
-        assert_eq!(entries[5].2, binary);
+        assert_eq!(entries[6].2, binary);
+        assert!(entries[7].2.is_empty(), "the alias is a link, not a copy");
         assert_eq!(image.payload_digest, crate::Digest::of(&binary));
     }
 

@@ -5,6 +5,7 @@
 //! the command line), so every rule is tested without touching the process.
 
 use super::{Setting, Status, SETTINGS};
+use crate::cli::duration::go_duration_ms;
 use crate::cli::redis::truthy;
 use crate::cli::Args;
 use crate::store::Counting;
@@ -327,41 +328,6 @@ fn runtime_path(set: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
     }
     path.push(set("RUNTIME_APPDIRECTORY").unwrap_or_else(|| "config".into()));
     Some(path)
-}
-
-/// A Go duration (`10s`, `250ms`, `1m30s`, `1.5s`) in whole milliseconds, rounded up;
-/// `None` if it is not one, or is zero.
-fn go_duration_ms(text: &str) -> Option<u64> {
-    const UNITS: [(&str, f64); 7] = [
-        ("ns", 1e-6),
-        ("us", 1e-3),
-        ("µs", 1e-3),
-        ("ms", 1.0),
-        ("s", 1e3),
-        ("m", 60e3),
-        ("h", 3_600e3),
-    ];
-    let mut rest = text.trim();
-    let mut total = 0.0f64;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number: f64 = rest.get(..digits)?.parse().ok()?;
-        rest = rest.get(digits..)?;
-        // The longest unit that matches: "ms" before "m".
-        let (unit, scale) = UNITS
-            .iter()
-            .filter(|(u, _)| rest.starts_with(u))
-            .max_by_key(|(u, _)| u.len())?;
-        total += number * scale;
-        rest = rest.get(unit.len()..)?;
-    }
-    let ms = total.ceil();
-    (1.0..1e15).contains(&ms).then_some(ms as u64)
 }
 
 /// Markdown links as their text, for log lines and error messages.

@@ -180,12 +180,55 @@ fn two_resources_with_one_domain_are_refused_as_two_files_would_be() {
 
 #[test]
 fn the_backoff_doubles_to_its_cap_and_restarts_after_a_response() {
-    let mut b = Backoff::default();
-    let waits: Vec<u64> = (0..9).map(|_| b.failed().as_millis() as u64).collect();
+    let ms = Duration::from_millis;
+    let mut b = Backoff::new(ms(100), ms(10_000), 0.0).unwrap();
+    let waits: Vec<u64> = (0..9).map(|_| b.failed(0.9).as_millis() as u64).collect();
     assert_eq!(
         waits,
         [100, 200, 400, 800, 1600, 3200, 6400, 10_000, 10_000]
     );
     b.reset();
-    assert_eq!(b.failed(), Backoff::FIRST);
+    assert_eq!(b.failed(0.0), ms(100));
+}
+
+#[test]
+fn the_reference_defaults_wait_10_s_doubling_to_60_s_spread_by_half() {
+    let mut b = Backoff::default();
+    let nominal: Vec<u64> = (0..5).map(|_| b.failed(0.5).as_secs()).collect();
+    assert_eq!(nominal, [10, 20, 40, 60, 60]);
+    b.reset();
+    assert_eq!(b.failed(0.0), Duration::from_secs(5), "10 s less half");
+    assert_eq!(b.failed(1.0), Duration::from_secs(30), "20 s and half");
+}
+
+#[test]
+fn a_random_factor_keeps_every_wait_within_its_spread() {
+    let first = Duration::from_secs(2);
+    for unit in [0.0, 0.1, 0.25, 0.5, 0.75, 0.999] {
+        let mut b = Backoff::new(first, Duration::from_secs(8), 0.25).unwrap();
+        for nominal in [2.0, 4.0, 8.0, 8.0] {
+            let wait = b.failed(unit).as_secs_f64();
+            assert!(
+                (nominal * 0.75 - 1e-9..=nominal * 1.25 + 1e-9).contains(&wait),
+                "{unit}: {wait} not within 25% of {nominal}"
+            );
+        }
+    }
+    // Out-of-range draws are clamped, never a negative or runaway wait.
+    let mut b = Backoff::new(first, first, 1.0).unwrap();
+    assert_eq!(b.failed(-3.0), Duration::ZERO);
+    assert_eq!(b.failed(7.0), first * 2);
+}
+
+#[test]
+fn a_backoff_that_cannot_work_is_refused_with_the_reason() {
+    let s = Duration::from_secs;
+    let zero = Backoff::new(Duration::ZERO, s(1), 0.5).unwrap_err();
+    assert!(zero.contains("initial interval"), "{zero}");
+    let short = Backoff::new(s(10), s(5), 0.5).unwrap_err();
+    assert!(short.contains("shorter than the initial"), "{short}");
+    for spread in [-0.1, 1.5, f64::NAN] {
+        let bad = Backoff::new(s(1), s(2), spread).unwrap_err();
+        assert!(bad.contains("random factor"), "{bad}");
+    }
 }

@@ -1,5 +1,6 @@
 use super::super::{migration_table, Status, SETTINGS};
 use super::*;
+use crate::cli::duration::go_duration_ms;
 use clap::Parser;
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
