@@ -57,3 +57,9 @@ pub mod wire;
 mod testing;
 
 mod host;
+
+/// The module's allocator: size classes with free lists, smaller and cheaper per request
+/// than wasi-libc's dlmalloc that Rust would use otherwise (see `host::heap`).
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: host::heap::Allocator = host::heap::Allocator::new();

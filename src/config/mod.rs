@@ -7,6 +7,7 @@
 //! refuses the filter when `on_configure` reports it.
 
 mod cost;
+mod json;
 mod names;
 mod validate;
 mod wire;
@@ -321,25 +322,8 @@ impl Config {
                 "configuration is empty: expected a JSON object with `rules`",
             ));
         }
-        let mut de = serde_json::Deserializer::from_slice(json);
-        let wire: wire::Config = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-            let path = e.path().to_string();
-            let path = if path == "." { String::new() } else { path };
-            ConfigError::new(path, without_location(e.inner()))
-        })?;
-        de.end()
-            .map_err(|e| ConfigError::new("", without_location(&e)))?;
-        validate::config(wire)
-    }
-}
-
-/// serde_json's message without its " at line L column C" suffix: Istio turns YAML into
-/// the JSON we see, so positions in it would point nowhere the user can look.
-fn without_location(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" at line ") {
-        Some(at) if e.line() > 0 => text[..at].to_string(),
-        _ => text,
+        let value = json::parse(json).map_err(|e| ConfigError::new(e.path, e.message))?;
+        validate::config(wire::config(value)?)
     }
 }
 

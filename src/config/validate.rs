@@ -1,6 +1,7 @@
 //! Turns the wire configuration into validated types, naming the field of each error.
 
 use super::cost::{self, Cost, Costs};
+use super::json::{Number, Rest};
 use super::names::{header_name, rule_name};
 use super::wire;
 use super::{
@@ -333,29 +334,26 @@ fn quota(at: &str, local: wire::Local) -> Result<Quota, ConfigError> {
             ))
         }
     };
-    let rate_micro = rate_micro(&format!("{at}.refill_per_second"), local.refill_per_second)?;
+    let rate_micro = rate_micro(&format!("{at}.refill_per_second"), &local.refill_per_second)?;
     Quota::new(capacity, rate_micro)
         .ok_or_else(|| ConfigError::new(at, "is not a valid token bucket"))
 }
 
 /// A rate in tokens per second as whole millionths, refusing what would be rounded.
-fn rate_micro(at: &str, rate: f64) -> Result<u64, ConfigError> {
-    if rate < 0.0 {
+fn rate_micro(at: &str, rate: &Number) -> Result<u64, ConfigError> {
+    let m = rate.millionths();
+    if m.negative {
         return Err(ConfigError::new(at, "must not be negative"));
     }
     let max = MAX_RATE_MICRO / 1_000_000;
-    let micro = rate * 1e6;
-    if !micro.is_finite() || micro > MAX_RATE_MICRO as f64 {
-        return Err(ConfigError::new(at, format!("must be at most {max}")));
+    match m.whole {
+        Some(w) if w < MAX_RATE_MICRO || (w == MAX_RATE_MICRO && m.rest == Rest::Zero) => {}
+        _ => return Err(ConfigError::new(at, format!("must be at most {max}"))),
     }
-    let rounded = micro.round();
-    // f64 carries about 16 significant digits; anything further from a whole number of
-    // micro-tokens than that noise was written with more than 6 decimal places.
-    let noise = (micro * 4e-16).max(1e-3);
-    if (micro - rounded).abs() > noise {
-        return Err(ConfigError::new(at, "must have at most 6 decimal places"));
+    match (m.whole, m.rest) {
+        (Some(w), Rest::Zero) => Ok(w),
+        _ => Err(ConfigError::new(at, "must have at most 6 decimal places")),
     }
-    Ok(rounded as u64)
 }
 
 fn status(at: &str, s: u64) -> Result<u16, ConfigError> {

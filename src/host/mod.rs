@@ -16,7 +16,7 @@
 //! - `refill` and `charge`: a lease refill and the stream-end charge of a response cost,
 //!   two such calls.
 //!
-//! [`types`], [`memory`] (host buffers), [`failure`] (what to do
+//! [`types`], [`memory`] (host buffers), [`heap`] (the module's allocator), [`failure`] (what to do
 //! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
 //! cause and period) make no host call: they are compiled and tested on every target.
 //! The rest is compiled for wasm32 only.
@@ -29,6 +29,7 @@
 #![cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 
 pub mod failure;
+pub mod heap;
 pub mod log_throttle;
 pub mod memory;
 pub mod types;

@@ -1,8 +1,10 @@
 //! The `response` section: how rejections look, and which rate-limit fields replies carry.
 
+use super::super::json::{Number, Rest};
 use super::super::wire;
 use super::super::{
     BodyFormat, ConfigError, HeaderFields, ResponseConfig, DEFAULT_BODY, DEFAULT_STATUS,
+    MAX_JITTER_PPM,
 };
 use super::status;
 
@@ -65,20 +67,28 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
 /// `response.retry_after_jitter`: a finite fraction from 0 to 1 (a wait at most
 /// doubled), held in millionths. Anything else is refused rather than clamped: a jitter
 /// of 10 meant as "10 %" would otherwise keep clients away eleven times too long.
-fn jitter(j: Option<f64>) -> Result<u32, ConfigError> {
+fn jitter(j: Option<Number>) -> Result<u32, ConfigError> {
     const FIELD: &str = "response.retry_after_jitter";
     let Some(j) = j else {
         return Ok(0);
     };
-    let max = f64::from(super::super::MAX_JITTER_PPM) / 1e6;
-    if !j.is_finite() || !(0.0..=max).contains(&j) {
-        return Err(ConfigError::new(
+    let m = j.millionths();
+    let max = MAX_JITTER_PPM;
+    match m.whole {
+        // Rounded to the nearest millionth, half away from zero, as before.
+        Some(w)
+            if !m.negative
+                && (w < u64::from(max) || (w == u64::from(max) && m.rest == Rest::Zero)) =>
+        {
+            Ok(w as u32 + u32::from(m.rest == Rest::HalfOrMore))
+        }
+        _ => Err(ConfigError::new(
             FIELD,
             format!(
-                "must be a fraction from 0 to {max} (0.2 spreads waits by up to 20 %), got {j}"
+                "must be a fraction from 0 to {} (0.2 spreads waits by up to 20 %), got {}",
+                max / 1_000_000,
+                j.text()
             ),
-        ));
+        )),
     }
-    // At most 10⁶ and not negative: the conversion is exact to the millionth.
-    Ok((j * 1e6).round() as u32)
 }
