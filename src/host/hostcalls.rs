@@ -307,7 +307,7 @@ pub fn property(path: &[&str]) -> Result<Option<Vec<u8>>, Status> {
 }
 
 /// A shared-data value and its CAS token (`None` when the key was never written).
-pub fn shared_get(key: &str) -> Result<Option<(Vec<u8>, u32)>, Status> {
+pub fn shared_get(key: &[u8]) -> Result<Option<(Vec<u8>, u32)>, Status> {
     let (mut data, mut size, mut cas) = (null_mut(), 0usize, 0u32);
     // SAFETY: key is a valid slice; the host writes a pointer, a size and a token.
     let status =
@@ -318,7 +318,7 @@ pub fn shared_get(key: &str) -> Result<Option<(Vec<u8>, u32)>, Status> {
 
 /// Writes a shared-data value if its token is still `cas` (0: unconditionally).
 /// A stale token gives `Err(Status::CAS_MISMATCH)`.
-pub fn shared_set(key: &str, value: &[u8], cas: u32) -> Result<(), Status> {
+pub fn shared_set(key: &[u8], value: &[u8], cas: u32) -> Result<(), Status> {
     // SAFETY: both are valid slices for the duration of the call.
     check(unsafe {
         proxy_set_shared_data(key.as_ptr(), key.len(), value.as_ptr(), value.len(), cas)

@@ -148,6 +148,14 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
+        // No rate limit service (a configuration without global rules): no lease to
+        // spend and no call to build, as both steps would find. Skipping them saves a
+        // local-only request ~120 instructions; a global configuration pays one test.
+        if self.rls().is_none() {
+            let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
+            pass.meter = pending.meter.take();
+            return Verdict::Continue(pass);
+        }
         match self.spend_leases(steps.applied, steps.costs, clock, store, tally) {
             LeaseStep::None => {}
             LeaseStep::Decided(refill) => {

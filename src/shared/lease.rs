@@ -47,7 +47,7 @@ pub const WAYS: u32 = 4;
 const PREFIX: &[u8] = b"floodgate/v2/lease/";
 
 /// The key counting how many set keys exist.
-pub const SETS_KEY: &str = "floodgate/v2/lease/sets";
+pub const SETS_KEY: &[u8] = b"floodgate/v2/lease/sets";
 
 /// Attempts at one update when other workers write the same set at the same time.
 const WRITE_ATTEMPTS: u32 = 8;

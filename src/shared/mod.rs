@@ -44,14 +44,14 @@ pub enum SetError {
 /// A versioned key/value map shared by all workers of one proxy.
 pub trait SharedData {
     /// The current value, or `None` if the key was never written.
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError>;
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError>;
 
     /// Writes `value` only if the key still carries `cas`.
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError>;
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError>;
 
     /// Writes `value` unconditionally. Only for creating keys: on an existing key it
     /// would overwrite a concurrent update.
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError>;
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
 }
 
 pub mod lease;

@@ -51,7 +51,7 @@ pub const WAYS: u32 = 4;
 const PREFIX: &[u8] = b"floodgate/v3/olc/";
 
 /// The key counting how many set keys exist.
-pub const SETS_KEY: &str = "floodgate/v3/olc/sets";
+pub const SETS_KEY: &[u8] = b"floodgate/v3/olc/sets";
 
 /// Attempts at writing a set when other workers write it at the same time.
 const WRITE_ATTEMPTS: u32 = 4;

@@ -45,7 +45,7 @@ use siphasher::sip128::{Hasher128, SipHasher13};
 use std::hash::Hasher;
 
 /// The shared-data key holding the placement key (16 bytes, two little-endian u64).
-pub const KEY: &str = "floodgate/placement-key/v1";
+pub const KEY: &[u8] = b"floodgate/placement-key/v1";
 
 /// Size of the stored key.
 const KEY_LEN: usize = 16;

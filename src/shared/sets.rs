@@ -16,14 +16,14 @@ use crate::shared::{SetError, SharedData, StoreError};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sets {
     prefix: &'static [u8],
-    count_key: &'static str,
+    count_key: &'static [u8],
     sets: u32,
 }
 
 impl Sets {
     /// A table of `sets` keys `<prefix><index>` (at least one), their number recorded in
     /// `count_key`. `prefix` is ours, at most 22 bytes (see [`SlotKey::with_prefix`]).
-    pub fn new(prefix: &'static [u8], count_key: &'static str, sets: u32) -> Sets {
+    pub fn new(prefix: &'static [u8], count_key: &'static [u8], sets: u32) -> Sets {
         Sets {
             prefix,
             count_key,
@@ -98,7 +98,7 @@ impl From<Edited<bool>> for Stored {
 /// that does not exist (not prepared: should not happen) is created empty first.
 pub fn edit<T>(
     store: &impl SharedData,
-    key: &str,
+    key: &[u8],
     attempts: u32,
     mut decide: impl FnMut(&[u8]) -> Edit<T>,
 ) -> Result<Edited<T>, StoreError> {

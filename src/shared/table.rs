@@ -263,7 +263,7 @@ impl Table {
 /// Returns the number of keys created.
 pub fn prepare_keys(
     store: &impl SharedData,
-    count_key: &str,
+    count_key: &[u8],
     size: u32,
     key: impl Fn(u32) -> SlotKey,
 ) -> Result<u32, StoreError> {

@@ -14,7 +14,7 @@ pub struct MemoryShared {
 
 #[derive(Default)]
 struct Inner {
-    map: HashMap<String, (Vec<u8>, u32)>,
+    map: HashMap<Vec<u8>, (Vec<u8>, u32)>,
     next_cas: u32,
     sets: usize,
     gets: usize,
@@ -44,7 +44,7 @@ impl MemoryShared {
 }
 
 impl SharedData for MemoryShared {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         self.pause();
         let mut inner = self.inner.lock().unwrap();
         inner.gets += 1;
@@ -54,7 +54,7 @@ impl SharedData for MemoryShared {
         }))
     }
 
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
         self.pause();
         let mut inner = self.inner.lock().unwrap();
         inner.next_cas += 1;
@@ -71,18 +71,18 @@ impl SharedData for MemoryShared {
             }
             // Like the host: a missing key is created whatever the token.
             None => {
-                inner.map.insert(key.to_string(), (value.to_vec(), next));
+                inner.map.insert(key.to_vec(), (value.to_vec(), next));
                 Ok(())
             }
         }
     }
 
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         let mut inner = self.inner.lock().unwrap();
         inner.next_cas += 1;
         let next = inner.next_cas;
         inner.sets += 1;
-        inner.map.insert(key.to_string(), (value.to_vec(), next));
+        inner.map.insert(key.to_vec(), (value.to_vec(), next));
         Ok(())
     }
 }
@@ -91,13 +91,13 @@ impl SharedData for MemoryShared {
 pub struct Broken(pub u32);
 
 impl SharedData for Broken {
-    fn get(&self, _: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, _: &[u8]) -> Result<Option<Versioned>, StoreError> {
         Err(StoreError { status: self.0 })
     }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
+    fn set(&self, _: &[u8], _: &[u8], _: u32) -> Result<(), SetError> {
         Err(SetError::Store(StoreError { status: self.0 }))
     }
-    fn create(&self, _: &str, _: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, _: &[u8], _: &[u8]) -> Result<(), StoreError> {
         Err(StoreError { status: self.0 })
     }
 }

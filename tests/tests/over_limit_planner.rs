@@ -55,14 +55,14 @@ impl Clock for FakeClock {
 }
 
 /// Each key's value and CAS token, and the last token handed out.
-type Map = (HashMap<String, (Vec<u8>, u32)>, u32);
+type Map = (HashMap<Vec<u8>, (Vec<u8>, u32)>, u32);
 
 /// Shared data with the host's semantics (a missing key is written whatever the token).
 #[derive(Default)]
 struct Shared(RefCell<Map>);
 
 impl SharedData for Shared {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         let map = self.0.borrow();
         Ok(map.0.get(key).map(|(value, cas)| Versioned {
             value: value.clone(),
@@ -70,7 +70,7 @@ impl SharedData for Shared {
         }))
     }
 
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
         let mut map = self.0.borrow_mut();
         map.1 += 1;
         let next = map.1;
@@ -81,17 +81,17 @@ impl SharedData for Shared {
                 Ok(())
             }
             None => {
-                map.0.insert(key.to_owned(), (value.to_vec(), next));
+                map.0.insert(key.to_vec(), (value.to_vec(), next));
                 Ok(())
             }
         }
     }
 
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         let mut map = self.0.borrow_mut();
         map.1 += 1;
         let next = map.1;
-        map.0.insert(key.to_owned(), (value.to_vec(), next));
+        map.0.insert(key.to_vec(), (value.to_vec(), next));
         Ok(())
     }
 }

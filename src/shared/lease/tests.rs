@@ -27,8 +27,8 @@ fn with_grant(n: u32) -> (LeaseTable, MemoryShared) {
 /// The key format is what a running Envoy's shared data holds: change it deliberately.
 #[test]
 fn format_is_pinned() {
-    assert_eq!(&*table(8).sets.key(3), "floodgate/v2/lease/3");
-    assert_eq!(SETS_KEY, "floodgate/v2/lease/sets");
+    assert_eq!(&*table(8).sets.key(3), b"floodgate/v2/lease/3");
+    assert_eq!(SETS_KEY, b"floodgate/v2/lease/sets");
     assert_eq!(table(1024).sets(), 256);
     assert_eq!(table(5).sets(), 2, "rounded up to whole sets");
     let lease = Lease {

@@ -122,16 +122,16 @@ struct Interleaved<'a> {
 }
 
 impl SharedData for Interleaved<'_> {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         self.store.get(key)
     }
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
         if let Some(meddle) = self.meddle.take() {
             meddle();
         }
         self.store.set(key, value, cas)
     }
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         self.store.create(key, value)
     }
 }
@@ -186,13 +186,13 @@ fn a_late_denial_refunds_rules_already_committed() {
 struct AlwaysConflicting(MemoryShared);
 
 impl SharedData for AlwaysConflicting {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         self.0.get(key)
     }
-    fn set(&self, _: &str, _: &[u8], _: u32) -> Result<(), SetError> {
+    fn set(&self, _: &[u8], _: &[u8], _: u32) -> Result<(), SetError> {
         Err(SetError::Conflict)
     }
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         self.0.create(key, value)
     }
 }

@@ -27,12 +27,12 @@ fn denial(fingerprint: u128, until_ns: u64, cost: u32) -> Denial {
 /// The key format is what a running Envoy's shared data holds: change it deliberately.
 #[test]
 fn key_format_is_pinned() {
-    assert_eq!(&*cache(1024).sets.key(7), "floodgate/v3/olc/7");
+    assert_eq!(&*cache(1024).sets.key(7), b"floodgate/v3/olc/7");
     assert_eq!(
         &*cache(1024).sets.key(u32::MAX),
-        "floodgate/v3/olc/4294967295"
+        b"floodgate/v3/olc/4294967295"
     );
-    assert_eq!(SETS_KEY, "floodgate/v3/olc/sets");
+    assert_eq!(SETS_KEY, b"floodgate/v3/olc/sets");
     assert_eq!(cache(1024).sets(), 256);
     assert_eq!(cache(1).sets(), 1);
     assert_eq!(cache(5).sets(), 2, "rounded up to whole sets");
@@ -188,7 +188,7 @@ fn a_cheaper_denial_replaces_the_entry_and_a_dominated_one_writes_nothing() {
         c.lookup(&store, 9, &[2], S).unwrap().map(|d| d.costs),
         Some(vec![2])
     );
-    let set = decode_set(&store.get("floodgate/v3/olc/0").unwrap().unwrap().value);
+    let set = decode_set(&store.get(b"floodgate/v3/olc/0").unwrap().unwrap().value);
     assert_eq!(set.len(), 1, "one entry per set of descriptors");
 }
 
@@ -214,7 +214,7 @@ fn a_full_set_evicts_the_entry_expiring_first_and_expired_entries_are_free() {
     // At 12 s, entries 0..=2 would have expired: room without evicting.
     let stored = c.store(&store, denial(100, 50 * S, 1), 12 * S).unwrap();
     assert!(!stored.evicted);
-    let set = decode_set(&store.get("floodgate/v3/olc/0").unwrap().unwrap().value);
+    let set = decode_set(&store.get(b"floodgate/v3/olc/0").unwrap().unwrap().value);
     assert!(set.len() <= WAYS as usize);
     assert!(
         set.iter().all(|e| e.until_ns > 12 * S),

@@ -40,7 +40,7 @@ fn the_first_vm_draws_and_stores_the_key_and_later_ones_read_it() {
 /// read it back as the same key.
 #[test]
 fn the_key_format_is_pinned() {
-    assert_eq!(KEY, "floodgate/placement-key/v1");
+    assert_eq!(KEY, b"floodgate/placement-key/v1");
     let k = key([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]);
     assert_eq!(k.k0, 0x0807_0605_0403_0201);
     assert_eq!(k.k1, 0x100f_0e0d_0c0b_0a09);
@@ -112,17 +112,17 @@ impl<'a> Interleaved<'a> {
 }
 
 impl SharedData for Interleaved<'_> {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         let r = self.store.get(key);
         self.after_call();
         r
     }
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
         let r = self.store.set(key, value, cas);
         self.after_call();
         r
     }
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         let r = self.store.create(key, value);
         self.after_call();
         r

@@ -8,7 +8,7 @@
 const PREFIX: &[u8] = b"floodgate/v2/";
 
 /// The key counting how many slot keys exist (`0..count`), as a little-endian u32.
-pub const SLOTS_KEY: &str = "floodgate/v2/slots";
+pub const SLOTS_KEY: &[u8] = b"floodgate/v2/slots";
 
 /// A slot's shared-data key, built on the stack: this runs twice per request.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -60,16 +60,17 @@ impl SlotKey {
 
 impl std::fmt::Debug for SlotKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self)
+        f.write_str(&String::from_utf8_lossy(self))
     }
 }
 
+/// The key as bytes, the form the host takes: shared-data keys need no UTF-8 check (the
+/// ABI passes a pointer and a length), and checking one cost ~100 instructions per call.
 impl std::ops::Deref for SlotKey {
-    type Target = str;
+    type Target = [u8];
 
-    fn deref(&self) -> &str {
-        // Only ASCII is ever pushed.
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+    fn deref(&self) -> &[u8] {
+        &self.buf[..self.len]
     }
 }
 

@@ -10,15 +10,15 @@ fn table(size: u32) -> Table {
 /// restarts every bucket and leaves the old keys behind for good. Change it deliberately.
 #[test]
 fn key_format_is_pinned() {
-    assert_eq!(&*table(10_000).key(42), "floodgate/v2/42");
-    assert_eq!(&*table(1).key(0), "floodgate/v2/0");
-    assert_eq!(&*table(u32::MAX).key(u32::MAX), "floodgate/v2/4294967295");
+    assert_eq!(&*table(10_000).key(42), b"floodgate/v2/42");
+    assert_eq!(&*table(1).key(0), b"floodgate/v2/0");
+    assert_eq!(&*table(u32::MAX).key(u32::MAX), b"floodgate/v2/4294967295");
     assert_eq!(
         table(7).key(3),
         table(1_000_000).key(3),
         "slot keys do not depend on the size"
     );
-    assert_eq!(key::SLOTS_KEY, "floodgate/v2/slots");
+    assert_eq!(key::SLOTS_KEY, b"floodgate/v2/slots");
     assert_eq!(key::encode_count(0x0102_0304), [4, 3, 2, 1]);
     assert_eq!(key::decode_count(&[4, 3, 2, 1]), 0x0102_0304);
     assert_eq!(
