@@ -4,10 +4,12 @@
 //! drift apart between them. It is plain `std` Rust with no dependency: it builds for the
 //! filter's wasm32 target as for the server's.
 //!
+//! - [`draft03`]: which limit the draft-03 `x-ratelimit-*` fields show, and their values;
 //! - [`headers`]: the names of the extension headers the filter sends the service, and the
 //!   charge header's one value;
 //! - [`quota`]: the quota header's value, written by the filter ([`quota::encode`]) and read
 //!   by the server ([`quota::parse`]).
 
+pub mod draft03;
 pub mod headers;
 pub mod quota;

@@ -25,6 +25,7 @@
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::request::descriptor::Refusal;
+use floodgate_common::draft03;
 use protocol::code;
 use protocol::Protocol;
 use smallvec::SmallVec;
@@ -130,8 +131,9 @@ impl Standing {
     }
 }
 
-/// The `x-ratelimit-*` headers for the most restrictive enforced limit: the fewest
-/// remaining requests, then the longest reset. Empty when no enforced limit applied.
+/// The `x-ratelimit-*` headers for the most restrictive enforced limit, by the rule the
+/// server shares ([`floodgate_common::draft03`]: the fewest remaining, then the longest
+/// reset, then the first). Empty when no enforced limit applied.
 pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
     let mut headers = Headers::new();
     push_ratelimit_headers(&mut headers, standings);
@@ -140,20 +142,15 @@ pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
 
 /// [`ratelimit_headers`], appended to `headers` (no vector of its own).
 fn push_ratelimit_headers(headers: &mut Headers, standings: &[Standing]) {
-    let tightest = standings.iter().filter(|s| !s.shadow).min_by_key(|s| {
-        (
-            s.remaining,
-            std::cmp::Reverse(s.reset_ns.unwrap_or(u64::MAX)),
-        )
-    });
-    let Some(s) = tightest else {
-        return;
-    };
-    headers.push(("x-ratelimit-limit".into(), s.limit.to_string()));
-    headers.push(("x-ratelimit-remaining".into(), s.remaining.to_string()));
-    if let Some(reset) = s.reset_ns {
-        headers.push(("x-ratelimit-reset".into(), seconds_ceil(reset).to_string()));
-    }
+    let enforced = standings
+        .iter()
+        .filter(|s| !s.shadow)
+        .map(|s| draft03::Standing {
+            limit: s.limit,
+            remaining: s.remaining,
+            reset_ns: s.reset_ns,
+        });
+    draft03::fields(enforced, |name, value| headers.push((name.into(), value)));
 }
 
 /// Seconds until every enforced limit that rejected the request would admit it: the

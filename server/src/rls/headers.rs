@@ -2,9 +2,9 @@
 //! to the client's response: draft-03 `x-ratelimit-*` (`--response-headers`), or the
 //! reference service's `RateLimit-*` (`--limit-response-headers`).
 
-use crate::algorithm::Unit;
-use crate::proto::rls::rate_limit_response::{rate_limit::Unit as PbUnit, Code, DescriptorStatus};
+use crate::proto::rls::rate_limit_response::{Code, DescriptorStatus};
 use crate::proto::HeaderValue;
+use floodgate_common::draft03;
 
 /// Which headers answers carry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -12,7 +12,7 @@ pub enum ResponseHeaders {
     /// None (the default).
     #[default]
     None,
-    /// Draft-03 `x-ratelimit-limit`, `-remaining`, `-reset`, in Envoy's own shape.
+    /// Draft-03 `x-ratelimit-limit`, `-remaining`, `-reset`, as the filter writes them.
     Draft03,
     /// The reference's three headers, under these names (its
     /// `LIMIT_RESPONSE_HEADERS_ENABLED`).
@@ -36,7 +36,7 @@ impl ResponseHeaders {
     /// The headers for an answer whose enforced limits (shadow ones left out, so turning a
     /// limit's shadow mode on changes nothing a client sees) got `limited`, in request
     /// order.
-    pub(super) fn render(&self, limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
+    pub fn render(&self, limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
         match self {
             ResponseHeaders::None => Vec::new(),
             ResponseHeaders::Draft03 => draft03(limited),
@@ -46,36 +46,19 @@ impl ResponseHeaders {
 }
 
 /// Draft-03 (`draft-polli-ratelimit-headers-03`) headers for the most constrained enforced
-/// limit, shaped as Envoy's own filter writes them: `x-ratelimit-limit: 10, 10;w=60`.
-/// With no enforced limit, no headers.
+/// limit, chosen and written by the rule the filter shares ([`floodgate_common::draft03`]):
+/// the fewest remaining, then the longest reset, then the first; the limit's number alone
+/// (Envoy's `ratelimit` filter adds the per-window list itself when asked to). With no
+/// enforced limit, no headers.
 fn draft03(limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
-    let Some(tightest) = limited.iter().min_by_key(|s| s.limit_remaining) else {
-        return Vec::new();
-    };
-    let mut limit = rpu(tightest).to_string();
-    for s in limited {
-        let Some(l) = &s.current_limit else { continue };
-        let window = PbUnit::try_from(l.unit).ok().map_or(0, window_seconds);
-        let window = if window == 0 && l.unit == PbUnit::Unknown as i32 {
-            Unit::Week.seconds() // our only UNKNOWN is a week
-        } else {
-            window
-        };
-        // A window of several units (`unit_multiplier`, absent for one).
-        let window = window.saturating_mul(u64::from(l.unit_multiplier.unwrap_or(1).max(1)));
-        limit.push_str(&format!(", {};w={window}", l.requests_per_unit));
-        if !l.name.is_empty() {
-            limit.push_str(&format!(";name=\"{}\"", l.name));
-        }
-    }
-    vec![
-        header("x-ratelimit-limit", limit),
-        header(
-            "x-ratelimit-remaining",
-            tightest.limit_remaining.to_string(),
-        ),
-        header("x-ratelimit-reset", reset_seconds(tightest).to_string()),
-    ]
+    let standings = limited.iter().map(|s| draft03::Standing {
+        limit: rpu(s),
+        remaining: s.limit_remaining,
+        reset_ns: s.duration_until_reset.as_ref().map(nanos),
+    });
+    let mut headers = Vec::with_capacity(3);
+    draft03::fields(standings, |key, value| headers.push(header(key, value)));
+    headers
 }
 
 /// The reference's choice and values: the last enforced limit over (so a rejected client
@@ -109,16 +92,11 @@ fn reset_seconds(s: &DescriptorStatus) -> i64 {
         .map_or(0, |d| d.seconds + i64::from(d.nanos > 0))
 }
 
-fn window_seconds(unit: PbUnit) -> u64 {
-    match unit {
-        PbUnit::Second => 1,
-        PbUnit::Minute => 60,
-        PbUnit::Hour => 3_600,
-        PbUnit::Day => 86_400,
-        PbUnit::Month => Unit::Month.seconds(),
-        PbUnit::Year => Unit::Year.seconds(),
-        _ => 0,
-    }
+/// A duration the service sends as nanoseconds (0 when negative, saturated when huge).
+fn nanos(d: &prost_types::Duration) -> u64 {
+    let seconds = u64::try_from(d.seconds).unwrap_or(0);
+    let nanos = u64::try_from(d.nanos).unwrap_or(0);
+    seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
 fn header(key: &str, value: String) -> HeaderValue {
