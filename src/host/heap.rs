@@ -238,7 +238,6 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
 mod libc;
 
 #[cfg(test)]

@@ -76,36 +76,47 @@ unsafe fn start(ptr: *mut u8) -> (*mut u8, usize, usize) {
     }
 }
 
-/// C's `malloc`, for wasi-libc.
-#[no_mangle]
-pub extern "C" fn malloc(size: usize) -> *mut u8 {
-    alloc(size, HEADER, false)
-}
-
-/// C's `calloc`, for wasi-libc.
-#[no_mangle]
-pub extern "C" fn calloc(count: usize, size: usize) -> *mut u8 {
-    match count.checked_mul(size) {
-        Some(total) => alloc(total, HEADER, true),
-        None => std::ptr::null_mut(),
+/// A C `realloc` of `ptr` (null or live, from these functions) to `size` bytes.
+///
+/// # Safety
+/// `ptr` is null or a live pointer from this module's C allocation functions.
+unsafe fn resize(ptr: *mut u8, size: usize) -> *mut u8 {
+    if ptr.is_null() {
+        return alloc(size, HEADER, false);
+    }
+    // SAFETY: `ptr` is live (this function's contract), so its header is intact and its
+    // block was allocated with `layout(old, pad)`, which the heap's realloc is given.
+    unsafe {
+        let (block, old, pad) = start(ptr);
+        let (Some(old), Some(new)) = (layout(old, pad), layout(size, pad)) else {
+            return std::ptr::null_mut();
+        };
+        finish(std::alloc::realloc(block, old, new.size()), size, pad)
     }
 }
 
-/// C's `aligned_alloc`, for wasi-libc and std.
-#[no_mangle]
-pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut u8 {
-    if !align.is_power_of_two() {
-        return std::ptr::null_mut();
+/// A C `free` of `ptr` (null or live, from these functions).
+///
+/// # Safety
+/// `ptr` is null or a live pointer from this module's C allocation functions.
+unsafe fn release(ptr: *mut u8) {
+    if ptr.is_null() {
+        return;
     }
-    alloc(size, align, false)
+    // SAFETY: as `resize`.
+    unsafe {
+        let (block, size, pad) = start(ptr);
+        if let Some(layout) = layout(size, pad) {
+            std::alloc::dealloc(block, layout);
+        }
+    }
 }
 
-/// C's `posix_memalign`, for std.
+/// A C `posix_memalign`: 0 and the block in `out`, or C's error number.
 ///
 /// # Safety
 /// `out` is valid for a pointer's write.
-#[no_mangle]
-pub unsafe extern "C" fn posix_memalign(out: *mut *mut u8, align: usize, size: usize) -> i32 {
+unsafe fn memalign(out: *mut *mut u8, align: usize, size: usize) -> i32 {
     /// C's EINVAL and ENOMEM on WASI.
     const EINVAL: i32 = 28;
     const ENOMEM: i32 = 48;
@@ -121,40 +132,134 @@ pub unsafe extern "C" fn posix_memalign(out: *mut *mut u8, align: usize, size: u
     0
 }
 
-/// C's `realloc`, for wasi-libc.
-///
-/// # Safety
-/// `ptr` is null or a live pointer from this module's C allocation functions.
-#[no_mangle]
-pub unsafe extern "C" fn realloc(ptr: *mut u8, size: usize) -> *mut u8 {
-    if ptr.is_null() {
-        return malloc(size);
+/// The exported names, on wasm32 only: on the host target they would replace the C
+/// library's own allocator for the tests.
+#[cfg(target_arch = "wasm32")]
+mod exports {
+    use super::{alloc, HEADER};
+
+    /// C's `malloc`, for wasi-libc.
+    #[no_mangle]
+    pub extern "C" fn malloc(size: usize) -> *mut u8 {
+        alloc(size, HEADER, false)
     }
-    // SAFETY: `ptr` is live (this function's contract), so its header is intact and its
-    // block was allocated with `layout(old, pad)`, which the heap's realloc is given.
-    unsafe {
-        let (block, old, pad) = start(ptr);
-        let (Some(old), Some(new)) = (layout(old, pad), layout(size, pad)) else {
+
+    /// C's `calloc`, for wasi-libc.
+    #[no_mangle]
+    pub extern "C" fn calloc(count: usize, size: usize) -> *mut u8 {
+        match count.checked_mul(size) {
+            Some(total) => alloc(total, HEADER, true),
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    /// C's `aligned_alloc`, for wasi-libc and std.
+    #[no_mangle]
+    pub extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut u8 {
+        if !align.is_power_of_two() {
             return std::ptr::null_mut();
-        };
-        finish(std::alloc::realloc(block, old, new.size()), size, pad)
+        }
+        alloc(size, align, false)
+    }
+
+    /// C's `posix_memalign`, for std.
+    ///
+    /// # Safety
+    /// `out` is valid for a pointer's write.
+    #[no_mangle]
+    pub unsafe extern "C" fn posix_memalign(out: *mut *mut u8, align: usize, size: usize) -> i32 {
+        // SAFETY: this function's contract.
+        unsafe { super::memalign(out, align, size) }
+    }
+
+    /// C's `realloc`, for wasi-libc.
+    ///
+    /// # Safety
+    /// `ptr` is null or a live pointer from this module's C allocation functions.
+    #[no_mangle]
+    pub unsafe extern "C" fn realloc(ptr: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: this function's contract.
+        unsafe { super::resize(ptr, size) }
+    }
+
+    /// C's `free`, for wasi-libc.
+    ///
+    /// # Safety
+    /// `ptr` is null or a live pointer from this module's C allocation functions.
+    #[no_mangle]
+    pub unsafe extern "C" fn free(ptr: *mut u8) {
+        // SAFETY: this function's contract.
+        unsafe { super::release(ptr) }
     }
 }
 
-/// C's `free`, for wasi-libc.
-///
-/// # Safety
-/// `ptr` is null or a live pointer from this module's C allocation functions.
-#[no_mangle]
-pub unsafe extern "C" fn free(ptr: *mut u8) {
-    if ptr.is_null() {
-        return;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fills `size` bytes at `ptr` with a pattern, and checks they hold it.
+    unsafe fn fill_and_check(ptr: *mut u8, size: usize, seed: u8) {
+        for i in 0..size {
+            unsafe { ptr.add(i).write(seed.wrapping_add(i as u8)) };
+        }
+        for i in 0..size {
+            assert_eq!(unsafe { ptr.add(i).read() }, seed.wrapping_add(i as u8));
+        }
     }
-    // SAFETY: as `realloc`.
-    unsafe {
-        let (block, size, pad) = start(ptr);
-        if let Some(layout) = layout(size, pad) {
-            std::alloc::dealloc(block, layout);
+
+    #[test]
+    fn blocks_keep_their_alignment_size_and_contents_through_realloc_and_free() {
+        for align in [HEADER, 32, 64, 4096] {
+            for size in [0, 1, 15, 16, 17, 100, 5000] {
+                let ptr = alloc(size, align, false);
+                assert!(!ptr.is_null());
+                assert_eq!(ptr as usize % align, 0, "align {align} size {size}");
+                unsafe {
+                    assert_eq!(start(ptr).1, size);
+                    fill_and_check(ptr, size, 7);
+                    let grown = resize(ptr, size * 3 + 1);
+                    assert_eq!(grown as usize % align, 0);
+                    for i in 0..size {
+                        assert_eq!(grown.add(i).read(), 7u8.wrapping_add(i as u8));
+                    }
+                    fill_and_check(grown, size * 3 + 1, 9);
+                    let shrunk = resize(grown, size / 2);
+                    for i in 0..size / 2 {
+                        assert_eq!(shrunk.add(i).read(), 9u8.wrapping_add(i as u8));
+                    }
+                    release(shrunk);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn zeroed_blocks_are_zero_and_null_is_handled() {
+        let ptr = alloc(300, HEADER, true);
+        assert!((0..300).all(|i| unsafe { ptr.add(i).read() } == 0));
+        unsafe {
+            release(ptr);
+            release(std::ptr::null_mut());
+            let fresh = resize(std::ptr::null_mut(), 24);
+            assert!(!fresh.is_null());
+            assert_eq!(start(fresh).1, 24);
+            release(fresh);
+        }
+    }
+
+    #[test]
+    fn impossible_sizes_and_alignments_are_refused_not_wrapped() {
+        assert!(alloc(usize::MAX, HEADER, false).is_null());
+        assert!(alloc(usize::MAX - 8, HEADER, false).is_null());
+        let mut out = std::ptr::null_mut();
+        unsafe {
+            assert_eq!(memalign(&mut out, 3, 8), 28);
+            assert_eq!(memalign(&mut out, 2, 8), 28);
+            assert_eq!(memalign(&mut out, 64, usize::MAX), 48);
+            assert!(out.is_null());
+            assert_eq!(memalign(&mut out, 64, 10), 0);
+            assert_eq!(out as usize % 64, 0);
+            release(out);
         }
     }
 }
