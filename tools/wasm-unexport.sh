@@ -24,6 +24,8 @@ graph=$out.graph.json
 	for e in $keep; do printf ',\n {"name": "export:%s", "export": "%s"}' "$e" "$e"; done
 	printf ']\n'
 } >"$graph"
+# -g keeps the names of a build that has them (a profiling build, docs/costs.md); a
+# stripped module has none to keep.
 # shellcheck disable=SC2086
-wasm-metadce $features "$in" -f "$graph" -o "$out" >/dev/null
+wasm-metadce -g $features "$in" -f "$graph" -o "$out" >/dev/null
 rm -f "$graph"
