@@ -43,8 +43,21 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # current Rust emits must be enabled, or it refuses the module). It drops the `name`
 # section too and shrinks the filter by about 12 %; no slowdown seen side by side
 # (`BENCH_VARIANTS`, docs/decisions/module-size.md).
-WASM_OPT      := wasm-opt -O3 --enable-bulk-memory --enable-sign-ext \
+WASM_FEATURES := --enable-bulk-memory --enable-sign-ext \
                  --enable-nontrapping-float-to-int --enable-mutable-globals
+WASM_OPT      := wasm-opt -O3 $(WASM_FEATURES)
+# The filter defines C's allocation functions for wasi-libc on its own heap (which keeps
+# dlmalloc out, src/host/heap/libc.rs); `#[no_mangle]` exports them, and a proxy-wasm
+# host would allocate its buffers with an exported `malloc` instead of
+# `proxy_on_memory_allocate`. Every filter module drops those exports after the link.
+UNEXPORT      := WASM_FEATURES='$(WASM_FEATURES)' tools/wasm-unexport.sh
+C_ALLOC       := malloc calloc realloc free posix_memalign aligned_alloc
+# $(call finish-wasm,IN,OUT): cargo's module IN as shipped at OUT: wasm-opt, the C exports
+# dropped, wasm-opt again (without the second run the request paths cost up to 20
+# instructions more; with it they cost what they did with the exports, in fewer bytes).
+# Intermediate files beside OUT, renamed into place last (IN may be OUT).
+finish-wasm = $(WASM_OPT) $(1) -o $(2).o3 && $(UNEXPORT) $(2).o3 $(2).dce $(C_ALLOC) && \
+	$(WASM_OPT) $(2).dce -o $(2).opt && rm $(2).o3 $(2).dce && mv $(2).opt $(2)
 # The bench-only modules, as cargo packages and as the files `make bench` loads.
 BENCH_PACKAGES := floodgate-noop-filter floodgate-raw-noop floodgate-call-floor
 BENCH_WASMS    := $(patsubst %,target/$(WASM_TARGET)/release/%.wasm,$(subst -,_,$(BENCH_PACKAGES)))
@@ -124,7 +137,7 @@ promtool:
 	@command -v promtool >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends prometheus; }
 
-# cargo links its output into place on every build, fresh or not, so wasm-opt always
+# cargo links its output into place on every build, fresh or not, so finish-wasm always
 # starts from cargo's module; it writes beside it and renames, leaving cargo's own copy
 # (a hard link under deps/) untouched.
 # Both builds: floodgate-llm.wasm first (copied out), then the plain module, which ends
@@ -133,13 +146,13 @@ promtool:
 # The plain module, on cargo's output path.
 define build-plain-wasm
 	cargo build --release --target $(WASM_TARGET) -p floodgate
-	$(WASM_OPT) $(WASM) -o $(WASM).opt && mv $(WASM).opt $(WASM)
+	$(call finish-wasm,$(WASM),$(WASM))
 endef
 
 wasm: wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate --features response-cost
 	mkdir -p $(dir $(LLM_WASM))
-	$(WASM_OPT) $(WASM) -o $(LLM_WASM)
+	$(call finish-wasm,$(WASM),$(LLM_WASM))
 	$(build-plain-wasm)
 
 # OCI image layouts, and a tar of each, built without Docker: the filter (Istio's wasm
@@ -162,10 +175,10 @@ oci: wasm server-static
 # Rebuilt only when the filter's sources change.
 wasm-trap: $(TRAP_WASM)
 
-$(TRAP_WASM): Cargo.toml Cargo.lock build.rs $(shell find src proto -type f) | wasm-target wasm-opt
+$(TRAP_WASM): Cargo.toml Cargo.lock build.rs tools/wasm-unexport.sh $(shell find src proto -type f) | wasm-target wasm-opt
 	cargo build --release --target $(WASM_TARGET) -p floodgate --features trap-on-header
 	mkdir -p $(dir $@)
-	cp $(WASM) $@
+	$(UNEXPORT) $(WASM) $@ $(C_ALLOC)
 	$(build-plain-wasm)
 
 bench-wasm: wasm-target wasm-opt

@@ -177,7 +177,7 @@ impl RequestView for Request {
 /// any write), for one thread.
 #[derive(Debug, Default)]
 struct Shared {
-    map: RefCell<HashMap<String, (Vec<u8>, u32)>>,
+    map: RefCell<HashMap<Vec<u8>, (Vec<u8>, u32)>>,
     next_cas: RefCell<u32>,
 }
 
@@ -190,14 +190,14 @@ impl Shared {
 }
 
 impl SharedData for Shared {
-    fn get(&self, key: &str) -> Result<Option<Versioned>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
         Ok(self.map.borrow().get(key).map(|(value, cas)| Versioned {
             value: value.clone(),
             cas: *cas,
         }))
     }
 
-    fn set(&self, key: &str, value: &[u8], cas: u32) -> Result<(), SetError> {
+    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
         let token = self.token();
         let mut map = self.map.borrow_mut();
         match map.get_mut(key) {
@@ -207,17 +207,17 @@ impl SharedData for Shared {
                 Ok(())
             }
             None => {
-                map.insert(key.to_owned(), (value.to_vec(), token));
+                map.insert(key.to_vec(), (value.to_vec(), token));
                 Ok(())
             }
         }
     }
 
-    fn create(&self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
         let token = self.token();
         self.map
             .borrow_mut()
-            .insert(key.to_owned(), (value.to_vec(), token));
+            .insert(key.to_vec(), (value.to_vec(), token));
         Ok(())
     }
 }

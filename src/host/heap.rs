@@ -20,12 +20,10 @@
 //! page it grew by), however requests come and go. dlmalloc's bound was the same peak
 //! without the factor, and it too kept what it had.
 //!
-//! wasi-libc's dlmalloc is still linked (about 8 KB): std's panic hook reads
-//! `RUST_BACKTRACE` through `getenv`, which builds C's environment with `malloc`. Giving
-//! C's `malloc` and `free` to this heap would drop it, but a `#[no_mangle]` function is
-//! exported from the module, and a proxy-wasm host prefers an exported `malloc` to
-//! `proxy_on_memory_allocate` for the buffers it fills in; so it stays, and runs only on
-//! the way to a panic's abort.
+//! C's allocation functions are this heap's too (`heap/libc.rs`, for wasi-libc's `getenv`,
+//! which std's panic hook reaches): so wasi-libc's dlmalloc is not linked at all, and
+//! the Makefile drops the exports `#[no_mangle]` gives those functions (a proxy-wasm host
+//! would prefer an exported `malloc` to `proxy_on_memory_allocate`).
 //!
 //! The logic is plain Rust over addresses, generic over where pages come from
 //! ([`Pages`]), so that the host target's tests run it over an arena; the module's
@@ -227,8 +225,7 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
     #[inline(never)]
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         // SAFETY: single-threaded, no reentrance (see the Sync impl); the pages
-        // memory.grow hands the heap are its alone (wasi-libc's own malloc, which only
-        // std's panic hook reaches, grows memory separately, see `Heap::carve`).
+        // memory.grow hands the heap are its alone (C's malloc is this heap too).
         unsafe { (*self.0.get()).alloc(layout.size(), layout.align()) as *mut u8 }
     }
 
@@ -247,6 +244,8 @@ unsafe impl std::alloc::GlobalAlloc for Allocator {
         }
     }
 }
+
+mod libc;
 
 #[cfg(test)]
 mod tests;
