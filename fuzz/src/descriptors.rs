@@ -173,11 +173,14 @@ impl RequestView for Request {
     }
 }
 
+/// Each key's value and CAS token.
+type Slots = HashMap<Vec<u8>, (Vec<u8>, u32)>;
+
 /// Shared data with the host's semantics (a CAS token per key, a missing key created by
 /// any write), for one thread.
 #[derive(Debug, Default)]
 struct Shared {
-    map: RefCell<HashMap<Vec<u8>, (Vec<u8>, u32)>>,
+    map: RefCell<Slots>,
     next_cas: RefCell<u32>,
 }
 

@@ -119,7 +119,7 @@ pub async fn run(args: Args) -> Result<(), ServerError> {
             .map_err(ServerError::Gossip)?;
         tracing::info!(node = ?node.id(), "gossip store");
         tokio::spawn(publish_cells(store.clone(), metrics.clone(), stop.clone()));
-        let served = serve(args, grpc_tls, files, shared, store, metrics, lifecycle).await;
+        let served = serve(args, grpc_tls, from, shared, store, metrics, lifecycle).await;
         // The node gossips until here: dropping it leaves the cluster.
         drop(node);
         return served;
