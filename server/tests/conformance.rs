@@ -283,6 +283,7 @@ async fn redis_store_counting(
         timeout: Duration::from_secs(5),
         max_in_flight: 1024,
         counting,
+        key_prefix: String::new(),
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await

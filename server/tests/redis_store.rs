@@ -53,6 +53,7 @@ async fn store(
         timeout,
         max_in_flight,
         counting: Default::default(),
+        key_prefix: String::new(),
     };
     (
         RedisStore::connect(options, health.clone()).await.unwrap(),
@@ -62,7 +63,7 @@ async fn store(
 
 fn log_members(server: &RedisServer, c: &Check) -> Vec<(String, f64)> {
     redis::cmd("ZRANGE")
-        .arg(redis_key(&c.key, &c.limit))
+        .arg(redis_key("", &c.key, &c.limit))
         .arg(0)
         .arg(-1)
         .arg("WITHSCORES")
@@ -156,7 +157,7 @@ async fn keys_expire_as_soon_as_their_state_stops_mattering() {
     for (c, most) in cases {
         assert!(s.check(std::slice::from_ref(&c)).await.unwrap()[0].allowed);
         let pttl: i64 = redis::cmd("PTTL")
-            .arg(redis_key(&c.key, &c.limit))
+            .arg(redis_key("", &c.key, &c.limit))
             .query(&mut server.conn())
             .unwrap();
         assert!(
@@ -165,6 +166,50 @@ async fn keys_expire_as_soon_as_their_state_stops_mattering() {
             c.limit.algorithm
         );
     }
+}
+
+#[tokio::test]
+async fn deployments_under_different_key_prefixes_count_apart() {
+    let server = RedisServer::start();
+    let under = |prefix: &str| RedisOptions {
+        target: Target::Single(server.url()),
+        access: Default::default(),
+        timeout: Duration::from_secs(5),
+        max_in_flight: 16,
+        counting: Default::default(),
+        key_prefix: prefix.to_owned(),
+    };
+    let health = || Arc::new(Health::default());
+    let a = RedisStore::connect(under("team-a:"), health())
+        .await
+        .unwrap();
+    let b = RedisStore::connect(under("team-b:"), health())
+        .await
+        .unwrap();
+    let once_a_minute = Limit {
+        unit: Unit::Minute,
+        ..limit(1, Algorithm::FixedWindow)
+    };
+    let c = check("shared", once_a_minute);
+    let one = std::slice::from_ref(&c);
+    assert!(a.check(one).await.unwrap()[0].allowed);
+    assert!(!a.check(one).await.unwrap()[0].allowed, "a's own limit");
+    assert!(
+        b.check(one).await.unwrap()[0].allowed,
+        "b counts apart from a"
+    );
+    for prefix in ["team-a:", "team-b:"] {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(redis_key(prefix, &c.key, &c.limit))
+            .query(&mut server.conn())
+            .unwrap();
+        assert_eq!(exists, 1, "{prefix}fg:v2:… in Redis");
+    }
+    let unprefixed: i64 = redis::cmd("EXISTS")
+        .arg(redis_key("", &c.key, &c.limit))
+        .query(&mut server.conn())
+        .unwrap();
+    assert_eq!(unprefixed, 0);
 }
 
 #[tokio::test]

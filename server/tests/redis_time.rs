@@ -111,6 +111,7 @@ async fn on_redis_time_a_denial_lasts_exactly_the_reported_duration() {
         timeout: Duration::from_secs(2),
         max_in_flight: 16,
         counting: Default::default(),
+        key_prefix: String::new(),
     };
     let store = RedisStore::connect(options, Arc::new(Health::default()))
         .await

@@ -67,7 +67,7 @@ pub async fn compare(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError>
         now_us: String::new(),
         not_after_us: "9007199254740991".into(),
     };
-    let evalsha: Vec<String> = script_cmd(&sha, &[&check], Mode::Commit, &times)
+    let evalsha: Vec<String> = script_cmd(&sha, "", &[&check], Mode::Commit, &times)
         .args_iter()
         .map(|a| match a {
             redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),

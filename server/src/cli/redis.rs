@@ -87,6 +87,12 @@ pub struct RedisArgs {
     #[arg(long, value_name = "MS", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub redis_timeout_ms: u64,
 
+    /// Put before every Redis key, so that deployments sharing one Redis count apart (the
+    /// reference's `CACHE_KEY_PREFIX`): at most 64 printable ASCII bytes, no space, `{`
+    /// or `}`.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    pub redis_key_prefix: String,
+
     /// Redis calls allowed in flight at once; beyond that, requests answer UNAVAILABLE at
     /// once instead of queueing (bounds memory while Redis is slow or away).
     #[arg(long, value_name = "CALLS", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..))]
@@ -160,6 +166,12 @@ impl RedisArgs {
             return Err("a sentinel password is given but the target is not Sentinel".into());
         }
         let tls = self.tls(&target, env, &file)?;
+        if !crate::store::redis::key::valid_prefix(&self.redis_key_prefix) {
+            return Err(format!(
+                "--redis-key-prefix {:?}: at most 64 printable ASCII bytes, no space, `{{` or `}}`",
+                self.redis_key_prefix
+            ));
+        }
         Ok(Resolved {
             password_on_argv: origin == Origin::Flag && target.has_password(),
             options: Some(RedisOptions {
@@ -172,6 +184,7 @@ impl RedisArgs {
                 timeout: Duration::from_millis(self.redis_timeout_ms),
                 max_in_flight: self.redis_max_in_flight as usize,
                 counting,
+                key_prefix: self.redis_key_prefix.clone(),
             }),
         })
     }

@@ -130,7 +130,7 @@ pub const SETTINGS: &[Setting] = &[
     a("EXPIRATION_JITTER_MAX_SECONDS", "300", "keys expire exactly when their state stops mattering, per counter"),
     a("LOCAL_CACHE_SIZE_IN_BYTES", "0", "no server-side over-limit cache: the filter's own (`rls.cache_over_limit`) avoids the call altogether"),
     s("NEAR_LIMIT_RATIO", "0.8", "`--near-limit-ratio`, counted in `floodgate_near_limit_total`"),
-    a("CACHE_KEY_PREFIX", "", "keys are `fg:v2:…`, apart from the reference's; two floodgate-server deployments sharing one Redis share counters: give each its own database (`/DB` in the URL)"),
+    s("CACHE_KEY_PREFIX", "", "`--redis-key-prefix`: put before every key (`PREFIXfg:v2:…`), so deployments sharing one Redis count apart; no space, `{` or `}`"),
     r("BACKEND_TYPE", "redis", &["redis"], "the store is memory, or Redis with `REDIS_URL` (no memcache)"),
     s("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false", "set: `true` is `--counting all-or-nothing`, `false` `--counting per-descriptor`; unset: all-or-nothing (a rejected request consumes nothing)"),
     s("LIMIT_RESPONSE_HEADERS_ENABLED", "false", "`--limit-response-headers`"),

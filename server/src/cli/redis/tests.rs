@@ -246,3 +246,19 @@ fn no_flag_takes_a_password() {
     let e = resolve(&["--redis-password", "x"], &[], &[]).unwrap_err();
     assert!(e.contains("unexpected argument"), "{e}");
 }
+
+#[test]
+fn a_key_prefix_goes_to_the_store_and_a_brace_is_refused() {
+    let url = ["--redis-url", "redis://127.0.0.1:6379"];
+    let o = options(resolve(
+        &[url[0], url[1], "--redis-key-prefix", "team-a:"],
+        &[],
+        &[],
+    ));
+    assert_eq!(o.key_prefix, "team-a:");
+    assert_eq!(options(resolve(&url, &[], &[])).key_prefix, "");
+    for bad in ["a{b", "a}", "two words", &"x".repeat(65)] {
+        let e = resolve(&[url[0], url[1], "--redis-key-prefix", bad], &[], &[]).unwrap_err();
+        assert!(e.starts_with("--redis-key-prefix"), "{e}");
+    }
+}

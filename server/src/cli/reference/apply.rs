@@ -203,6 +203,9 @@ fn tuning(
             false => Counting::PerDescriptor,
         };
     }
+    if let (false, Some(v)) = (given("redis_key_prefix"), set("CACHE_KEY_PREFIX")) {
+        args.redis.redis_key_prefix = v;
+    }
     if let (false, Some(v)) = (given("redis_timeout_ms"), set("REDIS_TIMEOUT")) {
         args.redis.redis_timeout_ms = go_duration_ms(&v).ok_or_else(|| {
             format!(

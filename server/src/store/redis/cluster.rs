@@ -25,7 +25,7 @@ impl Inner {
     ) -> Result<Vec<Decision>, Failure> {
         let mut groups: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
         for (i, c) in batch.iter().enumerate() {
-            let slot = key::slot(&key::redis_key(&c.key, &c.limit));
+            let slot = key::slot(&key::redis_key(&self.options.key_prefix, &c.key, &c.limit));
             groups.entry(slot).or_default().push(i);
         }
         if groups.len() == 1 {

@@ -22,6 +22,9 @@
 //!   counter, as in the memory store, and two replicas briefly running different
 //!   configurations during a rollout count separately instead of resetting each other.
 //!
+//! - A prefix (`--redis-key-prefix`, the reference's `CACHE_KEY_PREFIX`), when one is
+//!   given, goes before `fg:`.
+//!
 //! The descriptor itself is no longer readable in the key; an operator finds a client's
 //! counter by computing its fingerprint. Golden tests below pin the format; changing it
 //! means bumping the version.
@@ -33,9 +36,25 @@ use std::fmt::Write;
 /// The key format version written into every key.
 pub const VERSION: &str = "v2";
 
-/// The Redis key holding `counter` under `limit`.
-pub fn redis_key(counter: &CounterKey, limit: &Limit) -> String {
-    let mut k = String::with_capacity(64);
+/// The most bytes a key prefix may have (`--redis-key-prefix`).
+pub const MAX_PREFIX: usize = 64;
+
+/// Whether `prefix` may go before every key: at most [`MAX_PREFIX`] printable ASCII
+/// bytes other than space, `{` and `}` (a brace would move the Cluster hash tag).
+pub fn valid_prefix(prefix: &str) -> bool {
+    prefix.len() <= MAX_PREFIX
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_graphic() && b != b'{' && b != b'}')
+}
+
+/// The Redis key holding `counter` under `limit`, after `prefix` (the reference's
+/// `CACHE_KEY_PREFIX`: deployments sharing one Redis under different prefixes count
+/// apart; empty by default). The prefix is outside the hash tag, so it never moves a
+/// counter's Cluster slot.
+pub fn redis_key(prefix: &str, counter: &CounterKey, limit: &Limit) -> String {
+    let mut k = String::with_capacity(64 + prefix.len());
+    k.push_str(prefix);
     let _ = write!(
         k,
         "fg:{VERSION}:{{{}}}:{}:{}:",
@@ -128,17 +147,19 @@ mod tests {
         let burst = NonZeroU32::new(20).unwrap();
         assert_eq!(
             redis_key(
+                "",
                 &counter,
                 &limit(100, Unit::Second, Algorithm::TokenBucket { burst })
             ),
             "fg:v2:{de6897ffa21354441125f911bb38c2f1}:tb:100:s:20"
         );
         assert_eq!(
-            redis_key(&counter, &limit(5, Unit::Week, Algorithm::FixedWindow)),
+            redis_key("", &counter, &limit(5, Unit::Week, Algorithm::FixedWindow)),
             "fg:v2:{de6897ffa21354441125f911bb38c2f1}:fw:5:w:-"
         );
         assert_eq!(
             redis_key(
+                "",
                 &counter,
                 &limit(7, Unit::Minute, Algorithm::SlidingWindowLog)
             ),
@@ -149,12 +170,13 @@ mod tests {
             ..limit(7, Unit::Minute, Algorithm::FixedWindow)
         };
         assert_eq!(
-            redis_key(&counter, &ninety_minutes),
+            redis_key("", &counter, &ninety_minutes),
             "fg:v2:{de6897ffa21354441125f911bb38c2f1}:fw:7:90m:-"
         );
         let braces = CounterKey::new("d", [("k", "}{x}")]);
         assert_eq!(
             redis_key(
+                "",
                 &braces,
                 &limit(1, Unit::Hour, Algorithm::SlidingWindowCounter)
             ),
@@ -167,8 +189,8 @@ mod tests {
         let burst = NonZeroU32::new(20).unwrap();
         let l = limit(100, Unit::Second, Algorithm::TokenBucket { burst });
         let big = "v".repeat(1 << 20);
-        let long = redis_key(&CounterKey::new("web", [("tenant", big.as_str())]), &l);
-        let short = redis_key(&CounterKey::new("web", [("tenant", "a")]), &l);
+        let long = redis_key("", &CounterKey::new("web", [("tenant", big.as_str())]), &l);
+        let short = redis_key("", &CounterKey::new("web", [("tenant", "a")]), &l);
         assert_eq!(long.len(), short.len());
         assert_eq!(long.len(), 52);
     }
@@ -176,13 +198,22 @@ mod tests {
     #[test]
     fn every_key_of_a_counter_shares_a_slot_and_counters_spread() {
         let counter = CounterKey::new("web", [("tenant", "acme")]);
-        let a = redis_key(&counter, &limit(1, Unit::Second, Algorithm::FixedWindow));
-        let b = redis_key(&counter, &limit(9, Unit::Day, Algorithm::SlidingWindowLog));
+        let a = redis_key(
+            "",
+            &counter,
+            &limit(1, Unit::Second, Algorithm::FixedWindow),
+        );
+        let b = redis_key(
+            "",
+            &counter,
+            &limit(9, Unit::Day, Algorithm::SlidingWindowLog),
+        );
         assert_eq!(slot(&a), slot(&b));
         let slots: std::collections::HashSet<u16> = (0..100)
             .map(|i| {
                 let c = CounterKey::new("web", [("tenant", i.to_string().as_str())]);
                 slot(&redis_key(
+                    "",
                     &c,
                     &limit(1, Unit::Second, Algorithm::FixedWindow),
                 ))
@@ -203,5 +234,19 @@ mod tests {
             crc16(b"foo{}{bar}") % 16384,
             "an empty tag hashes the whole key"
         );
+    }
+
+    #[test]
+    fn a_prefix_goes_before_the_key_and_leaves_the_slot_alone() {
+        let key = CounterKey::new("web", [("user", "a")]);
+        let l = limit(5, Unit::Second, Algorithm::FixedWindow);
+        let plain = redis_key("", &key, &l);
+        let prefixed = redis_key("team-a:", &key, &l);
+        assert_eq!(prefixed, format!("team-a:{plain}"));
+        assert_eq!(slot(&prefixed), slot(&plain));
+        assert!(valid_prefix("") && valid_prefix("team-a:") && valid_prefix(&"x".repeat(64)));
+        for bad in ["{", "}", "a b", "é", &"x".repeat(65)] {
+            assert!(!valid_prefix(bad), "{bad:?}");
+        }
     }
 }

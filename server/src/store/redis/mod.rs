@@ -96,6 +96,9 @@ pub struct RedisOptions {
     pub max_in_flight: usize,
     /// Which items of a request consume (`--counting`).
     pub counting: Counting,
+    /// Put before every key (`--redis-key-prefix`, the reference's `CACHE_KEY_PREFIX`;
+    /// empty by default): see [`key::redis_key`].
+    pub key_prefix: String,
 }
 
 /// The Redis store. See the module documentation.

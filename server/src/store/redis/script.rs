@@ -68,11 +68,18 @@ pub struct CallTimes {
 
 /// The `EVALSHA` of `batch` in `mode`, with KEYS and ARGV as `check.lua` documents
 /// them. The bench runs this same command in `redis-benchmark`.
-pub fn script_cmd(sha: &str, batch: &[&Check], mode: Mode, times: &CallTimes) -> redis::Cmd {
+/// `prefix` goes before every key (see [`key::redis_key`]).
+pub fn script_cmd(
+    sha: &str,
+    prefix: &str,
+    batch: &[&Check],
+    mode: Mode,
+    times: &CallTimes,
+) -> redis::Cmd {
     let mut cmd = redis::cmd("EVALSHA");
     cmd.arg(sha).arg(batch.len());
     for c in batch {
-        cmd.arg(key::redis_key(&c.key, &c.limit));
+        cmd.arg(key::redis_key(prefix, &c.key, &c.limit));
     }
     cmd.arg(mode.word())
         .arg(&times.now_us)
@@ -191,7 +198,8 @@ impl Inner {
         mode: Mode,
         now: &CallTimes,
     ) -> Result<Vec<Decision>, Failure> {
-        let cmd = script_cmd(self.script.get_hash(), items, mode, now);
+        let prefix = &self.options.key_prefix;
+        let cmd = script_cmd(self.script.get_hash(), prefix, items, mode, now);
         let reply: Vec<Value> = match cmd.query_async(conn).await {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 self.script.load_async(conn).await?;

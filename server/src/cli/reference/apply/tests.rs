@@ -45,6 +45,7 @@ fn every_supported_variable_is_read_by_the_code_that_applies_it() {
             ("REDIS_TLS_CLIENT_KEY", "/key.pem"),
             ("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", "true"),
             ("REDIS_TIMEOUT", "250ms"),
+            ("CACHE_KEY_PREFIX", "edge:"),
             ("GRPC_SERVER_USE_TLS", "true"),
             ("GRPC_SERVER_TLS_CERT", "/cert.pem"),
             ("GRPC_SERVER_TLS_KEY", "/key.pem"),
@@ -198,6 +199,7 @@ fn variables_fill_the_flags_and_a_flag_wins() {
         ("SHADOW_MODE", "true"),
         ("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "false"),
         ("REDIS_TIMEOUT", "1m30s"),
+        ("CACHE_KEY_PREFIX", "edge:"),
         ("LIMIT_RESET_HEADER", "X-Reset"),
     ]);
     let mut a = args();
@@ -210,6 +212,7 @@ fn variables_fill_the_flags_and_a_flag_wins() {
     assert!(a.shadow_mode);
     assert_eq!(a.counting, Counting::PerDescriptor);
     assert_eq!(a.redis.redis_timeout_ms, 90_000);
+    assert_eq!(a.redis.redis_key_prefix, "edge:");
     assert_eq!(a.reset_header, "X-Reset");
 
     let mut b = Args::try_parse_from([

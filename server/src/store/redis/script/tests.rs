@@ -34,7 +34,7 @@ fn the_command_follows_the_script_contract() {
         now_us: String::new(),
         not_after_us: "1700000000100000".into(),
     };
-    let cmd = script_cmd("sha", &[&tb, &log], Mode::Peek, &times);
+    let cmd = script_cmd("sha", "", &[&tb, &log], Mode::Peek, &times);
     let args: Vec<String> = cmd
         .args_iter()
         .map(|a| match a {
