@@ -361,7 +361,25 @@ async fn the_reference_variables_alone_configure_the_client() {
         1,
     )
     .await;
-    assert_eq!(send(&envoy.url("ingress", "/"), "acme", 3).await, (2, 1));
+    let ingress = envoy.url("ingress", "/");
+    assert_eq!(send(&ingress, "acme", 3).await, (2, 1));
+    // An update as Envoy Gateway pushes one when a policy changes: acme's limit is
+    // raised (its count starts afresh), globex is new.
+    push.send_replace(Some((
+        "2".into(),
+        edge(&[("acme", 4, DAY), ("globex", 1, DAY)]),
+    )));
+    assert_eq!(
+        answer_to(&mut seen, "nonce-2").await.request.version_info,
+        "2"
+    );
+    assert_eq!(send(&ingress, "acme", 6).await, (4, 2), "acme's new limit");
+    assert_eq!(send(&ingress, "globex", 2).await, (1, 1), "globex's limit");
+    assert_eq!(
+        upstream.count(),
+        2 + 4 + 1,
+        "only admitted requests reach it"
+    );
     // The reference's health path, for probes written for its image.
     let probe = client()
         .get(format!("http://{http}/healthcheck"))
@@ -378,7 +396,7 @@ async fn the_reference_variables_alone_configure_the_client() {
         .unwrap();
     let text = scraped.text().await.unwrap();
     assert!(
-        text.contains("floodgate_xds_updates_total{result=\"applied\"} 1"),
+        text.contains("floodgate_xds_updates_total{result=\"applied\"} 2"),
         "{text}"
     );
     assert!(
