@@ -170,6 +170,23 @@ fn start_in(root: &Path, user: &str, line: &[String], log: &Path) -> Child {
 }
 
 /// The user ids of a running process, from /proc: real, effective, saved, file system.
+/// A one-hit `ShouldRateLimit` request for domain `edge` and `tenant` = `value`, as the
+/// image's configurations expect.
+fn tenant_request(value: &str) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: "edge".into(),
+        descriptors: vec![RateLimitDescriptor {
+            entries: vec![Entry {
+                key: "tenant".into(),
+                value: value.into(),
+            }],
+            limit: None,
+            hits_addend: None,
+        }],
+        hits_addend: 1,
+    }
+}
+
 fn uids(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .expect("process status")
@@ -225,20 +242,8 @@ async fn the_pushed_image_runs_alone_and_answers_grpc_and_healthz() {
     let mut rls = RateLimitServiceClient::connect(format!("http://{grpc}"))
         .await
         .expect("connect to the image's server");
-    let request = RateLimitRequest {
-        domain: "edge".into(),
-        descriptors: vec![RateLimitDescriptor {
-            entries: vec![Entry {
-                key: "tenant".into(),
-                value: "image-check".into(),
-            }],
-            limit: None,
-            hits_addend: None,
-        }],
-        hits_addend: 1,
-    };
     let answer = rls
-        .should_rate_limit(request)
+        .should_rate_limit(tenant_request("image-check"))
         .await
         .expect("ShouldRateLimit")
         .into_inner();

@@ -5,16 +5,14 @@
 //! over xDS by a management server, counters in a real Redis.
 
 use super::ads::{Management, Seen, Snapshot, TYPE_URL};
-use super::{from_layout, uids, Stopper, SETUP};
+use super::{from_layout, tenant_request, uids, Stopper, SETUP};
 use floodgate_integration::soak::redis::Redis;
 use floodgate_integration::{client, paths, server};
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
-use floodgate_server::proto::rls::RateLimitRequest;
 use floodgate_server::proto::rls_conf::{
     RateLimitConfig, RateLimitDescriptor as ConfDescriptor, RateLimitPolicy, RateLimitUnit,
 };
-use floodgate_server::proto::{Entry, RateLimitDescriptor};
 use prost::Message;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Command, Stdio};
@@ -131,20 +129,8 @@ async fn envoy_gateway_s_command_and_environment_start_it_and_it_limits() {
         .expect("connect to /bin/ratelimit");
     let mut codes = Vec::new();
     for _ in 0..3 {
-        let request = RateLimitRequest {
-            domain: "edge".into(),
-            descriptors: vec![RateLimitDescriptor {
-                entries: vec![Entry {
-                    key: "tenant".into(),
-                    value: "acme".into(),
-                }],
-                limit: None,
-                hits_addend: None,
-            }],
-            hits_addend: 1,
-        };
         let answer = rls
-            .should_rate_limit(request)
+            .should_rate_limit(tenant_request("acme"))
             .await
             .expect("ShouldRateLimit")
             .into_inner();
