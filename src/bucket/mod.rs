@@ -23,9 +23,6 @@ pub const UNITS_PER_TOKEN: u128 = 1_000_000_000_000_000;
 /// [`UNITS_PER_TOKEN`] as the 64-bit factor [`wide_mul`] takes (10^15 < 2^50).
 const UNITS_PER_TOKEN_64: u64 = 1_000_000_000_000_000;
 
-/// Nanoseconds per second.
-const NANOS_PER_SECOND: u64 = 1_000_000_000;
-
 /// The largest accepted refill rate in millionths of a token per second (10^9 tokens/s),
 /// which keeps every scaled value well inside `u128`.
 pub const MAX_RATE_MICRO: u64 = 1_000_000_000_000_000;
@@ -281,10 +278,9 @@ fn whole_tokens(units: u128) -> u32 {
 }
 
 /// Nanoseconds to whole seconds, rounded up: the form of `retry-after` and
-/// `x-ratelimit-reset`, so that a client waiting that long is always admitted.
-pub fn seconds_ceil(nanos: u64) -> u64 {
-    nanos.div_ceil(NANOS_PER_SECOND)
-}
+/// `x-ratelimit-reset`, so that a client waiting that long is always admitted. The one
+/// the draft-03 fields the server shares use, so both round the same way.
+pub use floodgate_common::draft03::seconds_ceil;
 
 /// `tokens` whole tokens as scaled units (exact: at most 2^64 × 10^15 < 2^114).
 fn tokens_to_units(tokens: u64) -> u128 {
