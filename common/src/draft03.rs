@@ -67,6 +67,13 @@ pub fn fields(
     }
 }
 
+/// A protobuf `Duration` (`seconds`, `nanos`) as nanoseconds: 0 when negative, `u64::MAX`
+/// when longer. Both sides read a service's `duration_until_reset` through it.
+pub fn duration_ns(seconds: i64, nanos: i32) -> u64 {
+    let ns = i128::from(seconds) * i128::from(NANOS_PER_SECOND) + i128::from(nanos);
+    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
+}
+
 /// Nanoseconds as whole seconds, rounded up.
 pub fn seconds_ceil(nanos: u64) -> u64 {
     nanos.div_ceil(NANOS_PER_SECOND)

@@ -294,10 +294,10 @@ fn failure(status: u32, message: &str) -> Failure {
 /// A descriptor's status as a [`Standing`].
 fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
     let over = status.code == Code::OverLimit as i32;
-    let reset_ns = status.duration_until_reset.as_ref().map(|d| {
-        let nanos = i128::from(d.seconds) * 1_000_000_000 + i128::from(d.nanos);
-        u64::try_from(nanos.max(0)).unwrap_or(u64::MAX)
-    });
+    let reset_ns = status
+        .duration_until_reset
+        .as_ref()
+        .map(|d| floodgate_common::draft03::duration_ns(d.seconds, d.nanos));
     Standing {
         // By position only: the caller knows which rule each descriptor is.
         rule: 0,

@@ -54,7 +54,10 @@ fn draft03(limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
     let standings = limited.iter().map(|s| draft03::Standing {
         limit: rpu(s),
         remaining: s.limit_remaining,
-        reset_ns: s.duration_until_reset.as_ref().map(nanos),
+        reset_ns: s
+            .duration_until_reset
+            .as_ref()
+            .map(|d| draft03::duration_ns(d.seconds, d.nanos)),
     });
     let mut headers = Vec::with_capacity(3);
     draft03::fields(standings, |key, value| headers.push(header(key, value)));
@@ -90,13 +93,6 @@ fn reset_seconds(s: &DescriptorStatus) -> i64 {
     s.duration_until_reset
         .as_ref()
         .map_or(0, |d| d.seconds + i64::from(d.nanos > 0))
-}
-
-/// A duration the service sends as nanoseconds (0 when negative, saturated when huge).
-fn nanos(d: &prost_types::Duration) -> u64 {
-    let seconds = u64::try_from(d.seconds).unwrap_or(0);
-    let nanos = u64::try_from(d.nanos).unwrap_or(0);
-    seconds.saturating_mul(1_000_000_000).saturating_add(nanos)
 }
 
 fn header(key: &str, value: String) -> HeaderValue {
