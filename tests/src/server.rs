@@ -28,18 +28,30 @@ impl Server {
     /// Like [`Server::start`], pinned to the CPUs in `cpus` (a `taskset` list), for
     /// benchmarks.
     pub fn start_pinned(config: &str, extra: &[&str], cpus: Option<&str>) -> Server {
-        Server::launch(config, extra, cpus, &[])
+        Server::launch(Some(config), extra, cpus, &[])
     }
 
     /// Like [`Server::start`], with these environment variables set.
     pub fn start_env(config: &str, extra: &[&str], env: &[(&str, &str)]) -> Server {
-        Server::launch(config, extra, None, env)
+        Server::launch(Some(config), extra, None, env)
     }
 
-    fn launch(config: &str, extra: &[&str], cpus: Option<&str>, env: &[(&str, &str)]) -> Server {
+    /// Starts the server with no configuration file: only `extra` flags and `env`, for a
+    /// server whose limits come from elsewhere (an xDS management server).
+    pub fn start_without_file(extra: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::launch(None, extra, None, env)
+    }
+
+    fn launch(
+        config: Option<&str>,
+        extra: &[&str],
+        cpus: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
-        let path = dir.path().join("ratelimit.yaml");
-        std::fs::write(&path, config).expect("write config");
+        if let Some(config) = config {
+            std::fs::write(dir.path().join(CONFIG_FILE), config).expect("write config");
+        }
         let pin: Vec<&str> = cpus.map(|c| vec!["taskset", "-c", c]).unwrap_or_default();
         let any = "127.0.0.1:0".parse().expect("address");
         let (child, grpc, http) = spawn(&dir, extra, any, &pin, env);
@@ -62,6 +74,11 @@ impl Server {
     /// The process id (e.g. to read its memory from /proc).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The HTTP address (`/metrics`, `/healthz`).
+    pub fn http(&self) -> SocketAddr {
+        self.http
     }
 
     /// The gRPC (RLS) address.
@@ -101,6 +118,20 @@ impl Server {
         Some(response.status().as_u16())
     }
 
+    /// `GET /healthz`: its status and body (the body says why it is not ready).
+    pub async fn health_text(&self) -> (u16, String) {
+        let url = format!("http://{}/healthz", self.http);
+        let response = crate::client()
+            .get(url)
+            .send()
+            .await
+            .expect("/healthz answers");
+        (
+            response.status().as_u16(),
+            response.text().await.unwrap_or_default(),
+        )
+    }
+
     /// Everything it logged.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
@@ -113,7 +144,11 @@ impl Drop for Server {
     }
 }
 
-/// Starts the process with the configuration in `dir` and waits for its ready line;
+/// The configuration file's name in a server's directory (absent: none is given).
+const CONFIG_FILE: &str = "ratelimit.yaml";
+
+/// Starts the process with the configuration in `dir` (if it has one) and waits for its
+/// ready line;
 /// returns it with its gRPC and HTTP addresses.
 /// `pin` is a command prefix such as `taskset -c 1` (empty: none).
 fn spawn(
@@ -132,9 +167,11 @@ fn spawn(
         }
         None => Command::new(paths::server()),
     };
+    let config = dir.path().join(CONFIG_FILE);
+    if config.exists() {
+        command.arg("--config").arg(config);
+    }
     let mut child = command
-        .arg("--config")
-        .arg(dir.path().join("ratelimit.yaml"))
         .arg("--grpc-addr")
         .arg(grpc.to_string())
         .args(["--http-addr", "127.0.0.1:0"])

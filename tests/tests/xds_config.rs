@@ -5,14 +5,13 @@
 //! them, exactly, across updates, a NACKed push and the management server's restart.
 
 use floodgate_integration::client::statuses;
-use floodgate_integration::server::ready_addresses;
-use floodgate_integration::{burst, client, configs, paths, wait, Envoy, Upstream};
+use floodgate_integration::server::Server;
+use floodgate_integration::{burst, client, configs, wait, Envoy, Upstream};
 use floodgate_server::proto::rls_conf::{
     RateLimitConfig, RateLimitDescriptor, RateLimitPolicy, RateLimitUnit,
 };
 use prost::Message;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -59,48 +58,6 @@ fn edge(limits: &[(&str, u32, i32)]) -> Vec<prost_types::Any> {
 /// A day's window: a test never straddles two (unless run across midnight UTC).
 const DAY: i32 = RateLimitUnit::Day as i32;
 
-/// The real floodgate-server binary with `args` and `env`, its log in `dir`; with its
-/// ready line's addresses.
-fn start_server(
-    dir: &tempfile::TempDir,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (Child, SocketAddr, SocketAddr) {
-    let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
-    let mut child = Command::new(paths::server())
-        .args(["--grpc-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"])
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .expect("spawn floodgate-server");
-    let (grpc, http) = ready_addresses(&mut child, &dir.path().join("server.log"));
-    (child, grpc, http)
-}
-
-/// One series of floodgate-server's `/metrics` (0 if absent).
-async fn metric(http: SocketAddr, series: &str) -> f64 {
-    let text = match client().get(format!("http://{http}/metrics")).send().await {
-        Ok(r) => r.text().await.unwrap_or_default(),
-        Err(_) => String::new(),
-    };
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// `GET /healthz`: its status and body.
-async fn health(http: SocketAddr) -> (u16, String) {
-    let r = client()
-        .get(format!("http://{http}/healthz"))
-        .send()
-        .await
-        .expect("/healthz answers");
-    (r.status().as_u16(), r.text().await.unwrap_or_default())
-}
-
 /// The next request the management server receives that answers `nonce`.
 async fn answer_to(seen: &mut mpsc::UnboundedReceiver<Seen>, nonce: &str) -> Seen {
     tokio::time::timeout(WAIT, async {
@@ -136,10 +93,8 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     let ads = Management::start(any, snapshot.clone(), seen_tx.clone(), nonces.clone()).await;
     let ads_addr = ads.addr;
 
-    let dir = tempfile::tempdir().unwrap();
     let url = format!("http://{ads_addr}");
-    let (mut child, grpc, http) = start_server(
-        &dir,
+    let server = Server::start_without_file(
         &[
             "--config-xds",
             &url,
@@ -155,7 +110,7 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
         ],
         &[],
     );
-    let log = || std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    let (grpc, log) = (server.grpc(), || server.log());
     let upstream = Upstream::start().await;
     let envoy = Envoy::start(
         &configs::native_ratelimit("edge", "x-tenant-id", "tenant", upstream.addr(), grpc),
@@ -186,7 +141,7 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     // /healthz keeps Kubernetes' calls away (--healthy-once-configured).
     assert_eq!(send(&ingress, "acme", 3).await, (3, 0), "{}", log());
     assert_eq!(
-        health(http).await,
+        server.health_text().await,
         (503, "waiting: no configuration pushed yet".to_owned())
     );
 
@@ -198,7 +153,7 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     let ack = answer_to(&mut seen, "nonce-1").await.request;
     assert_eq!(ack.version_info, "v1", "ACK carries the applied version");
     assert!(ack.error_detail.is_none(), "{:?}", ack.error_detail);
-    assert_eq!(health(http).await, (200, "ok".to_owned()));
+    assert_eq!(server.health_text().await, (200, "ok".to_owned()));
     assert_eq!(send(&ingress, "acme", 3).await, (3, 0));
     assert_eq!(send(&ingress, "globex", 2).await, (2, 0));
 
@@ -241,19 +196,23 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
         "v2's acme limit still holds"
     );
     assert_eq!(
-        metric(http, "floodgate_xds_updates_total{result=\"applied\"}").await,
+        server
+            .metric("floodgate_xds_updates_total{result=\"applied\"}")
+            .await,
         2.0
     );
     assert_eq!(
-        metric(http, "floodgate_xds_updates_total{result=\"rejected\"}").await,
+        server
+            .metric("floodgate_xds_updates_total{result=\"rejected\"}")
+            .await,
         1.0
     );
-    assert_eq!(metric(http, "floodgate_xds_connected").await, 1.0);
+    assert_eq!(server.metric("floodgate_xds_connected").await, 1.0);
 
     // The management server goes away: floodgate-server keeps limiting with v2.
     ads.stop().await;
     wait::until("the stream seen down", WAIT, || async {
-        (metric(http, "floodgate_xds_connected").await == 0.0).then_some(())
+        (server.metric("floodgate_xds_connected").await == 0.0).then_some(())
     })
     .await;
     assert_eq!(send(&ingress, "globex", 1).await, (0, 1));
@@ -297,12 +256,10 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
         (0, 1),
         "unchanged limits kept their counts"
     );
-    assert!(metric(http, "floodgate_xds_reconnects_total").await >= 1.0);
-    assert_eq!(metric(http, "floodgate_xds_connected").await, 1.0);
+    assert!(server.metric("floodgate_xds_reconnects_total").await >= 1.0);
+    assert_eq!(server.metric("floodgate_xds_connected").await, 1.0);
 
     // Every request let through reached the upstream, and no other.
     assert_eq!(upstream.count(), 3 + 3 + 2 + 2 + 8 + 2 + 1, "{}", log());
     ads.stop().await;
-    let _ = child.kill();
-    let _ = child.wait();
 }

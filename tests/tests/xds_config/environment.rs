@@ -4,7 +4,8 @@
 //! and metrics listener.
 
 use super::ads::{Management, Snapshot};
-use super::{answer_to, client, configs, edge, send, start_server, Envoy, Upstream, DAY, WAIT};
+use super::{answer_to, client, configs, edge, send, Envoy, Upstream, DAY, WAIT};
+use floodgate_integration::server::Server;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
@@ -16,7 +17,6 @@ async fn the_reference_variables_alone_configure_the_client() {
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let ads = Management::start(any, snapshot, seen_tx, Arc::default()).await;
     push.send_replace(Some(("1".into(), edge(&[("acme", 2, DAY)]))));
-    let dir = tempfile::tempdir().unwrap();
     let server_url = ads.addr.to_string();
     // A port for the reference's metrics listener (Envoy Gateway's is :19001).
     let prometheus = std::net::TcpListener::bind("127.0.0.1:0")
@@ -24,8 +24,7 @@ async fn the_reference_variables_alone_configure_the_client() {
         .local_addr()
         .unwrap();
     let prometheus_addr = prometheus.to_string();
-    let (mut child, grpc, http) = start_server(
-        &dir,
+    let server = Server::start_without_file(
         &[],
         &[
             ("USE_PROMETHEUS", "true"),
@@ -40,6 +39,7 @@ async fn the_reference_variables_alone_configure_the_client() {
             ),
         ],
     );
+    let (grpc, http) = (server.grpc(), server.http());
     let first = tokio::time::timeout(WAIT, seen.recv())
         .await
         .expect("a subscription")
@@ -108,6 +108,4 @@ async fn the_reference_variables_alone_configure_the_client() {
         "{text}"
     );
     ads.stop().await;
-    let _ = child.kill();
-    let _ = child.wait();
 }

@@ -5,7 +5,8 @@
 
 use super::ads::{Management, Snapshot};
 use super::certs::Ca;
-use super::{answer_to, edge, metric, start_server, DAY, WAIT};
+use super::{answer_to, edge, DAY, WAIT};
+use floodgate_integration::server::Server;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
@@ -60,44 +61,42 @@ async fn the_stream_runs_over_mutual_tls_and_an_untrusted_server_gets_nothing() 
             path(&client.key).to_owned(),
         ]
     };
-    let dir = tempfile::tempdir().unwrap();
     let args = flags(&url);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (mut child, _grpc, http) = start_server(&dir, &args, &[]);
-    let log = || std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    let server = Server::start_without_file(&args, &[]);
     let ack = tokio::time::timeout(WAIT, answer_to(&mut seen, "nonce-1"))
         .await
-        .unwrap_or_else(|_| panic!("no ACK over TLS:\n{}", log()));
+        .unwrap_or_else(|_| panic!("no ACK over TLS:\n{}", server.log()));
     assert_eq!(ack.request.version_info, "1");
     assert_eq!(
-        metric(http, "floodgate_xds_updates_total{result=\"applied\"}").await,
+        server
+            .metric("floodgate_xds_updates_total{result=\"applied\"}")
+            .await,
         1.0
     );
     ads.stop().await;
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     // A management server whose certificate another CA signed: no stream, nothing applied.
     let impostor = Ca::new("impostor");
     let (seen_tx, mut seen) = mpsc::unbounded_channel();
     let ads = management(&impostor, &ca, snapshot, seen_tx).await;
-    let dir = tempfile::tempdir().unwrap();
     let args = flags(&format!("https://127.0.0.1:{}", ads.addr.port()));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let (mut child, _grpc, http) = start_server(&dir, &args, &[]);
+    let server = Server::start_without_file(&args, &[]);
     floodgate_integration::wait::until("a refused attempt and a retry", WAIT, || async {
-        (metric(http, "floodgate_xds_reconnects_total").await >= 1.0).then_some(())
+        (server.metric("floodgate_xds_reconnects_total").await >= 1.0).then_some(())
     })
     .await;
     assert!(seen.try_recv().is_err(), "the impostor got a request");
     assert_eq!(
-        metric(http, "floodgate_xds_updates_total{result=\"applied\"}").await,
+        server
+            .metric("floodgate_xds_updates_total{result=\"applied\"}")
+            .await,
         0.0
     );
-    assert_eq!(metric(http, "floodgate_xds_connected").await, 0.0);
-    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert_eq!(server.metric("floodgate_xds_connected").await, 0.0);
+    let log = server.log();
     assert!(log.contains("cannot connect"), "{log}");
     ads.stop().await;
-    let _ = child.kill();
-    let _ = child.wait();
 }
