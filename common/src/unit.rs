@@ -74,6 +74,22 @@ impl Unit {
     }
 }
 
+/// A protobuf `Duration` or `Timestamp` (`seconds`, `nanos`) as nanoseconds: 0 when
+/// negative, `u64::MAX` when longer. The filter reads a service's `duration_until_reset`
+/// and a grant's `valid_until` through it; the server writes both with [`to_parts`].
+pub fn from_parts(seconds: i64, nanos: i32) -> u64 {
+    let ns = i128::from(seconds) * i128::from(NANOS_PER_SECOND) + i128::from(nanos);
+    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
+}
+
+/// Nanoseconds as a protobuf `Duration`'s or `Timestamp`'s `seconds` and `nanos`.
+pub fn to_parts(ns: u64) -> (i64, i32) {
+    (
+        i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
+        i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,6 +104,24 @@ mod tests {
         assert_eq!(Unit::Year.seconds(), 365 * Unit::Day.seconds());
         for unit in Unit::ALL {
             assert_eq!(unit.period_ns(), unit.seconds() * 1_000_000_000);
+        }
+    }
+
+    #[test]
+    fn parts_read_as_nanoseconds_clamped_and_back() {
+        assert_eq!(from_parts(2, 500), 2 * NANOS_PER_SECOND + 500);
+        assert_eq!(from_parts(-1, 0), 0);
+        assert_eq!(from_parts(i64::MAX, 999_999_999), u64::MAX);
+        for ns in [
+            0,
+            1,
+            NANOS_PER_SECOND - 1,
+            NANOS_PER_SECOND,
+            1 << 62,
+            u64::MAX,
+        ] {
+            let (seconds, nanos) = to_parts(ns);
+            assert_eq!(from_parts(seconds, nanos), ns, "{ns}");
         }
     }
 
