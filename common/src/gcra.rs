@@ -20,10 +20,10 @@
 //! - floodgate-server: `per_ns` is `requests_per_unit` and a token is the window's length
 //!   in nanoseconds: `requests_per_unit` tokens per window, exactly.
 //!
-//! What the two sides do differently is a value, not a second copy: a take of 0 tokens is
-//! a check-only probe here (the server passes it on; the filter counts a cost of 0 as 1
-//! before asking), and a TAT found more than the debt cap ahead is read as it is or as
-//! the cap ([`PastCap`]).
+//! What the two sides do differently is a value, not a second copy: a take is of at least
+//! one token, and a check-only [`probe`] is its own call (the server's `hits` of 0; the
+//! filter counts a cost of 0 as 1 and never probes), and a TAT found more than the debt
+//! cap ahead is read as it is or as the cap ([`PastCap`]).
 //!
 //! **Debt.** A [`charge`] takes tokens whether they are there or not (a cost known only
 //! after the response): the bucket goes below zero, but never below `−capacity`. The TAT
@@ -138,14 +138,21 @@ impl Shape {
     /// or no refill). Exact: at that instant they fit, one nanosecond earlier they do not.
     #[inline]
     pub fn wait_ns(&self, debt: u128, hits: u64) -> Option<u64> {
-        let cost = self.units(hits);
-        let burst = self.burst();
-        if cost > burst {
-            return None;
-        }
-        let short = debt.saturating_add(cost).saturating_sub(burst);
-        if short == 0 {
+        let short = debt
+            .saturating_add(self.units(hits))
+            .saturating_sub(self.burst());
+        if short == 0 && hits <= u64::from(self.capacity.get()) {
             return Some(0);
+        }
+        self.retry_ns(short, hits)
+    }
+
+    /// Nanoseconds until a take of `hits` refused `short` units short ([`Refusal`]) fits: `None` when it never will (more than the capacity, or no refill). Exact, as
+    /// [`Shape::wait_ns`], without its additions: the take computed them already.
+    #[inline]
+    pub fn retry_ns(&self, short: u128, hits: u64) -> Option<u64> {
+        if hits > u64::from(self.capacity.get()) {
+            return None;
         }
         self.nanos_ceil(short)
     }
@@ -206,34 +213,68 @@ pub enum Take {
     },
     /// Not enough tokens; the state is unchanged.
     Refused {
-        /// Scaled units the bucket is short of full now (more than the burst in debt).
-        debt: u128,
+        /// Scaled units the bucket would be short of full after the take: more than the
+        /// burst. [`Shape::refusal`] turns it into what the answers need; it is apart so
+        /// that an admission pays nothing for a refusal's arithmetic.
+        ahead: u128,
     },
 }
 
+/// A refused take in the terms its answers need ([`Shape::refusal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// Scaled units the bucket is short of full now.
+    pub debt: u128,
+    /// Scaled units the bucket must earn before the take fits; more than 0
+    /// ([`Shape::retry_ns`]).
+    pub short: u128,
+}
+
+impl Shape {
+    /// What a take of `hits` refused `ahead` units short of full ([`Take::Refused`]; a
+    /// [`probe`] is a take of one) says: what the bucket owes now, and what it must earn.
+    #[inline]
+    pub fn refusal(&self, ahead: u128, hits: NonZeroU64) -> Refusal {
+        Refusal {
+            debt: ahead.saturating_sub(self.units(hits.get())),
+            short: ahead.saturating_sub(self.burst()),
+        }
+    }
+}
+
 /// Takes `hits` tokens from a bucket in `state` at `now_ns` when they are all there.
-/// `hits` of 0 is a check-only probe: admitted when one token is there, taking none.
 ///
 /// Pure: the caller stores the new TAT only when admitted.
 #[inline]
-pub fn take(state: Tat, now_ns: u64, shape: Shape, hits: u64) -> Take {
+pub fn take(state: Tat, now_ns: u64, shape: Shape, hits: NonZeroU64) -> Take {
     let now = shape.scaled(now_ns);
     let burst = shape.burst();
     let start = shape.start(state, now);
-    let new_tat = start.saturating_add(shape.units(hits));
+    let new_tat = start.saturating_add(shape.units(hits.get()));
     let ahead = new_tat - now;
-    let probe = if hits == 0 {
-        ahead.saturating_add(shape.units(1))
-    } else {
-        ahead
-    };
-    if probe <= burst {
+    if ahead <= burst {
         Take::Admitted {
             tat: Tat(new_tat),
             ahead,
         }
     } else {
-        Take::Refused { debt: start - now }
+        Take::Refused { ahead }
+    }
+}
+
+/// A check-only probe: admitted when one token is there, taking none (the TAT it gives
+/// back is where the bucket stands), refused as a take of one token would be.
+#[inline]
+pub fn probe(state: Tat, now_ns: u64, shape: Shape) -> Take {
+    match take(state, now_ns, shape, NonZeroU64::MIN) {
+        Take::Admitted { tat, ahead } => {
+            let token = u128::from(shape.token());
+            Take::Admitted {
+                tat: Tat(tat.0 - token),
+                ahead: ahead - token,
+            }
+        }
+        refused => refused,
     }
 }
 

@@ -20,7 +20,7 @@
 //! never rejected, and no interval of length `t` ever admits more than
 //! `capacity + rate × t` tokens (`floodgate_common::gcra`'s property tests, on these units).
 
-use floodgate_common::gcra::{self, PastCap, Shape, Take};
+use floodgate_common::gcra::{self, PastCap, Refusal, Shape, Take};
 use std::num::{NonZeroU32, NonZeroU64};
 
 pub use floodgate_common::gcra::Tat;
@@ -44,7 +44,7 @@ pub const MAX_RATE_MICRO: u64 = 1_000_000_000_000_000;
 /// program is usable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Quota {
-    capacity: NonZeroU32,
+    capacity: u32,
     rate_micro: u64,
 }
 
@@ -52,8 +52,7 @@ impl Quota {
     /// A quota of `capacity` tokens refilled at `rate_micro` millionths of a token per
     /// second. Returns `None` for a zero capacity or a rate above [`MAX_RATE_MICRO`].
     pub fn new(capacity: u32, rate_micro: u64) -> Option<Quota> {
-        let capacity = NonZeroU32::new(capacity)?;
-        (rate_micro <= MAX_RATE_MICRO).then_some(Quota {
+        (capacity > 0 && rate_micro <= MAX_RATE_MICRO).then_some(Quota {
             capacity,
             rate_micro,
         })
@@ -61,7 +60,7 @@ impl Quota {
 
     /// The burst size in tokens.
     pub fn capacity(&self) -> u32 {
-        self.capacity.get()
+        self.capacity
     }
 
     /// The refill rate in millionths of a token per second (0: never refills).
@@ -73,7 +72,9 @@ impl Quota {
     /// 10^15. Built where it is used, from constants, so it costs nothing to keep.
     #[inline]
     fn shape(&self) -> Shape {
-        Shape::new(self.capacity, self.rate_micro, TOKEN, PastCap::Kept)
+        // Never 0: `Quota::new` refuses it.
+        let capacity = NonZeroU32::new(self.capacity).unwrap_or(NonZeroU32::MIN);
+        Shape::new(capacity, self.rate_micro, TOKEN, PastCap::Kept)
     }
 
     /// `now_ns` in scaled units. With no refill, time does not move.
@@ -161,17 +162,18 @@ impl Decision {
 /// A `cost` of zero is treated as one, as in Envoy's own `hits_addend`.
 pub fn decide(state: Tat, now_ns: u64, quota: Quota, cost: u32) -> Decision {
     let shape = quota.shape();
-    let hits = u64::from(cost.max(1));
+    let hits = NonZeroU64::from(NonZeroU32::new(cost).unwrap_or(NonZeroU32::MIN));
     match gcra::take(state, now_ns, shape, hits) {
         Take::Admitted { tat, ahead } => Decision::Allow {
             new_state: tat,
             ahead,
             quota,
         },
-        Take::Refused { debt } => {
+        Take::Refused { ahead } => {
+            let Refusal { debt, short } = shape.refusal(ahead, hits);
             let remaining = shape.whole_tokens(shape.burst().saturating_sub(debt));
             Decision::Deny {
-                retry_in_ns: shape.wait_ns(debt, hits),
+                retry_in_ns: shape.retry_ns(short, hits.get()),
                 remaining,
                 full_in_ns: shape.nanos_ceil(debt),
                 to_next_token: shape.to_next_token(debt, remaining),

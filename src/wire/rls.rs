@@ -331,14 +331,13 @@ fn window_seconds(limit: &RateLimit) -> Option<u64> {
 fn unit_seconds(unit: i32) -> Option<u64> {
     use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
     use floodgate_common::unit::Unit as Length;
-    let unit = match Unit::try_from(unit).ok()? {
-        Unit::Second => Length::Second,
-        Unit::Minute => Length::Minute,
-        Unit::Hour => Length::Hour,
-        Unit::Day => Length::Day,
-        Unit::Unknown | Unit::Month | Unit::Year => return None,
-    };
-    Some(unit.seconds())
+    match Unit::try_from(unit).ok()? {
+        Unit::Second => Some(Length::Second.seconds()),
+        Unit::Minute => Some(Length::Minute.seconds()),
+        Unit::Hour => Some(Length::Hour.seconds()),
+        Unit::Day => Some(Length::Day.seconds()),
+        Unit::Unknown | Unit::Month | Unit::Year => None,
+    }
 }
 
 /// A descriptor's quota lease, if it carries a usable one. Quirk: the public API allows a

@@ -10,6 +10,24 @@ use proptest::prelude::*;
 const S: u64 = 1_000_000_000;
 const FILTER_TOKEN: u64 = 1_000_000_000_000_000;
 
+/// A take of `hits`, or a probe for 0, as floodgate-server asks (the filter never probes).
+fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
+    match NonZeroU64::new(hits) {
+        Some(hits) => super::take(state, now_ns, sh, hits),
+        None => probe(state, now_ns, sh),
+    }
+}
+
+/// The refusal of a take of `hits` (a probe for 0), if it is refused.
+fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
+    match take(state, now_ns, sh, hits) {
+        Take::Refused { ahead } => {
+            Some(sh.refusal(ahead, NonZeroU64::new(hits).unwrap_or(NonZeroU64::MIN)))
+        }
+        Take::Admitted { .. } => None,
+    }
+}
+
 fn shape(capacity: u32, per_ns: u64, token: u64, past_cap: PastCap) -> Shape {
     let capacity = NonZeroU32::new(capacity).unwrap();
     Shape::new(capacity, per_ns, NonZeroU64::new(token).unwrap(), past_cap)
@@ -85,7 +103,9 @@ fn admits(state: Tat, now: u64, sh: Shape, hits: u64) -> bool {
 
 /// The wait of a refused take of `hits` is exact: admitted then, refused a ns before.
 fn exact_wait(state: Tat, now: u64, sh: Shape, hits: u64) -> Result<(), TestCaseError> {
-    if let Take::Refused { debt } = take(state, now, sh, hits) {
+    if let Some(Refusal { debt, short }) = refused(state, now, sh, hits) {
+        prop_assert!(short > 0);
+        prop_assert_eq!(sh.retry_ns(short, hits), sh.wait_ns(debt, hits), "{:?}", sh);
         if let Some(wait) = sh.wait_ns(debt, hits).filter(|w| *w < u64::MAX - now) {
             prop_assert!(admits(state, now + wait, sh, hits), "{:?} + {}", sh, wait);
             if wait > 0 {
@@ -145,7 +165,7 @@ proptest! {
         let (state, now, _) = run(sh, start, &steps);
         exact_wait(state, now, sh, hits)?;
         exact_wait(state, now, sh, 1)?;
-        if let Take::Refused { debt } = take(state, now, sh, hits) {
+        if let Some(Refusal { debt, .. }) = refused(state, now, sh, hits) {
             prop_assert_eq!(sh.wait_ns(debt, hits).is_none(), hits > u64::from(sh.capacity()) || sh.per_ns() == 0);
         }
     }
@@ -206,7 +226,10 @@ proptest! {
                 }
                 left + 1
             }
-            (Take::Refused { debt }, Take::Refused { .. }) => sh.whole_tokens(sh.burst().saturating_sub(debt)),
+            (Take::Refused { ahead }, Take::Refused { .. }) => {
+                let debt = sh.refusal(ahead, NonZeroU64::MIN).debt;
+                sh.whole_tokens(sh.burst().saturating_sub(debt))
+            }
             (probe, one) => {
                 prop_assert!(false, "a probe passes exactly when one hit does: {:?} {:?}", probe, one);
                 0
@@ -277,7 +300,7 @@ proptest! {
         prop_assume!(at.is_some());
         prop_assert!(admits(state, at.unwrap_or(u64::MAX), sh, n));
         let interval = u128::from(sh.token()).div_ceil(u128::from(sh.per_ns()));
-        if let Take::Refused { debt } = take(state, now, sh, 1) {
+        if let Some(Refusal { debt, .. }) = refused(state, now, sh, 1) {
             let one = u128::from(sh.wait_ns(debt, 1).unwrap());
             prop_assert!(one <= (u128::from(sh.capacity()) + 1) * interval);
         }

@@ -2,6 +2,24 @@ use super::*;
 
 const S: u64 = 1_000_000_000;
 
+/// A take of `hits`, or a probe for 0, as floodgate-server asks (the filter never probes).
+fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
+    match NonZeroU64::new(hits) {
+        Some(hits) => super::take(state, now_ns, sh, hits),
+        None => probe(state, now_ns, sh),
+    }
+}
+
+/// The refusal of a take of `hits` (a probe for 0), if it is refused.
+fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
+    match take(state, now_ns, sh, hits) {
+        Take::Refused { ahead } => {
+            Some(sh.refusal(ahead, NonZeroU64::new(hits).unwrap_or(NonZeroU64::MIN)))
+        }
+        Take::Admitted { .. } => None,
+    }
+}
+
 fn shape(capacity: u32, per_ns: u64, token: u64, past_cap: PastCap) -> Shape {
     let capacity = NonZeroU32::new(capacity).unwrap();
     Shape::new(capacity, per_ns, NonZeroU64::new(token).unwrap(), past_cap)
@@ -21,7 +39,7 @@ fn the_same_bucket_in_either_side_s_units_decides_alike() {
             };
             state = tat;
         }
-        let Take::Refused { debt } = take(state, 100 * S, sh, 1) else {
+        let Some(Refusal { debt, .. }) = refused(state, 100 * S, sh, 1) else {
             panic!("{sh:?}: empty");
         };
         assert_eq!(sh.wait_ns(debt, 1), Some(S / 2), "a token every 500 ms");
@@ -47,7 +65,7 @@ fn fractional_intervals_are_exact() {
     let Take::Admitted { tat, .. } = take(Tat::default(), 0, sh, 1) else {
         panic!("full");
     };
-    let Take::Refused { debt } = take(tat, 333_333_333, sh, 1) else {
+    let Some(Refusal { debt, .. }) = refused(tat, 333_333_333, sh, 1) else {
         panic!("a fraction of a ns early");
     };
     assert_eq!(sh.wait_ns(debt, 1), Some(1));
@@ -66,7 +84,7 @@ fn no_refill_is_a_counter_that_never_resets() {
             state = tat;
         }
     }
-    let Take::Refused { debt } = take(state, u64::MAX, sh, 1) else {
+    let Some(Refusal { debt, .. }) = refused(state, u64::MAX, sh, 1) else {
         panic!("spent for ever");
     };
     assert_eq!((sh.wait_ns(debt, 1), sh.nanos_ceil(debt)), (None, None));

@@ -67,7 +67,13 @@ pub fn decide(
     hits: u64,
 ) -> (Decision, State) {
     let shape = shape(limit, burst);
-    match gcra::take(Tat(state.tat), now_ns, shape, hits) {
+    let state_tat = Tat(state.tat);
+    // A probe is refused as a take of one hit.
+    let (take, asked) = match NonZeroU64::new(hits) {
+        Some(hits) => (gcra::take(state_tat, now_ns, shape, hits), hits),
+        None => (gcra::probe(state_tat, now_ns, shape), NonZeroU64::MIN),
+    };
+    match take {
         Take::Admitted { tat, ahead } => {
             let decision = Decision {
                 allowed: true,
@@ -77,7 +83,7 @@ pub fn decide(
             };
             (decision, State { tat: tat.0 })
         }
-        Take::Refused { debt } => (denied(shape, debt), *state),
+        Take::Refused { ahead } => (denied(shape, shape.refusal(ahead, asked).debt), *state),
     }
 }
 
