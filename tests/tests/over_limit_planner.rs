@@ -15,9 +15,7 @@
 use floodgate::config::Config;
 use floodgate::limiter::{Limiter, Pass, Verdict};
 use floodgate::metrics::Tally;
-use floodgate::request::descriptor::{Lookup, RequestView};
 use floodgate::shared::placement::PlacementKey;
-use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
 use floodgate::wire::call::Call;
 use floodgate::wire::rls::{Answer, QUOTA_HEADER};
 use floodgate_server::clock::Clock;
@@ -29,8 +27,6 @@ use floodgate_server::rls::{Options, RlsService};
 use floodgate_server::store::memory::MemoryStore;
 use proptest::prelude::*;
 use prost::Message;
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
