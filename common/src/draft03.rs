@@ -30,7 +30,7 @@ pub const REMAINING: &str = "x-ratelimit-remaining";
 /// The reset's field.
 pub const RESET: &str = "x-ratelimit-reset";
 
-const NANOS_PER_SECOND: u64 = 1_000_000_000;
+use crate::unit::NANOS_PER_SECOND;
 
 /// One enforced limit as the fields describe it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,13 +65,6 @@ pub fn fields(
     if let Some(reset) = s.reset_ns {
         push(RESET, seconds_ceil(reset).to_string());
     }
-}
-
-/// A protobuf `Duration` (`seconds`, `nanos`) as nanoseconds: 0 when negative, `u64::MAX`
-/// when longer. Both sides read a service's `duration_until_reset` through it.
-pub fn duration_ns(seconds: i64, nanos: i32) -> u64 {
-    let ns = i128::from(seconds) * i128::from(NANOS_PER_SECOND) + i128::from(nanos);
-    u64::try_from(ns.max(0)).unwrap_or(u64::MAX)
 }
 
 /// Nanoseconds as whole seconds, rounded up.

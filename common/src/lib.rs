@@ -5,11 +5,16 @@
 //! filter's wasm32 target as for the server's.
 //!
 //! - [`draft03`]: which limit the draft-03 `x-ratelimit-*` fields show, and their values;
+//! - [`gcra`]: the token bucket's math, the filter's local buckets and the server's
+//!   `token_bucket` both (each side only picks its units);
 //! - [`headers`]: the names of the extension headers the filter sends the service, and the
 //!   charge header's one value;
 //! - [`quota`]: the quota header's value, written by the filter ([`quota::encode`]) and read
-//!   by the server ([`quota::parse`]).
+//!   by the server ([`quota::parse`]);
+//! - [`unit`]: the units of time a limit is counted in, and their lengths.
 
 pub mod draft03;
+pub mod gcra;
 pub mod headers;
 pub mod quota;
+pub mod unit;

@@ -6,7 +6,8 @@
 //! here encodes, frames or words anything. Laid out as proxy-wasm SDK users know it:
 //!
 //! - [`types`]: the ABI's values as types (actions, map and buffer types, [`Status`]);
-//! - `hostcalls`: the host functions we import, every status handled;
+//! - `hostcalls`: the host functions we import (declared in one place), every status
+//!   handled: the stream's headers and bodies in `streams`, the rest in `calls`;
 //! - `dispatcher`: the callbacks we export, routing them to root and HTTP contexts
 //!   (see there for why we export only those we use);
 //! - `root` and `http`: the contexts; `request`, `shared` and `log` implement the pure

@@ -297,7 +297,7 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
     let reset_ns = status
         .duration_until_reset
         .as_ref()
-        .map(|d| floodgate_common::draft03::duration_ns(d.seconds, d.nanos));
+        .map(|d| floodgate_common::unit::from_parts(d.seconds, d.nanos));
     Standing {
         // By position only: the caller knows which rule each descriptor is.
         rule: 0,
@@ -324,16 +324,18 @@ fn window_seconds(limit: &RateLimit) -> Option<u64> {
     unit_seconds(limit.unit).map(|s| s.saturating_mul(multiplier))
 }
 
-/// The length of a limit's unit in seconds. `None` for `UNKNOWN` and
-/// for months and years, which have no fixed length (floodgate-server's `week` travels
-/// as `UNKNOWN`).
+/// The length of a limit's unit in seconds, as floodgate-server counts it
+/// ([`floodgate_common::unit`]). `None` for `UNKNOWN` and for months and years, which
+/// another service may count as calendar months and years (floodgate-server's `week`
+/// travels as `UNKNOWN`).
 fn unit_seconds(unit: i32) -> Option<u64> {
     use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+    use floodgate_common::unit::Unit as Length;
     match Unit::try_from(unit).ok()? {
-        Unit::Second => Some(1),
-        Unit::Minute => Some(60),
-        Unit::Hour => Some(3_600),
-        Unit::Day => Some(86_400),
+        Unit::Second => Some(Length::Second.seconds()),
+        Unit::Minute => Some(Length::Minute.seconds()),
+        Unit::Hour => Some(Length::Hour.seconds()),
+        Unit::Day => Some(Length::Day.seconds()),
         Unit::Unknown | Unit::Month | Unit::Year => None,
     }
 }
@@ -349,10 +351,9 @@ fn grant(status: &DescriptorStatus) -> Option<Grant> {
     let Some(ExpirationSpecifier::ValidUntil(t)) = &quota.expiration_specifier else {
         return None;
     };
-    let nanos = i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanos);
     Some(Grant {
         requests: quota.requests,
-        valid_until_ns: u64::try_from(nanos.max(0)).unwrap_or(u64::MAX),
+        valid_until_ns: floodgate_common::unit::from_parts(t.seconds, t.nanos),
     })
 }
 

@@ -15,9 +15,7 @@
 use floodgate::config::Config;
 use floodgate::limiter::{Limiter, Pass, Verdict};
 use floodgate::metrics::Tally;
-use floodgate::request::descriptor::{Lookup, RequestView};
 use floodgate::shared::placement::PlacementKey;
-use floodgate::shared::{SetError, SharedData, StoreError, Versioned};
 use floodgate::wire::call::Call;
 use floodgate::wire::rls::{Answer, QUOTA_HEADER};
 use floodgate_server::clock::Clock;
@@ -29,11 +27,16 @@ use floodgate_server::rls::{Options, RlsService};
 use floodgate_server::store::memory::MemoryStore;
 use proptest::prelude::*;
 use prost::Message;
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+#[path = "over_limit_planner/configs.rs"]
+mod configs;
+#[path = "over_limit_planner/host.rs"]
+mod host;
+use configs::{limit, plugin, server_yaml, Limit};
+use host::{FakeClock, Request, Shared};
 
 /// The descriptor keys, the request header each comes from, and the values requests use.
 const KEYS: [(&str, &str, [&str; 2]); 3] = [
@@ -43,207 +46,6 @@ const KEYS: [(&str, &str, [&str; 2]); 3] = [
 ];
 
 const START_NS: u64 = 1_700_000_000_250_000_000;
-
-/// One clock for the filter and the service.
-#[derive(Clone)]
-struct FakeClock(Arc<AtomicU64>);
-
-impl Clock for FakeClock {
-    fn now_ns(&self) -> u64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// Each key's value and CAS token, and the last token handed out.
-type Map = (HashMap<Vec<u8>, (Vec<u8>, u32)>, u32);
-
-/// Shared data with the host's semantics (a missing key is written whatever the token).
-#[derive(Default)]
-struct Shared(RefCell<Map>);
-
-impl SharedData for Shared {
-    fn get(&self, key: &[u8]) -> Result<Option<Versioned>, StoreError> {
-        let map = self.0.borrow();
-        Ok(map.0.get(key).map(|(value, cas)| Versioned {
-            value: value.clone(),
-            cas: *cas,
-        }))
-    }
-
-    fn set(&self, key: &[u8], value: &[u8], cas: u32) -> Result<(), SetError> {
-        let mut map = self.0.borrow_mut();
-        map.1 += 1;
-        let next = map.1;
-        match map.0.get_mut(key) {
-            Some(entry) if entry.1 != cas => Err(SetError::Conflict),
-            Some(entry) => {
-                *entry = (value.to_vec(), next);
-                Ok(())
-            }
-            None => {
-                map.0.insert(key.to_vec(), (value.to_vec(), next));
-                Ok(())
-            }
-        }
-    }
-
-    fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
-        let mut map = self.0.borrow_mut();
-        map.1 += 1;
-        let next = map.1;
-        map.0.insert(key.to_vec(), (value.to_vec(), next));
-        Ok(())
-    }
-}
-
-/// A request as a list of headers.
-#[derive(Debug, Clone)]
-struct Request(Vec<(String, String)>);
-
-impl RequestView for Request {
-    fn header(&mut self, name: &str) -> Lookup {
-        match self.0.iter().find(|(k, _)| k == name) {
-            Some((_, v)) => Lookup::One(v.as_bytes().to_vec()),
-            None => Lookup::Absent,
-        }
-    }
-    fn content_type(&mut self) -> Option<Vec<u8>> {
-        None
-    }
-    fn raw_path(&mut self) -> Option<Vec<u8>> {
-        Some(b"/".to_vec())
-    }
-    fn method(&mut self) -> Option<Vec<u8>> {
-        Some(b"GET".to_vec())
-    }
-    fn authority(&mut self) -> Option<Vec<u8>> {
-        Some(b"test".to_vec())
-    }
-    fn peer_address(&mut self) -> Option<String> {
-        Some("10.0.0.1:1000".into())
-    }
-}
-
-/// One limit of the service's configuration.
-#[derive(Debug, Clone)]
-struct Limit {
-    key: usize,
-    /// A limit for one value of the key (index into its values), or for any value.
-    value: Option<usize>,
-    requests_per_unit: u32,
-    per_minute: bool,
-    algorithm: &'static str,
-    quota_mode: bool,
-    shadow_mode: bool,
-    /// Indices into the configuration's limits whose names this one replaces.
-    replaces: Vec<usize>,
-    quota: Option<u32>,
-}
-
-fn limit() -> impl Strategy<Value = Limit> {
-    (
-        0..KEYS.len(),
-        prop::option::of(0usize..2),
-        1u32..4,
-        any::<bool>(),
-        prop::sample::select(vec![
-            "fixed_window",
-            "token_bucket",
-            "sliding_window_counter",
-            "sliding_window_log",
-        ]),
-        prop::bool::weighted(0.3),
-        prop::bool::weighted(0.2),
-        prop::collection::vec(0usize..6, 0..2),
-        prop::option::weighted(0.3, 1u32..4),
-    )
-        .prop_map(
-            |(
-                key,
-                value,
-                requests_per_unit,
-                per_minute,
-                algorithm,
-                quota_mode,
-                shadow_mode,
-                replaces,
-                quota,
-            )| Limit {
-                key,
-                value,
-                requests_per_unit,
-                per_minute,
-                algorithm,
-                quota_mode,
-                shadow_mode,
-                replaces,
-                quota,
-            },
-        )
-}
-
-/// The service's YAML: the limits, one per (key, value) at most (the first generated).
-fn server_yaml(limits: &[Limit]) -> String {
-    let mut seen = Vec::new();
-    let mut out = String::from("domain: edge\ndescriptors:\n");
-    for (i, l) in limits.iter().enumerate() {
-        if seen.contains(&(l.key, l.value)) {
-            continue;
-        }
-        seen.push((l.key, l.value));
-        let (key, _, values) = KEYS[l.key];
-        out.push_str(&format!("  - key: {key}\n"));
-        if let Some(v) = l.value {
-            out.push_str(&format!("    value: {}\n", values[v]));
-        }
-        out.push_str(&format!(
-            "    quota_mode: {}\n    shadow_mode: {}\n",
-            l.quota_mode, l.shadow_mode
-        ));
-        let replaces: Vec<String> = l
-            .replaces
-            .iter()
-            .filter(|&&r| r != i)
-            .map(|r| format!("{{name: limit{r}}}"))
-            .collect();
-        out.push_str(&format!(
-            "    rate_limit: {{name: limit{i}, unit: {}, requests_per_unit: {}, algorithm: {}, replaces: [{}]}}\n",
-            if l.per_minute { "minute" } else { "second" },
-            l.requests_per_unit,
-            l.algorithm,
-            replaces.join(", ")
-        ));
-        if let Some(q) = l.quota {
-            out.push_str(&format!("    quota: {{requests: {q}, valid_ms: 2000}}\n"));
-        }
-    }
-    out
-}
-
-/// One filter rule per key: (shadow, leases, cost header).
-fn plugin(rules: &[(bool, bool, bool)]) -> String {
-    let rules: Vec<serde_json::Value> = KEYS
-        .iter()
-        .zip(rules)
-        .map(|(&(key, header, _), &(shadow, lease, cost))| {
-            let mut r = serde_json::json!({
-                "name": key,
-                "descriptors": [{"key": key, "header": header}],
-                "global": {"quota": lease},
-                "shadow": shadow,
-            });
-            if cost {
-                r["cost"] = serde_json::json!({"header": "x-cost"});
-            }
-            r
-        })
-        .collect();
-    serde_json::json!({
-        "rls": {"cluster": "ratelimit", "domain": "edge"},
-        "rules": rules,
-    })
-    .to_string()
-}
 
 /// One request: for each key, the value it brings (or none), its cost, and the time
 /// before it (ms).

@@ -69,10 +69,3 @@ fn the_reset_is_rounded_up_never_down() {
     assert_eq!(seconds_ceil(0), 0);
     assert_eq!(seconds_ceil(u64::MAX), u64::MAX / NANOS_PER_SECOND + 1);
 }
-
-#[test]
-fn a_duration_reads_as_nanoseconds_clamped() {
-    assert_eq!(duration_ns(2, 500), 2 * NANOS_PER_SECOND + 500);
-    assert_eq!(duration_ns(-1, 0), 0);
-    assert_eq!(duration_ns(i64::MAX, 999_999_999), u64::MAX);
-}

@@ -10,11 +10,9 @@
 //! fit after the admission, on every algorithm (the token bucket's whole tokens, the log's
 //! free entries, the sliding counter's room in its weighted estimate, floored).
 
-use super::{Algorithm, Limit, NANOS_PER_SECOND};
+use super::{Algorithm, Limit};
+use floodgate_common::unit::NANOS_PER_MS;
 use std::num::NonZeroU32;
-
-/// Nanoseconds per millisecond.
-const NANOS_PER_MS: u64 = NANOS_PER_SECOND / 1_000;
 
 /// A descriptor's lease terms, from its `quota` in the configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

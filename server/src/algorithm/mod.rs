@@ -31,65 +31,14 @@ mod proptests;
 use std::num::{NonZeroU16, NonZeroU32};
 pub use window::{Window, MAX_WINDOW_SECONDS};
 
-/// Nanoseconds per second.
-pub const NANOS_PER_SECOND: u64 = 1_000_000_000;
+/// The units a limit is counted in and their lengths, shared with the filter (which reads
+/// a service's limit as a window in seconds). The RLS response enum has no week; see
+/// [`crate::rls`].
+pub use floodgate_common::unit::{Unit, NANOS_PER_SECOND};
 
 /// The most hits one [`charge`] counts: more than any limit or burst (both `u32`), so a
 /// larger charge puts the limit in debt all the same. The Redis script clamps alike.
 pub const MAX_CHARGE_HITS: u64 = 1 << 32;
-
-/// The time unit a limit is counted in, as the envoyproxy/ratelimit config names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Unit {
-    /// One second.
-    Second,
-    /// Sixty seconds.
-    Minute,
-    /// 3,600 seconds.
-    Hour,
-    /// 86,400 seconds (no leap seconds, no time zones: windows align to the Unix epoch).
-    Day,
-    /// Seven days. The RLS response enum has no week; see [`crate::rls`].
-    Week,
-    /// 30 days, as the reference service counts a month (not calendar months: windows
-    /// align to the Unix epoch like every other unit).
-    Month,
-    /// 365 days, as the reference service counts a year.
-    Year,
-}
-
-impl Unit {
-    /// The unit's length in seconds.
-    pub fn seconds(self) -> u64 {
-        match self {
-            Unit::Second => 1,
-            Unit::Minute => 60,
-            Unit::Hour => 3_600,
-            Unit::Day => 86_400,
-            Unit::Week => 604_800,
-            Unit::Month => 2_592_000,
-            Unit::Year => 31_536_000,
-        }
-    }
-
-    /// The unit's length in nanoseconds: the period every algorithm works with.
-    pub fn period_ns(self) -> u64 {
-        self.seconds() * NANOS_PER_SECOND
-    }
-
-    /// The name used in configuration and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Unit::Second => "second",
-            Unit::Minute => "minute",
-            Unit::Hour => "hour",
-            Unit::Day => "day",
-            Unit::Week => "week",
-            Unit::Month => "month",
-            Unit::Year => "year",
-        }
-    }
-}
 
 /// Which algorithm enforces a limit, with its own parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -336,11 +285,6 @@ pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// Clamps a count to the `u32` of the RLS `limit_remaining` field.
 pub(crate) fn clamp_u32(n: u64) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
-}
-
-/// `a / b` rounded up, for "wait at least this long" answers; `b` must be non-zero.
-pub(crate) fn div_ceil_u128(a: u128, b: u128) -> u64 {
-    u64::try_from(a.div_ceil(b)).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
 //! Property tests: each algorithm against an independent model of its definition, with a
-//! fake clock (times are generated, never read). Every model property runs with windows of
+//! fake clock (times are generated, never read). The token bucket's own properties (a
+//! token-count model, clients at the rate) are the shared math's, in
+//! `floodgate_common::gcra`'s suite on this server's units; here it takes part in those of
+//! every algorithm (exact retry, check-only probes). Every model property runs with windows of
 //! one second and of several seconds (`unit_multiplier`: 30 s, 5 min, 90 min, 7 s), the
 //! model's window being the whole `unit × unit_multiplier`, epoch-aligned.
 
@@ -171,35 +174,6 @@ proptest! {
     }
 
     #[test]
-    fn token_bucket_matches_a_token_count(rpu in 1u32..20, burst in 1u32..20, (m, reqs) in windowed_run()) {
-        let b = NonZeroU32::new(burst).unwrap();
-        let l = limit_s(rpu, m, Algorithm::TokenBucket { burst: b });
-        let p = l.period_ns();
-        let ds = replay(&l, &reqs);
-        // Independent model: tokens scaled by p, refilled by rpu per ns, capped at burst.
-        let cap = u128::from(burst) * u128::from(p);
-        let mut tokens = cap;
-        let mut last = reqs[0].0;
-        for (i, &(t, hits)) in reqs.iter().enumerate() {
-            tokens = (tokens + u128::from(t - last) * u128::from(rpu)).min(cap);
-            last = t;
-            let cost = u128::from(hits) * u128::from(p);
-            let fits = tokens >= cost.max(u128::from(p));
-            prop_assert_eq!(ds[i].allowed, fits, "request {} at {}", i, t);
-            if fits { tokens -= cost; }
-        }
-        // No interval [t_i, t_j] admits more than burst + rate × length.
-        for i in 0..reqs.len() {
-            let mut sum = 0u128;
-            for j in i..reqs.len() {
-                if ds[j].allowed { sum += u128::from(reqs[j].1); }
-                let len = u128::from(reqs[j].0 - reqs[i].0);
-                prop_assert!(sum * u128::from(p) <= cap + len * u128::from(rpu));
-            }
-        }
-    }
-
-    #[test]
     fn a_check_only_probe_changes_nothing(alg in 0usize..4, rpu in 1u32..20, (m, reqs) in windowed_run()) {
         let l = limit_s(rpu, m, any_algorithm(alg, rpu));
         // The same run with a probe (hits 0) just before every request decides alike.
@@ -217,40 +191,6 @@ proptest! {
             }
         }
     }
-
-    #[test]
-    fn token_bucket_never_rejects_a_client_at_the_rate(rpu in 1u32..1000, burst in 2u32..5, m in window_multiplier(), start in 0u64..S, n in 1u64..200) {
-        let b = NonZeroU32::new(burst).unwrap();
-        client_at_the_rate(rpu, b, m, start, n)?;
-    }
-
-    #[test]
-    fn token_bucket_of_one_never_rejects_a_client_at_a_whole_ns_rate(i in 0usize..8, m in window_multiplier(), start in 0u64..S, n in 1u64..200) {
-        let rpu = [1, 2, 4, 5, 8, 10, 100, 1000][i];
-        client_at_the_rate(rpu, NonZeroU32::MIN, m, start, n)?;
-    }
-}
-
-/// Request `k` at the first nanosecond at or after `k × P / rpu` (P: `m` seconds): never
-/// rejected.
-fn client_at_the_rate(
-    rpu: u32,
-    burst: NonZeroU32,
-    m: u16,
-    start: u64,
-    n: u64,
-) -> Result<(), TestCaseError> {
-    let l = limit_s(rpu, m, Algorithm::TokenBucket { burst });
-    let p = l.period_ns();
-    let mut state = State::fresh(&l);
-    for k in 0..n {
-        let offset = (u128::from(k) * u128::from(p)).div_ceil(u128::from(rpu));
-        let now = 1_000 * S + start + u64::try_from(offset).unwrap();
-        let (d, u) = decide(&state, now, &l, 1);
-        prop_assert!(d.allowed, "request {} at {} rejected", k, now);
-        state.apply(u);
-    }
-    Ok(())
 }
 
 #[test]

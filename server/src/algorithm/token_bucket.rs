@@ -1,19 +1,19 @@
-//! Token bucket as GCRA (generic cell rate algorithm), exact with fractional tokens.
+//! Token bucket as GCRA (generic cell rate algorithm), exact with fractional tokens: the
+//! math both sides share ([`floodgate_common::gcra`]) in this server's units.
 //!
 //! A bucket holds `burst` tokens and earns `requests_per_unit` tokens per unit, one request
 //! costing one token per hit. GCRA keeps a single number, the *theoretical arrival time*
-//! (TAT): the instant at which the bucket would be full again. A request pushes the TAT one
-//! token-interval per hit into the future and is admitted while the TAT stays within
-//! `burst` token-intervals of now.
+//! (TAT): the instant at which the bucket would be full again. In the shared math's terms,
+//! one nanosecond is `requests_per_unit` units and one token is `period_ns` units, so
+//! nothing is rounded: no interval of length `t` admits more than
+//! `burst + requests_per_unit × t / unit` hits, and a client that sends request `k` no
+//! earlier than `k × unit / requests_per_unit` is never rejected (with a burst of one, only
+//! when that interval is a whole number of nanoseconds: a request that comes late by a
+//! fraction of a nanosecond finds the bucket already full and loses it). Memory: one `u128`.
 //!
-//! To stay exact when a token-interval is not a whole number of nanoseconds (3 per second is
-//! 333,333,333.3 ns), time is counted in *scaled units*: one nanosecond is `requests_per_unit`
-//! units, so one token is exactly `period_ns` units. Nothing is rounded: no interval of
-//! length `t` admits more than `burst + requests_per_unit × t / unit` hits, and a client that
-//! sends request `k` no earlier than `k × unit / requests_per_unit` is never rejected (with a
-//! burst of one, only when that interval is a whole number of nanoseconds: a request that
-//! comes late by a fraction of a nanosecond finds the bucket already full and loses it).
-//! Memory: one `u128`.
+//! What this module adds: `hits` of 0 is a check-only probe; a denial answers for one hit
+//! (the `OVER_LIMIT` duration an over-limit cache trusts); and a TAT further ahead than the
+//! debt cap reads as exactly the cap ([`PastCap::Clamped`]), as the Redis script reads it.
 //!
 //! A charge (a cost known after the response, [`charge`]) may take more tokens than are
 //! there: the bucket goes below zero, but never below `−burst`. The TAT is at most
@@ -21,8 +21,9 @@
 //! ahead (written before this cap, or seen from a clock that went back) reads as exactly
 //! that far: after any charge one hit fits again within `burst + 1` token-intervals.
 
-use super::{clamp_u32, div_ceil_u128, Decision, Limit};
-use std::num::NonZeroU32;
+use super::{Decision, Limit};
+use floodgate_common::gcra::{self, PastCap, Shape, Take, Tat};
+use std::num::{NonZeroU32, NonZeroU64};
 
 /// The theoretical arrival time in scaled units (`ns × requests_per_unit`); 0 means full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -34,7 +35,25 @@ pub struct State {
 impl State {
     /// The bucket is full (as good as fresh) once the TAT is reached.
     pub fn idle_at(&self, limit: &Limit) -> u64 {
-        div_ceil_u128(self.tat, u128::from(limit.rpu()))
+        gcra::full_at_ns(Tat(self.tat), limit.rpu()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A bucket of `burst` under `limit` in the shared math's terms.
+#[inline]
+fn shape(limit: &Limit, burst: NonZeroU32) -> Shape {
+    // A window is at least one second (the unit and its multiplier are never 0).
+    let token = NonZeroU64::new(limit.period_ns()).unwrap_or(NonZeroU64::MIN);
+    Shape::new(burst, limit.rpu(), token, PastCap::Clamped)
+}
+
+/// A denial: what is left, and when one hit fits (0: now; the rate is never 0).
+fn denied(shape: Shape, debt: u128) -> Decision {
+    Decision {
+        allowed: false,
+        remaining: shape.whole_tokens(shape.burst().saturating_sub(debt)),
+        reset_in_ns: shape.wait_ns(debt, 1).unwrap_or(u64::MAX),
+        grant: None,
     }
 }
 
@@ -47,42 +66,31 @@ pub fn decide(
     burst: NonZeroU32,
     hits: u64,
 ) -> (Decision, State) {
-    let rate = u128::from(limit.rpu());
-    let token = u128::from(limit.period_ns());
-    let now = u128::from(now_ns) * rate;
-    let capacity = u128::from(burst.get()) * token;
-    let cost = u128::from(hits).saturating_mul(token);
-    let start = start(state, now, capacity);
-    let new_tat = start.saturating_add(cost);
-    let ahead = new_tat - now;
-    let probe = if hits == 0 { ahead + token } else { ahead };
-    if probe <= capacity {
-        let decision = Decision {
-            allowed: true,
-            remaining: whole_tokens(capacity - ahead, token),
-            reset_in_ns: div_ceil_u128(ahead, rate),
-            grant: None,
-        };
-        (decision, State { tat: new_tat })
-    } else {
-        let debt = start - now;
-        // One hit fits once the debt plus one token is within the capacity: after
-        // `debt + token - capacity` scaled units, rounded up to whole ns so that waiting
-        // that long is enough (and one ns less is not). 0 when one token is there now.
-        let one_hit_over = (debt + token).saturating_sub(capacity);
-        let decision = Decision {
-            allowed: false,
-            remaining: whole_tokens(capacity.saturating_sub(debt), token),
-            reset_in_ns: div_ceil_u128(one_hit_over, rate),
-            grant: None,
-        };
-        (decision, *state)
+    let shape = shape(limit, burst);
+    let state_tat = Tat(state.tat);
+    // A probe is refused as a take of one hit.
+    let (take, asked) = match NonZeroU64::new(hits) {
+        Some(hits) => (gcra::take(state_tat, now_ns, shape, hits), hits),
+        None => (gcra::probe(state_tat, now_ns, shape), NonZeroU64::MIN),
+    };
+    match take {
+        Take::Admitted { tat, ahead } => {
+            let decision = Decision {
+                allowed: true,
+                remaining: shape.whole_tokens(shape.burst() - ahead),
+                reset_in_ns: shape.nanos_ceil(ahead).unwrap_or(u64::MAX),
+                grant: None,
+            };
+            (decision, State { tat: tat.0 })
+        }
+        Take::Refused { ahead } => (denied(shape, shape.refusal(ahead, asked).debt), *state),
     }
 }
 
 /// Takes `hits` tokens whether they are there or not (a stream-end charge, see
-/// [`super::charge`]): the bucket goes into debt, the TAT moving forward by the whole cost,
-/// and later requests wait until the debt is refilled. When they fit, exactly [`decide`].
+/// [`super::charge`]): the bucket goes into debt, the TAT moving forward by the whole cost
+/// (never more than one burst below zero), and later requests wait until the debt is
+/// refilled. When they fit, exactly [`decide`].
 pub fn charge(
     state: &State,
     now_ns: u64,
@@ -94,41 +102,13 @@ pub fn charge(
     if decision.allowed {
         return (decision, next);
     }
-    let rate = u128::from(limit.rpu());
-    let token = u128::from(limit.period_ns());
-    let now = u128::from(now_ns) * rate;
-    let capacity = u128::from(burst.get()) * token;
-    let cost = u128::from(hits).saturating_mul(token);
-    // Into debt by the whole cost, but never more than one burst below zero.
-    let new_tat = start(state, now, capacity)
-        .saturating_add(cost)
-        .min(deepest(now, capacity));
-    // The debt is now `new_tat - now`, more than the capacity: one hit fits once it has
-    // shrunk to `capacity - token`, as in `decide`.
-    let one_hit_over = (new_tat - now + token).saturating_sub(capacity);
+    let shape = shape(limit, burst);
+    let charged = gcra::charge(Tat(state.tat), now_ns, shape, hits);
     let decision = Decision {
-        allowed: false,
         remaining: 0,
-        reset_in_ns: div_ceil_u128(one_hit_over, rate),
-        grant: None,
+        ..denied(shape, charged.ahead)
     };
-    (decision, State { tat: new_tat })
-}
-
-/// Where a request starts from: the TAT, or now if it has passed (the bucket has been full
-/// since then), and at most [`deepest`] (one burst of debt).
-fn start(state: &State, now: u128, capacity: u128) -> u128 {
-    state.tat.max(now).min(deepest(now, capacity))
-}
-
-/// The furthest a TAT may be ahead of `now`: an empty bucket (`capacity` ahead) owing one
-/// more burst.
-fn deepest(now: u128, capacity: u128) -> u128 {
-    now.saturating_add(capacity.saturating_mul(2))
-}
-
-fn whole_tokens(units: u128, token: u128) -> u32 {
-    clamp_u32(u64::try_from(units / token).unwrap_or(u64::MAX))
+    (decision, State { tat: charged.tat.0 })
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ fn draft03(limited: &[DescriptorStatus]) -> Vec<HeaderValue> {
         reset_ns: s
             .duration_until_reset
             .as_ref()
-            .map(|d| draft03::duration_ns(d.seconds, d.nanos)),
+            .map(|d| floodgate_common::unit::from_parts(d.seconds, d.nanos)),
     });
     let mut headers = Vec::with_capacity(3);
     draft03::fields(standings, |key, value| headers.push(header(key, value)));

@@ -4,7 +4,7 @@
 
 use super::plan::Applied;
 use super::{configured_rule, Options};
-use crate::algorithm::{Algorithm, Decision, Limit, Unit, Window, NANOS_PER_SECOND};
+use crate::algorithm::{Algorithm, Decision, Limit, Unit, Window};
 use crate::metrics::{DomainCounters, Outcome};
 use crate::proto::rls::rate_limit_response::{
     quota::ExpirationSpecifier, rate_limit::Unit as PbUnit, Code, DescriptorStatus, Quota,
@@ -131,10 +131,8 @@ pub(super) fn limited_status(
 
 /// An instant in ns since the Unix epoch as a protobuf `Timestamp`.
 pub(super) fn timestamp(ns: u64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
-        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
-    }
+    let (seconds, nanos) = floodgate_common::unit::to_parts(ns);
+    prost_types::Timestamp { seconds, nanos }
 }
 
 /// An override of zero requests: over, nothing remaining, and (never fitting) reported to
@@ -180,8 +178,6 @@ pub(super) fn pb_unit(unit: Unit) -> PbUnit {
 }
 
 pub(super) fn duration(ns: u64) -> prost_types::Duration {
-    prost_types::Duration {
-        seconds: i64::try_from(ns / NANOS_PER_SECOND).unwrap_or(i64::MAX),
-        nanos: i32::try_from(ns % NANOS_PER_SECOND).unwrap_or(0),
-    }
+    let (seconds, nanos) = floodgate_common::unit::to_parts(ns);
+    prost_types::Duration { seconds, nanos }
 }
