@@ -154,6 +154,7 @@ fn algorithm(
     Ok(match name {
         AlgorithmName::FixedWindow => Algorithm::FixedWindow,
         AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
+        AlgorithmName::Concurrency => Algorithm::Concurrency,
         AlgorithmName::SlidingWindowLog => {
             if requests_per_unit.get() > MAX_LOG_LIMIT {
                 return Err(err(

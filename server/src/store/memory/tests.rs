@@ -28,6 +28,7 @@ fn check(key: &str, limit: Limit) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 
