@@ -32,6 +32,7 @@
 //! | `floodgate_http_connections_closed_total` | counter | `reason` (`header_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_http_accept_errors_total` | counter | none |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_holds_total` | counter | `domain`, `event` (`acquired`, `rejected`, `released`: concurrency descriptors) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
 //! | `floodgate_xds_updates_total`, `floodgate_xds_connected`, `floodgate_xds_reconnects_total` | counter, gauge, counter | see [`XdsMetrics`] |
@@ -44,8 +45,8 @@ mod lock_free;
 mod outcome;
 mod xds;
 
-pub use domains::DomainCounters;
-use domains::DomainFamilies;
+use domains::{register_decisions, DomainFamilies};
+pub use domains::{DomainCounters, HoldEvent};
 pub use format::Format;
 pub use outcome::Outcome;
 pub use xds::XdsMetrics;
@@ -106,34 +107,6 @@ fn counters<const N: usize>(
     let handles = values.map(|v| f.get_or_create_owned(&[(name, v)]));
     registry.register(family, help, f);
     handles
-}
-
-/// Registers the per-domain and per-limit decision families.
-fn register_decisions(
-    registry: &mut Registry,
-    families: &DomainFamilies,
-    limit_family: &limits::LimitFamily,
-) {
-    registry.register(
-        "floodgate_decisions",
-        "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-        families.decisions.clone(),
-    );
-    registry.register(
-        "floodgate_near_limit",
-        "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
-        families.near_limit.clone(),
-    );
-    registry.register(
-        "floodgate_quota_granted_hits",
-        "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
-        families.granted.clone(),
-    );
-    registry.register(
-        "floodgate_limit_decisions",
-        "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
-        limit_family.family.clone(),
-    );
 }
 
 /// Registers the store's metrics (latency, size, whether it can decide, its failures);

@@ -154,6 +154,8 @@ impl<S: Store> RlsService<S> {
         });
         let config = self.config.get();
         let domain = config.domain(&req.domain);
+        // A charge takes no hold (and a release cannot be one, see `should_rate_limit`).
+        let hold = (kind == CallKind::Admission).then_some(hold);
         let planned = validate(&req).and_then(|()| plan(domain, &req, asked, hold));
         let plan = match planned {
             Ok(p) => p,
@@ -259,6 +261,7 @@ fn respond(
     // when an override of 0 blocks.
     let over = !admits(checks, |i| decisions[i].allowed)
         || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
+    holds::count(checks, &decisions, over, counters);
     // Quirk: one status per request descriptor, in request order, limited or not.
     let mut decided = decisions.into_iter().zip(checks);
     let stats = reference.map(|r| (r, req.domain.as_str()));

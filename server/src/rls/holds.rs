@@ -7,6 +7,9 @@
 //! only its deadline ends ([`server_id`]): without a release it limits N per unit.
 
 use crate::algorithm::concurrency::{HoldId, HoldOp, MAX_HOLD_ID};
+use crate::algorithm::{Algorithm, Decision};
+use crate::metrics::{DomainCounters, HoldEvent};
+use crate::store::Check;
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,6 +67,32 @@ impl HoldCall {
             HoldCall::Hold(id) => HoldOp::Acquire(id),
             HoldCall::Release(id) => HoldOp::Release(id),
         }
+    }
+}
+
+/// Counts the concurrency descriptors of a call in `floodgate_holds_total`: `checks` as
+/// the store decided them (`decisions`), the call `over` or not.
+pub(super) fn count(
+    checks: &[Check],
+    decisions: &[Decision],
+    over: bool,
+    counters: &DomainCounters,
+) {
+    for (c, d) in checks.iter().zip(decisions) {
+        if c.limit.algorithm != Algorithm::Concurrency || c.blocked {
+            continue;
+        }
+        let event = match c.hold {
+            // A charge: holds are neither taken nor counted.
+            None => continue,
+            Some(HoldOp::Release(_)) => HoldEvent::Released,
+            _ if !d.allowed => HoldEvent::Rejected,
+            // Admitted in a call that is: a hold taken (check-only and no-hold items take
+            // none, and are not counted).
+            Some(HoldOp::Acquire(_)) if !over && c.hits > 0 => HoldEvent::Acquired,
+            _ => continue,
+        };
+        counters.hold(event);
     }
 }
 

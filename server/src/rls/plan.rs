@@ -67,13 +67,14 @@ pub(super) struct Plan<'c> {
 /// Matches every descriptor of `req` against `domain` (`None`: unconfigured); the
 /// descriptors in `asked` get their configured limit's quota lease if it has one and is
 /// enforced. Concurrency descriptors take or release holds as `hold` says (one id for the
-/// whole call, the server's own when the caller sent none); a release checks nothing else.
+/// whole call, the server's own when the caller sent none; `None`, a charge: no hold, so
+/// check-only there); a release checks nothing else.
 /// `Err` is an INVALID_ARGUMENT for an override no limit can be made of.
 pub(super) fn plan<'c>(
     domain: Option<&'c Domain>,
     req: &RateLimitRequest,
     asked: Asked,
-    hold: HoldCall,
+    hold: Option<HoldCall>,
 ) -> Result<Plan<'c>, Status> {
     let Some(dom) = domain else {
         // Quirk: an unknown domain limits nothing, not even a descriptor's own override
@@ -97,14 +98,14 @@ pub(super) fn plan<'c>(
         let concurrency = applied
             .limit()
             .is_some_and(|l| l.algorithm == Algorithm::Concurrency);
-        if hold.is_release() && !concurrency {
+        if hold.is_some_and(|h| h.is_release()) && !concurrency {
             // A release decides and counts nothing but holds: answered OK, no limit.
             applied = Applied::Nothing;
         }
         if let (Some(limit), Some(key)) = (applied.limit(), key) {
             let hits = d.hits_addend.unwrap_or(request_hits);
             let mut c = check(&applied, key, limit, hits, asked.contains(i));
-            if concurrency {
+            if let (true, Some(hold)) = (concurrency, hold) {
                 c.hold = Some(*op.get_or_insert_with(|| hold.op()));
             }
             plan.checks.push(c);

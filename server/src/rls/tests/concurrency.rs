@@ -95,6 +95,11 @@ fn holds_are_taken_released_and_over_reports_the_earliest_deadline() {
         again.statuses[1].limit_remaining, 96,
         "the release counted nothing"
     );
+    let text = svc.metrics.render();
+    for (event, n) in [("acquired", 4), ("rejected", 1), ("released", 1)] {
+        let line = format!("floodgate_holds_total{{domain=\"web\",event=\"{event}\"}} {n}");
+        assert!(text.contains(&line), "{line} in\n{text}");
+    }
 }
 
 #[test]
