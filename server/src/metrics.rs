@@ -32,6 +32,7 @@
 //! | `floodgate_http_connections_closed_total` | counter | `reason` (`header_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_http_accept_errors_total` | counter | none |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_holds_in_flight`, `floodgate_holds_reclaimed_total` | gauge, counter | none (see [`HoldStats`]) |
 //! | `floodgate_holds_total` | counter | `domain`, `event` (`acquired`, `rejected`, `released`: concurrency descriptors) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
@@ -40,6 +41,7 @@
 
 mod domains;
 mod format;
+mod holds;
 pub mod limits;
 mod lock_free;
 mod outcome;
@@ -48,6 +50,7 @@ mod xds;
 use domains::{register_decisions, DomainFamilies};
 pub use domains::{DomainCounters, HoldEvent};
 pub use format::Format;
+pub use holds::HoldStats;
 pub use outcome::Outcome;
 pub use xds::XdsMetrics;
 
@@ -164,6 +167,8 @@ pub struct Metrics {
     pub xds: Arc<XdsMetrics>,
     /// The gossip store's peers, keys and traffic (series only under `--store gossip`).
     pub gossip: Arc<GossipStats>,
+    /// The memory store's concurrency holds (see [`HoldStats`]).
+    pub holds: Arc<HoldStats>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -236,6 +241,8 @@ impl Metrics {
         xds.register(&mut registry);
         let gossip = Arc::new(GossipStats::default());
         gossip.register(&mut registry);
+        let holds = Arc::new(HoldStats::default());
+        holds.register(&mut registry);
         Metrics {
             registry,
             families,
@@ -255,6 +262,7 @@ impl Metrics {
             http_connections,
             xds,
             gossip,
+            holds,
         }
     }
 

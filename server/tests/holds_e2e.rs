@@ -205,6 +205,15 @@ async fn holds_on_the_memory_store() {
     bad_hold_headers_are_invalid_argument(&server).await;
     exactly_the_limit_holds_at_once(std::slice::from_ref(&server), "acme").await;
     an_unreleased_hold_expires(&server).await;
+    // The first "short" hold was reclaimed by the write that took the second; once that
+    // one's deadline passes too, the sweeps count the five holds of "acme" alone.
+    server
+        .metric_reaches("floodgate_holds_reclaimed_total", 1.0)
+        .await;
+    eventually(Duration::from_secs(5), "five slots in flight", || async {
+        server.metric("floodgate_holds_in_flight").await == Some(5.0)
+    })
+    .await;
     assert_eq!(
         server
             .metric("floodgate_holds_total{domain=\"streams\",event=\"released\"}")
