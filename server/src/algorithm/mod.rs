@@ -1,4 +1,4 @@
-//! The four limiting algorithms as pure math: `(state, now, limit, hits) -> (decision, update)`.
+//! The five limiting algorithms (four rates, and concurrency: see [`concurrency`]) as pure math: `(state, now, limit, hits) -> (decision, update)`.
 //!
 //! Nothing here reads a clock or touches storage. A store reads its own clock (the memory
 //! store an injected [`crate::clock::Clock`], the Redis store Redis's `TIME`), loads the state,
@@ -15,6 +15,9 @@
 //! never be longer than the truth: each algorithm solves for the first nanosecond at which
 //! one hit fits, rounding up only where that instant falls between two nanoseconds (one ns
 //! earlier is then still over). `proptests` checks both edges for every denial.
+//!
+//! [`concurrency`] is the exception: a slot may come back sooner than its hold's deadline (a
+//! release), so its denial's reset is an upper bound, and the filter never caches it.
 
 pub mod concurrency;
 pub mod fixed_window;
