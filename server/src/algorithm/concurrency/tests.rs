@@ -94,3 +94,55 @@ fn ids_are_checked() {
         "fg-srv.0000000000000001ffffffffffffffff"
     );
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    proptest! {
+        /// Against a model (id → (slots, deadline)) on random acquires, releases and time:
+        /// the same decisions, never more than the limit held, and a release frees exactly
+        /// what its id held live.
+        #[test]
+        fn holds_match_a_model_and_never_pass_the_limit(
+            rpu in 1u32..6,
+            ops in prop::collection::vec((0u64..400_000_000, prop::bool::ANY, 0u8..5, 0u64..4), 1..80),
+        ) {
+            let l = limit(rpu, Unit::Second, Algorithm::Concurrency);
+            let max = u64::from(rpu);
+            let mut s = State::default();
+            let mut model: HashMap<u8, (u64, u64)> = HashMap::new();
+            let mut now = T;
+            for (gap, release, who, hits) in ops {
+                now += gap;
+                model.retain(|_, (_, deadline)| *deadline > now);
+                let held: u64 = model.values().map(|(slots, _)| slots).sum();
+                let hid = id(&format!("id-{who}"));
+                let op = if release { HoldOp::Release(hid) } else { HoldOp::Acquire(hid) };
+                let d = step(&mut s, now, &l, hits, op);
+                let want_allowed = release
+                    || model.contains_key(&who)
+                    || (hits == 0 && held < max)
+                    || (hits > 0 && held + hits <= max);
+                prop_assert_eq!(d.allowed, want_allowed);
+                if release {
+                    model.remove(&who);
+                } else if d.allowed && hits > 0 && !model.contains_key(&who) {
+                    model.insert(who, (hits, now + S));
+                }
+                let held: u64 = model.values().map(|(slots, _)| slots).sum();
+                prop_assert!(held <= max);
+                prop_assert_eq!(s.in_flight(now), held);
+                if d.allowed {
+                    prop_assert_eq!(u64::from(d.remaining), max - held);
+                } else {
+                    // Over: at most until the earliest deadline, 0 when a slot is free.
+                    let earliest = model.values().map(|(_, at)| *at).min().unwrap_or(now);
+                    let want = if held < max { 0 } else { earliest - now };
+                    prop_assert_eq!(d.reset_in_ns, want);
+                }
+            }
+        }
+    }
+}
