@@ -52,6 +52,7 @@ fn row(name: &str, algorithm: Algorithm, counters: usize, value_len: usize) {
             quota: None,
             quota_mode: false,
             blocked: false,
+            hold: None,
         };
         if store.check_now(&[check]).is_err() {
             println!("{name}: full after {i} counters");

@@ -15,7 +15,7 @@
 //!   script per request, `check.lua`, the rules' Lua twin); [`store::gossip`], each
 //!   node of a fleet counting its own part and gossiping it (chitchat); [`store::health`] tells
 //!   `/healthz` whether the store answers.
-//! - [`algorithm`]: the four algorithms as pure `(state, now, limit, hits)` math.
+//! - [`algorithm`]: the five algorithms (four rates and concurrency) as pure `(state, now, limit, hits)` math.
 //! - [`clock`]: time for the memory store (Redis uses its own), injectable for tests.
 //! - [`metrics`], [`http`]: Prometheus counters and the `/healthz`, `/metrics` routes.
 //! - [`reload`]: polls the configuration and swaps in valid changes.

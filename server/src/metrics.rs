@@ -32,6 +32,8 @@
 //! | `floodgate_http_connections_closed_total` | counter | `reason` (`header_timeout`, `idle_timeout`, `over_limit`, `peer_over_limit`) |
 //! | `floodgate_http_accept_errors_total` | counter | none |
 //! | `floodgate_quota_granted_hits_total` | counter | `domain` (hits granted as quota leases) |
+//! | `floodgate_holds_in_flight`, `floodgate_holds_reclaimed_total` | gauge, counter | none (see [`HoldStats`]) |
+//! | `floodgate_holds_total` | counter | `domain`, `event` (`acquired`, `rejected`, `released`: concurrency descriptors) |
 //! | `floodgate_quota_header_malformed_total` | counter | none (requests whose `x-floodgate-quota` was malformed) |
 //! | `floodgate_quota_header_refused_total` | counter | none (requests whose `x-floodgate-quota` `--refuse-quota` ignored) |
 //! | `floodgate_xds_updates_total`, `floodgate_xds_connected`, `floodgate_xds_reconnects_total` | counter, gauge, counter | see [`XdsMetrics`] |
@@ -39,14 +41,16 @@
 
 mod domains;
 mod format;
+mod holds;
 pub mod limits;
 mod lock_free;
 mod outcome;
 mod xds;
 
-pub use domains::DomainCounters;
-use domains::DomainFamilies;
+use domains::{register_decisions, DomainFamilies};
+pub use domains::{DomainCounters, HoldEvent};
 pub use format::Format;
+pub use holds::HoldStats;
 pub use outcome::Outcome;
 pub use xds::XdsMetrics;
 
@@ -108,34 +112,6 @@ fn counters<const N: usize>(
     handles
 }
 
-/// Registers the per-domain and per-limit decision families.
-fn register_decisions(
-    registry: &mut Registry,
-    families: &DomainFamilies,
-    limit_family: &limits::LimitFamily,
-) {
-    registry.register(
-        "floodgate_decisions",
-        "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
-        families.decisions.clone(),
-    );
-    registry.register(
-        "floodgate_near_limit",
-        "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
-        families.near_limit.clone(),
-    );
-    registry.register(
-        "floodgate_quota_granted_hits",
-        "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
-        families.granted.clone(),
-    );
-    registry.register(
-        "floodgate_limit_decisions",
-        "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
-        limit_family.family.clone(),
-    );
-}
-
 /// Registers the store's metrics (latency, size, whether it can decide, its failures);
 /// returns the handles the server writes.
 fn register_store(
@@ -191,6 +167,8 @@ pub struct Metrics {
     pub xds: Arc<XdsMetrics>,
     /// The gossip store's peers, keys and traffic (series only under `--store gossip`).
     pub gossip: Arc<GossipStats>,
+    /// The memory store's concurrency holds (see [`HoldStats`]).
+    pub holds: Arc<HoldStats>,
 }
 
 /// A request's overall answer, for `floodgate_requests_total`.
@@ -263,6 +241,8 @@ impl Metrics {
         xds.register(&mut registry);
         let gossip = Arc::new(GossipStats::default());
         gossip.register(&mut registry);
+        let holds = Arc::new(HoldStats::default());
+        holds.register(&mut registry);
         Metrics {
             registry,
             families,
@@ -282,6 +262,7 @@ impl Metrics {
             http_connections,
             xds,
             gossip,
+            holds,
         }
     }
 

@@ -7,12 +7,14 @@
 
 mod callers;
 mod headers;
+mod holds;
 mod metadata;
 mod plan;
 mod status;
 
 pub use callers::{CallKind, Trust, CHARGE_HEADER};
 pub use headers::{HeaderNames, ResponseHeaders};
+pub use holds::{HoldCall, HOLD_HEADER, RELEASE_HEADER};
 
 use crate::algorithm::Decision;
 use crate::config::{self, Rule};
@@ -131,6 +133,19 @@ impl<S: Store> RlsService<S> {
         quota_header: &[&[u8]],
         kind: CallKind,
     ) -> Result<RateLimitResponse, Status> {
+        self.decide_holding(req, quota_header, kind, HoldCall::Anonymous)
+            .await
+    }
+
+    /// [`RlsService::decide_call`] with what the call asks of concurrency limits, from its
+    /// [`HOLD_HEADER`] or [`RELEASE_HEADER`] (see [`HoldCall`]).
+    pub async fn decide_holding(
+        &self,
+        req: RateLimitRequest,
+        quota_header: &[&[u8]],
+        kind: CallKind,
+        hold: HoldCall,
+    ) -> Result<RateLimitResponse, Status> {
         // Quirk (ours): a malformed quota header is a bad hint, not a bad request: answered
         // as if absent (no grant), and counted.
         let asked = quota_header::parse(quota_header, req.descriptors.len()).unwrap_or_else(|_| {
@@ -139,7 +154,9 @@ impl<S: Store> RlsService<S> {
         });
         let config = self.config.get();
         let domain = config.domain(&req.domain);
-        let planned = validate(&req).and_then(|()| plan(domain, &req, asked));
+        // A charge takes no hold (and a release cannot be one, see `should_rate_limit`).
+        let hold = (kind == CallKind::Admission).then_some(hold);
+        let planned = validate(&req).and_then(|()| plan(domain, &req, asked, hold));
         let plan = match planned {
             Ok(p) => p,
             Err(status) => {
@@ -244,6 +261,7 @@ fn respond(
     // when an override of 0 blocks.
     let over = !admits(checks, |i| decisions[i].allowed)
         || applied.iter().any(|a| matches!(a, Applied::Blocked(_)));
+    holds::count(checks, &decisions, over, counters);
     // Quirk: one status per request descriptor, in request order, limited or not.
     let mut decided = decisions.into_iter().zip(checks);
     let stats = reference.map(|r| (r, req.domain.as_str()));
@@ -309,6 +327,16 @@ impl<S: Store> RateLimitService for RlsService<S> {
         let kind = CallKind::of(request.metadata()).inspect_err(|_| {
             self.metrics.error(ErrorKind::InvalidArgument);
         })?;
+        // Ours: a malformed, repeated or contradictory hold header is a bad request, unlike a
+        // bad quota hint: a hold taken under the wrong id could never be released.
+        let hold = HoldCall::of(request.metadata())
+            .and_then(|h| match (h, kind) {
+                (HoldCall::Release(_), CallKind::Charge) => Err(Status::invalid_argument(format!(
+                    "{RELEASE_HEADER} and {CHARGE_HEADER} cannot be sent on one call"
+                ))),
+                _ => Ok(h),
+            })
+            .inspect_err(|_| self.metrics.error(ErrorKind::InvalidArgument))?;
         self.options
             .trust
             .allows(kind)
@@ -341,7 +369,7 @@ impl<S: Store> RateLimitService for RlsService<S> {
             self.metrics.tls.refused(permit::Refused::Quota);
             header.clear();
         }
-        self.decide_call(req, &header, kind)
+        self.decide_holding(req, &header, kind, hold)
             .await
             .map(Response::new)
     }

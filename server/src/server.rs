@@ -373,6 +373,9 @@ async fn sweep(store: Arc<MemoryStore>, metrics: Arc<Metrics>, mut stop: watch::
         }
         let removed = store.sweep();
         metrics.set_store_cells(store.cells());
+        metrics
+            .holds
+            .set(store.holds_in_flight(), store.holds_reclaimed());
         if removed > 0 {
             tracing::debug!(removed, cells = store.cells(), "swept idle counters");
         }

@@ -188,10 +188,12 @@ fn the_gossip_store_refuses_the_algorithms_it_cannot_hold() {
         }),
         ..Default::default()
     };
-    let file = Path::new(GOSSIP).join("sliding_window_log.yaml");
-    let e = config::load_with(&file, &gossip).unwrap_err();
-    let expected = fs::read_to_string(format!("{GOSSIP}/sliding_window_log.err")).unwrap();
-    assert_eq!(e.to_string(), expected.trim_end());
-    // The same file loads for a store that holds every algorithm.
-    assert!(config::load(&file).is_ok());
+    for name in ["sliding_window_log", "concurrency"] {
+        let file = Path::new(GOSSIP).join(format!("{name}.yaml"));
+        let e = config::load_with(&file, &gossip).unwrap_err();
+        let expected = fs::read_to_string(format!("{GOSSIP}/{name}.err")).unwrap();
+        assert_eq!(e.to_string(), expected.trim_end(), "{name}");
+        // The same file loads for a store that holds every algorithm.
+        assert!(config::load(&file).is_ok(), "{name}");
+    }
 }

@@ -24,6 +24,8 @@ mod blocked;
 mod charge;
 #[path = "conformance/check_only.rs"]
 mod check_only;
+#[path = "conformance/concurrency.rs"]
+mod concurrency;
 #[path = "conformance/month_year.rs"]
 mod month_year;
 #[path = "conformance/one_hit.rs"]
@@ -44,6 +46,7 @@ use basics::*;
 use blocked::*;
 use charge::*;
 use check_only::*;
+use concurrency::*;
 use floodgate_server::algorithm::{Algorithm, Decision, Limit, Unit};
 use floodgate_server::clock::ManualClock;
 use floodgate_server::store::gossip::{part, GossipStore};
@@ -148,6 +151,7 @@ impl<St: Store> Harness<St> {
             quota: None,
             quota_mode: false,
             blocked: false,
+            hold: None,
         }
     }
 
@@ -249,7 +253,11 @@ macro_rules! for_each_scenario {
             a_grant_takes_up_to_its_quota_on_every_algorithm,
             grants_never_take_more_than_remains,
             a_check_only_refill_grants_without_counting_a_hit,
-            no_grant_for_shadow_over_limit_or_repeated_counters
+            no_grant_for_shadow_over_limit_or_repeated_counters,
+            holds_are_taken_to_the_limit_and_released_once,
+            a_hold_expires_at_its_deadline,
+            holds_are_all_or_nothing_with_the_rest_of_the_call,
+            concurrency_is_never_charged_or_leased
         );
     };
 }

@@ -38,6 +38,7 @@ fn check(name: &str, limit: Limit) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 

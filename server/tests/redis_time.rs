@@ -47,6 +47,7 @@ fn check(name: &str, rpu: u32, algorithm: Algorithm) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 

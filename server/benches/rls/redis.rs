@@ -57,6 +57,7 @@ pub async fn compare(secs: u64, stream_counts: &[usize]) -> Result<(), BoxError>
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     };
     let sha: String = redis::cmd("SCRIPT")
         .arg("LOAD")

@@ -22,7 +22,8 @@ fn longest_block(l: &Limit) -> u64 {
     match l.algorithm {
         Algorithm::TokenBucket { burst } => (u64::from(burst.get()) + 1) * p.div_ceil(l.rpu()),
         Algorithm::FixedWindow | Algorithm::SlidingWindowCounter => 2 * p,
-        Algorithm::SlidingWindowLog => p,
+        // Never charged (a hold's slot comes back at its deadline); not generated here.
+        Algorithm::SlidingWindowLog | Algorithm::Concurrency => p,
     }
 }
 

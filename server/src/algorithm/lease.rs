@@ -57,7 +57,11 @@ pub fn lease_ends_at(limit: &Limit, quota: &Quota, now_ns: u64) -> u64 {
             let window_end = (now_ns / period).saturating_add(1).saturating_mul(period);
             by_validity.min(window_end)
         }
-        Algorithm::TokenBucket { .. } | Algorithm::SlidingWindowLog => by_validity,
+        // A concurrency limit is never granted (see `rls::plan`); its holds end by
+        // validity like any other hits taken ahead.
+        Algorithm::TokenBucket { .. } | Algorithm::SlidingWindowLog | Algorithm::Concurrency => {
+            by_validity
+        }
     }
 }
 

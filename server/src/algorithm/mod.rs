@@ -1,4 +1,4 @@
-//! The four limiting algorithms as pure math: `(state, now, limit, hits) -> (decision, update)`.
+//! The five limiting algorithms (four rates, and concurrency: see [`concurrency`]) as pure math: `(state, now, limit, hits) -> (decision, update)`.
 //!
 //! Nothing here reads a clock or touches storage. A store reads its own clock (the memory
 //! store an injected [`crate::clock::Clock`], the Redis store Redis's `TIME`), loads the state,
@@ -15,7 +15,11 @@
 //! never be longer than the truth: each algorithm solves for the first nanosecond at which
 //! one hit fits, rounding up only where that instant falls between two nanoseconds (one ns
 //! earlier is then still over). `proptests` checks both edges for every denial.
+//!
+//! [`concurrency`] is the exception: a slot may come back sooner than its hold's deadline (a
+//! release), so its denial's reset is an upper bound, and the filter never caches it.
 
+pub mod concurrency;
 pub mod fixed_window;
 pub mod lease;
 pub mod sliding_counter;
@@ -54,6 +58,9 @@ pub enum Algorithm {
     SlidingWindowLog,
     /// Weighs the previous window's count by its overlap: approximate, constant memory.
     SlidingWindowCounter,
+    /// At most `requests_per_unit` slots held at once, each hold lasting at most one
+    /// window (see [`concurrency`]).
+    Concurrency,
 }
 
 impl Algorithm {
@@ -64,6 +71,7 @@ impl Algorithm {
             Algorithm::TokenBucket { .. } => "token_bucket",
             Algorithm::SlidingWindowLog => "sliding_window_log",
             Algorithm::SlidingWindowCounter => "sliding_window_counter",
+            Algorithm::Concurrency => "concurrency",
         }
     }
 }
@@ -140,6 +148,8 @@ pub enum State {
     SlidingWindowLog(sliding_log::State),
     /// See [`sliding_counter`].
     SlidingWindowCounter(sliding_counter::State),
+    /// See [`concurrency`].
+    Concurrency(concurrency::State),
 }
 
 /// How to turn a state into the state after a decision: a whole new small state, or for
@@ -154,6 +164,8 @@ pub enum Update {
     SlidingWindowLog(sliding_log::Update),
     /// Replace a sliding counter state.
     SlidingWindowCounter(sliding_counter::State),
+    /// Drop expired holds, then add or remove one.
+    Concurrency(concurrency::Update),
 }
 
 impl State {
@@ -166,6 +178,7 @@ impl State {
             Algorithm::SlidingWindowCounter => {
                 State::SlidingWindowCounter(sliding_counter::State::default())
             }
+            Algorithm::Concurrency => State::Concurrency(concurrency::State::default()),
         }
     }
 
@@ -177,6 +190,7 @@ impl State {
             (State::TokenBucket(s), Update::TokenBucket(n)) => *s = n,
             (State::SlidingWindowLog(s), Update::SlidingWindowLog(u)) => s.apply(u),
             (State::SlidingWindowCounter(s), Update::SlidingWindowCounter(n)) => *s = n,
+            (State::Concurrency(s), Update::Concurrency(u)) => s.apply(&u),
             _ => debug_assert!(false, "update for another algorithm"),
         }
     }
@@ -189,13 +203,16 @@ impl State {
             State::TokenBucket(s) => s.idle_at(limit),
             State::SlidingWindowLog(s) => s.idle_at(limit),
             State::SlidingWindowCounter(s) => s.idle_at(limit),
+            State::Concurrency(s) => s.idle_at(),
         }
     }
 
-    /// Memory cells this state occupies: one for the counter, plus one per log entry.
+    /// Memory cells this state occupies: one for the counter, plus one per log entry or
+    /// hold.
     pub fn cells(&self) -> usize {
         match self {
             State::SlidingWindowLog(s) => 1 + s.len(),
+            State::Concurrency(s) => 1 + s.len(),
             _ => 1,
         }
     }
@@ -210,7 +227,23 @@ impl State {
 /// another algorithm than the limit's is read as fresh: it happens when a configuration
 /// reload changes a limit's algorithm.
 pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
+    decide_holding(state, now_ns, limit, hits, None)
+}
+
+/// [`decide`], with what the call does with its hold id on a concurrency counter (see
+/// [`concurrency`]; `None`: check-only there). Other algorithms ignore `hold`.
+pub fn decide_holding(
+    state: &State,
+    now_ns: u64,
+    limit: &Limit,
+    hits: u64,
+    hold: Option<&concurrency::HoldOp>,
+) -> (Decision, Update) {
     match (state, limit.algorithm) {
+        (State::Concurrency(s), Algorithm::Concurrency) => {
+            let (d, u) = concurrency::decide(s, now_ns, limit, hits, hold);
+            (d, Update::Concurrency(u))
+        }
         (State::FixedWindow(s), Algorithm::FixedWindow) => {
             let (d, n) = fixed_window::decide(s, now_ns, limit, hits);
             (d, Update::FixedWindow(n))
@@ -229,7 +262,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
         }
         // Another algorithm's state: start afresh (a fresh state always matches, so this
         // recurses once).
-        _ => decide(&State::fresh(limit), now_ns, limit, hits),
+        _ => decide_holding(&State::fresh(limit), now_ns, limit, hits, hold),
     }
 }
 
@@ -244,7 +277,9 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// to its newest entry (see [`sliding_log::charge`]). The decision then says
 /// `allowed: false`, `remaining: 0`, and `reset_in_ns` the exact time until one hit fits
 /// again, so an over-limit cache can trust it as after any denial. Hits are clamped to
-/// [`MAX_CHARGE_HITS`]; 0 hits is check-only, as in [`decide`].
+/// [`MAX_CHARGE_HITS`]; 0 hits is check-only, as in [`decide`]. A concurrency limit counts
+/// nothing in a charge (slots are taken and given back by holds, never charged): it
+/// answers check-only.
 ///
 /// **Debt is capped at one limit.** A limit never owes more than it holds: a token
 /// bucket at most its burst (tokens down to −burst), a window at most its limit (it counts
@@ -256,7 +291,7 @@ pub fn decide(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision
 /// window; a sliding log one unit. Without the cap one reported `u32::MAX` locked a
 /// tenant out for years.
 pub fn charge(state: &State, now_ns: u64, limit: &Limit, hits: u64) -> (Decision, Update) {
-    if hits == 0 {
+    if hits == 0 || limit.algorithm == Algorithm::Concurrency {
         // Check-only, even in a charge: nothing to count.
         return decide(state, now_ns, limit, 0);
     }

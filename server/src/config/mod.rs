@@ -37,6 +37,12 @@ pub const MAX_DEPTH: usize = 16;
 /// admitted request (16 bytes each) for a whole unit.
 pub const MAX_LOG_LIMIT: u32 = 100_000;
 
+/// The largest `requests_per_unit` for `concurrency`: every call on a counter reads its
+/// live holds (the memory store scans them, the Redis script reads the sorted set), so
+/// the limit bounds that work; ten thousand streams of one key at once is far past any
+/// upstream's needs.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+
 /// The most hits one grant may take (`quota.requests`). A grant is hits taken from everyone
 /// else for one caller; a million is far beyond any useful lease and keeps the arithmetic
 /// small.

@@ -2,7 +2,7 @@
 //! the reference's `replaces`. Every error names the field.
 
 use super::wire::{self, AlgorithmName};
-use super::{ConfigError, Rule, Supported, MAX_LOG_LIMIT};
+use super::{ConfigError, Rule, Supported, MAX_CONCURRENCY, MAX_LOG_LIMIT};
 use crate::algorithm::{Algorithm, Limit, Unit, Window, MAX_WINDOW_SECONDS};
 use std::num::{NonZeroU16, NonZeroU32};
 use std::path::Path;
@@ -154,6 +154,17 @@ fn algorithm(
     Ok(match name {
         AlgorithmName::FixedWindow => Algorithm::FixedWindow,
         AlgorithmName::SlidingWindowCounter => Algorithm::SlidingWindowCounter,
+        AlgorithmName::Concurrency => {
+            if requests_per_unit.get() > MAX_CONCURRENCY {
+                return Err(err(
+                    "requests_per_unit".into(),
+                    &format!(
+                        "concurrency reads every hold on each call: at most {MAX_CONCURRENCY} in flight"
+                    ),
+                ));
+            }
+            Algorithm::Concurrency
+        }
         AlgorithmName::SlidingWindowLog => {
             if requests_per_unit.get() > MAX_LOG_LIMIT {
                 return Err(err(

@@ -8,6 +8,7 @@ use super::{
     Config, ConfigError, Domain, KeyNodes, Level, LoadOptions, Node, Quota, Rule, RuleKind,
     Supported, MAX_DEPTH, MAX_QUOTA_REQUESTS, MAX_QUOTA_VALID_MS,
 };
+use crate::algorithm::Algorithm;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::path::Path;
@@ -287,6 +288,13 @@ fn quota(file: &Path, at: &str, q: wire::Quota, rule: Option<&Rule>) -> Result<Q
                 file,
                 at,
                 "cannot be combined with rate_limit.unlimited: true (nothing to lease)",
+            ))
+        }
+        Some(r) if r.limit.is_some_and(|l| l.algorithm == Algorithm::Concurrency) => {
+            return Err(ConfigError::new(
+                file,
+                at,
+                "cannot be combined with algorithm: concurrency (a hold is taken per request, never leased)",
             ))
         }
         Some(_) => {}

@@ -124,6 +124,8 @@ pub enum AlgorithmName {
     SlidingWindowLog,
     /// See [`crate::algorithm::sliding_counter`].
     SlidingWindowCounter,
+    /// See [`crate::algorithm::concurrency`].
+    Concurrency,
 }
 
 /// A descriptor value: a string, or a number or boolean taken as its text (YAML users

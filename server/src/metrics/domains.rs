@@ -6,6 +6,7 @@ use super::limits;
 use super::outcome::{Outcome, OUTCOMES};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
 /// `floodgate_decisions_total`'s label set: the domain, then the result.
@@ -21,7 +22,22 @@ pub(super) struct DomainFamilies {
     pub(super) decisions: Family<DecisionLabels, Counter>,
     pub(super) near_limit: Family<DomainLabels, Counter>,
     pub(super) granted: Family<DomainLabels, Counter>,
+    pub(super) holds: Family<DecisionLabels, Counter>,
 }
+
+/// What happened to a concurrency descriptor, for `floodgate_holds_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HoldEvent {
+    /// Admitted with its call: a hold taken (or kept, for an id already holding).
+    Acquired = 0,
+    /// Over its limit: no hold.
+    Rejected = 1,
+    /// In a release call (whether the id held anything or not: releases are idempotent).
+    Released = 2,
+}
+
+/// The `event` label of each [`HoldEvent`], in order.
+const HOLD_EVENTS: [&str; 3] = ["acquired", "rejected", "released"];
 
 /// Per-domain counters: decisions indexed like [`OUTCOMES`], near-limit decisions, hits
 /// granted, and the domain's per-limit series. Handles on the series of one domain, so
@@ -31,6 +47,7 @@ pub struct DomainCounters {
     decisions: [Counter; 4],
     near_limit: Counter,
     granted: Counter,
+    holds: [Counter; 3],
     limits: limits::DomainLimits,
 }
 
@@ -54,8 +71,18 @@ impl DomainCounters {
             granted: families
                 .granted
                 .get_or_create_owned(&[("domain", domain.to_owned())]),
+            holds: HOLD_EVENTS.map(|event| {
+                families
+                    .holds
+                    .get_or_create_owned(&[("domain", domain.to_owned()), ("event", event.into())])
+            }),
             limits: limits::DomainLimits::new(limit_family.clone(), domain),
         }
+    }
+
+    /// Counts one concurrency descriptor's `event`.
+    pub fn hold(&self, event: HoldEvent) {
+        self.holds[event as usize].inc();
     }
 
     /// Counts one descriptor decision.
@@ -83,4 +110,37 @@ impl DomainCounters {
     pub(super) fn register_limit(&self, path: &Arc<str>) {
         self.limits.register(path);
     }
+}
+
+/// Registers the per-domain and per-limit decision families.
+pub(super) fn register_decisions(
+    registry: &mut Registry,
+    families: &DomainFamilies,
+    limit_family: &limits::LimitFamily,
+) {
+    registry.register(
+        "floodgate_decisions",
+        "Request descriptors decided, by domain and result (shadow_over_limit: over a shadow-mode limit, answered OK)",
+        families.decisions.clone(),
+    );
+    registry.register(
+        "floodgate_near_limit",
+        "Descriptor decisions answered OK that leave more than --near-limit-ratio of the limit used",
+        families.near_limit.clone(),
+    );
+    registry.register(
+        "floodgate_quota_granted_hits",
+        "Hits granted to callers as quota leases, by domain (taken from the limit with the admission)",
+        families.granted.clone(),
+    );
+    registry.register(
+        "floodgate_holds",
+        "Concurrency descriptors by domain and event: acquired (admitted, holding), rejected (over), released",
+        families.holds.clone(),
+    );
+    registry.register(
+        "floodgate_limit_decisions",
+        "Request descriptors decided per configured limit (only limits with detailed_metric or value_to_metric), by result",
+        limit_family.family.clone(),
+    );
 }

@@ -1,6 +1,7 @@
 //! What one request asks of the store, worked out from the configuration and the request
 //! alone: which limit applies to each descriptor, and the counter checks to make.
 
+use super::holds::HoldCall;
 use super::quota_header::Asked;
 use crate::algorithm::{Algorithm, Limit, Unit, Window};
 use crate::config::{Domain, Rule, RuleKind};
@@ -65,11 +66,15 @@ pub(super) struct Plan<'c> {
 
 /// Matches every descriptor of `req` against `domain` (`None`: unconfigured); the
 /// descriptors in `asked` get their configured limit's quota lease if it has one and is
-/// enforced. `Err` is an INVALID_ARGUMENT for an override no limit can be made of.
+/// enforced. Concurrency descriptors take or release holds as `hold` says (one id for the
+/// whole call, the server's own when the caller sent none; `None`, a charge: no hold, so
+/// check-only there); a release checks nothing else.
+/// `Err` is an INVALID_ARGUMENT for an override no limit can be made of.
 pub(super) fn plan<'c>(
     domain: Option<&'c Domain>,
     req: &RateLimitRequest,
     asked: Asked,
+    hold: Option<HoldCall>,
 ) -> Result<Plan<'c>, Status> {
     let Some(dom) = domain else {
         // Quirk: an unknown domain limits nothing, not even a descriptor's own override
@@ -87,12 +92,23 @@ pub(super) fn plan<'c>(
         applied: Vec::with_capacity(req.descriptors.len()),
         checks: Vec::new(),
     };
+    let mut op = None;
     for (i, d) in req.descriptors.iter().enumerate() {
-        let (applied, key) = applies(dom, i, d, &replaced)?;
+        let (mut applied, key) = applies(dom, i, d, &replaced)?;
+        let concurrency = applied
+            .limit()
+            .is_some_and(|l| l.algorithm == Algorithm::Concurrency);
+        if hold.is_some_and(|h| h.is_release()) && !concurrency {
+            // A release decides and counts nothing but holds: answered OK, no limit.
+            applied = Applied::Nothing;
+        }
         if let (Some(limit), Some(key)) = (applied.limit(), key) {
             let hits = d.hits_addend.unwrap_or(request_hits);
-            plan.checks
-                .push(check(&applied, key, limit, hits, asked.contains(i)));
+            let mut c = check(&applied, key, limit, hits, asked.contains(i));
+            if let (true, Some(hold)) = (concurrency, hold) {
+                c.hold = Some(*op.get_or_insert_with(|| hold.op()));
+            }
+            plan.checks.push(c);
         }
         plan.applied.push(applied);
     }
@@ -156,8 +172,12 @@ fn check(a: &Applied<'_>, key: CounterKey, limit: Limit, hits: u64, asked: bool)
         // hits from anyone, a quota-mode one may be over while the request is admitted, a
         // blocked one has no counter, and an override has no `quota` of its own.
         quota: match a {
-            Applied::Configured(r, _)
-                if !r.shadow && !r.quota_mode && !a.configured_block() && asked =>
+            Applied::Configured(r, l)
+                if !r.shadow
+                    && !r.quota_mode
+                    && !a.configured_block()
+                    && l.algorithm != Algorithm::Concurrency
+                    && asked =>
             {
                 r.quota
             }
@@ -165,6 +185,7 @@ fn check(a: &Applied<'_>, key: CounterKey, limit: Limit, hits: u64, asked: bool)
         },
         quota_mode: a.quota_mode(),
         blocked: a.configured_block(),
+        hold: None,
     }
 }
 

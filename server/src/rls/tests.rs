@@ -347,6 +347,7 @@ fn limits_replacing_each_other_both_drop_and_unlimited_is_never_dropped() {
     assert_eq!(ask(&["a"]).overall_code, Code::OverLimit as i32);
 }
 
+mod concurrency;
 mod reference;
 mod windows;
 #[test]

@@ -34,7 +34,8 @@ mod grants;
 pub use grants::Share;
 
 use super::Check;
-use crate::algorithm::{charge, decide as decide_one, Decision, Limit, State, Update};
+use crate::algorithm::concurrency::HoldOp;
+use crate::algorithm::{charge, decide_holding, Decision, Limit, State, Update};
 use grants::Grants;
 use smallvec::SmallVec;
 
@@ -224,9 +225,9 @@ fn decide_items(
     now_ns: u64,
     call: Call,
 ) -> (Vec<Decision>, PerItem<Option<Update>>) {
-    let count = match call {
-        Call::Check => decide_one,
-        Call::Charge => charge,
+    let count = |s: &State, now: u64, limit: &Limit, hits: u64, hold: Option<&HoldOp>| match call {
+        Call::Check => decide_holding(s, now, limit, hits, hold),
+        Call::Charge => charge(s, now, limit, hits),
     };
     let mut decisions = Vec::with_capacity(batch.len());
     let mut updates: PerItem<Option<Update>> = PerItem::with_capacity(batch.len());
@@ -244,15 +245,21 @@ fn decide_items(
             .peekable();
         let (d, u) = if earlier.peek().is_none() {
             match base {
-                Some(s) => count(s, now_ns, &c.limit, c.hits),
-                None => count(&State::fresh(&c.limit), now_ns, &c.limit, c.hits),
+                Some(s) => count(s, now_ns, &c.limit, c.hits, c.hold.as_ref()),
+                None => count(
+                    &State::fresh(&c.limit),
+                    now_ns,
+                    &c.limit,
+                    c.hits,
+                    c.hold.as_ref(),
+                ),
             }
         } else {
             let mut s = base.cloned().unwrap_or_else(|| State::fresh(&c.limit));
             for u in earlier {
                 s.apply(u.clone());
             }
-            count(&s, now_ns, &c.limit, c.hits)
+            count(&s, now_ns, &c.limit, c.hits, c.hold.as_ref())
         };
         decisions.push(d);
         updates.push(Some(u));
@@ -282,8 +289,11 @@ fn writes(
             continue;
         };
         let counts = decisions[i].allowed || call == Call::Charge;
-        // A check-only item records only what it was granted.
-        let hits = batch[i].hits > 0 || decisions[i].grant.is_some();
+        // A check-only item records only what it was granted; a release records the hold
+        // it frees.
+        let hits = batch[i].hits > 0
+            || decisions[i].grant.is_some()
+            || matches!(&u, Update::Concurrency(c) if c.releases());
         writes[k].records |= counts && hits;
         writes[k].updates.push(u);
     }

@@ -23,6 +23,7 @@ use super::{Check, Counting, Store, StoreError};
 use crate::algorithm::{Decision, Limit, State};
 use crate::clock::{Clock, SystemClock};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A shard's map is never shrunk below this many entries' room (shrinking a small map
 /// frees nothing worth the reallocation).
@@ -53,6 +54,10 @@ pub struct MemoryStore<C: Clock = SystemClock> {
     clock: C,
     cells: Cells,
     rules: Rules,
+    /// Concurrency slots held at the last sweep.
+    in_flight: AtomicU64,
+    /// Concurrency holds dropped past their deadline, unreleased, since the start.
+    reclaimed: AtomicU64,
 }
 
 impl MemoryStore<SystemClock> {
@@ -70,6 +75,8 @@ impl<C: Clock> MemoryStore<C> {
             clock,
             cells: Cells::new(capacity),
             rules: Rules::default(),
+            in_flight: AtomicU64::new(0),
+            reclaimed: AtomicU64::new(0),
         }
     }
 
@@ -99,15 +106,35 @@ impl<C: Clock> MemoryStore<C> {
         self.len() == 0
     }
 
-    /// Drops every counter whose state is as good as fresh; returns how many.
+    /// Concurrency slots held across every counter, as of the last [`MemoryStore::sweep`].
+    pub fn holds_in_flight(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Concurrency holds that ended at their deadline without a release, since the start
+    /// (dropped by a write of their counter or by a sweep).
+    pub fn holds_reclaimed(&self) -> u64 {
+        self.reclaimed.load(Ordering::Relaxed)
+    }
+
+    /// Drops every counter whose state is as good as fresh; returns how many. Also counts
+    /// the concurrency slots held (see [`MemoryStore::holds_in_flight`]).
     pub fn sweep(&self) -> usize {
         let now = self.clock.now_ns();
         let mut removed = 0;
+        let mut in_flight = 0u64;
+        let mut reclaimed = 0u64;
         for i in 0..SHARDS {
             let mut shard = self.shards.lock(i);
             let mut freed = 0;
             shard.retain(|_, slot| {
                 let keep = slot.idle_at > now;
+                if let State::Concurrency(s) = &slot.state {
+                    match keep {
+                        true => in_flight = in_flight.saturating_add(s.in_flight(now)),
+                        false => reclaimed += s.len() as u64,
+                    }
+                }
                 if !keep {
                     freed += slot.cells;
                     removed += 1;
@@ -124,6 +151,8 @@ impl<C: Clock> MemoryStore<C> {
             drop(shard);
             self.cells.free(freed);
         }
+        self.in_flight.store(in_flight, Ordering::Relaxed);
+        self.reclaimed.fetch_add(reclaimed, Ordering::Relaxed);
         removed
     }
 
@@ -190,6 +219,15 @@ impl<C: Clock> MemoryStore<C> {
                     idle_at: 0,
                     cells: 0,
                 });
+            if let State::Concurrency(s) = &slot.state {
+                // Holds past their deadline: dropped by this write (or all of them, below,
+                // when the counter is idle or kept under another limit).
+                let ended = match slot.limit != c.limit || slot.idle_at <= now {
+                    true => s.len(),
+                    false => s.expired(now),
+                };
+                self.reclaimed.fetch_add(ended as u64, Ordering::Relaxed);
+            }
             if slot.limit != c.limit || slot.idle_at <= now {
                 // Idle or kept under another limit: it was loaded as fresh.
                 slot.limit = c.limit;

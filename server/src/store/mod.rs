@@ -20,6 +20,7 @@ pub mod memory;
 pub mod redis;
 pub mod shards;
 
+use crate::algorithm::concurrency::HoldOp;
 use crate::algorithm::lease::Quota;
 use crate::algorithm::{Decision, Limit};
 pub use batch::Counting;
@@ -51,6 +52,11 @@ pub struct Check {
     /// `requests_per_unit: 0`: always over, without reading or writing a counter; only
     /// `limit.unit` is read (its window's end is the reported reset, as the reference).
     pub blocked: bool,
+    /// What the call does with its hold id on a concurrency limit (acquire or release, see
+    /// [`crate::algorithm::concurrency`]); `None` elsewhere, and on a concurrency limit a
+    /// check-only item (a charge never takes a hold). The RLS layer always sets it for a
+    /// concurrency item of an admission.
+    pub hold: Option<HoldOp>,
 }
 
 /// Why a store could not decide. The RLS layer answers gRPC UNAVAILABLE for all of these,

@@ -2,6 +2,7 @@
 
 use super::support::redis::RedisServer;
 use super::{bucket, limit_per, redis_store, Target, US, W};
+use floodgate_server::algorithm::concurrency::{HoldId, HoldOp};
 use floodgate_server::algorithm::lease::Quota;
 use floodgate_server::algorithm::{Algorithm, Limit, Unit};
 use floodgate_server::clock::ManualClock;
@@ -29,6 +30,7 @@ fn limit_strategy() -> impl Strategy<Value = Limit> {
         prop_oneof![3 => 1u32..=5, 1 => Just(u32::MAX)].prop_map(bucket),
         Just(Algorithm::SlidingWindowLog),
         Just(Algorithm::SlidingWindowCounter),
+        Just(Algorithm::Concurrency),
     ];
     (rpu, unit, alg).prop_map(|(rpu, (unit, m), algorithm)| {
         let rpu = if algorithm == Algorithm::SlidingWindowLog {
@@ -50,9 +52,16 @@ enum Role {
     Blocked,
 }
 
-/// A step: microseconds to wait, whether it is a stream-end charge, then a request of 1–3
-/// items (limit index, key, hits, role, lease asked: 0 none, else the quota's requests).
-type Step = (u64, bool, Vec<(usize, u8, u64, Role, u32)>);
+/// A step: microseconds to wait, whether it is a stream-end charge, the call's hold on its
+/// concurrency items (release or acquire, of one of four ids; none: check-only there),
+/// then a request of 1–3 items (limit index, key, hits, role, lease asked: 0 none, else
+/// the quota's requests).
+type Step = (
+    u64,
+    bool,
+    Option<(bool, u8)>,
+    Vec<(usize, u8, u64, Role, u32)>,
+);
 
 fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let gap = prop_oneof![6 => 0u64..50_000, 3 => 0u64..1_500_000, 1 => 0u64..700_000_000_000];
@@ -67,7 +76,11 @@ fn steps_strategy() -> impl Strategy<Value = Vec<Step>> {
     let asks = prop_oneof![2 => Just(0u32), 1 => 1u32..=4];
     let item = (0usize..3, 0u8..2, hits, role, asks);
     let charge = prop::bool::weighted(0.2);
-    prop::collection::vec((gap, charge, prop::collection::vec(item, 1..=3)), 1..40)
+    let hold = prop::option::weighted(0.9, (prop::bool::weighted(0.3), 0u8..4));
+    prop::collection::vec(
+        (gap, charge, hold, prop::collection::vec(item, 1..=3)),
+        1..40,
+    )
 }
 
 #[test]
@@ -92,7 +105,11 @@ fn redis_and_memory_agree_on_random_traffic() {
         let memory = MemoryStore::with_clock(DEFAULT_CAPACITY, clock.clone());
         let mut now = W + 123 * US;
         clock.set(now);
-        for (i, (gap, charge, items)) in steps.iter().enumerate() {
+        for (i, (gap, charge, hold, items)) in steps.iter().enumerate() {
+            let hold = hold.map(|(release, n)| {
+                let id = HoldId::parse(format!("id-{n}").as_bytes()).unwrap();
+                if release { HoldOp::Release(id) } else { HoldOp::Acquire(id) }
+            });
             now += gap * US;
             clock.set(now);
             let batch: Vec<Check> = items
@@ -115,6 +132,7 @@ fn redis_and_memory_agree_on_random_traffic() {
                         }),
                     quota_mode: matches!(role, Role::Quota),
                     blocked: matches!(role, Role::Blocked),
+                    hold: hold.filter(|_| limits[l].algorithm == Algorithm::Concurrency),
                 })
                 .collect();
             let (want, got) = if *charge {

@@ -108,6 +108,8 @@ proptest! {
                         u128::from(later) * u128::from(P) <= cap + u128::from(last - t) * u128::from(rpu)
                     );
                 }
+                // Never leased; not generated here.
+                Algorithm::Concurrency => {}
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::Counters;
 use crate::algorithm::lease::{self, Grant};
-use crate::algorithm::{decide as decide_one, Decision, State, Update};
+use crate::algorithm::{decide as decide_one, Algorithm, Decision, State, Update};
 use crate::store::Check;
 use std::num::NonZeroU32;
 
@@ -68,7 +68,9 @@ impl Grants<'_, '_> {
     fn due(&self, i: usize, d: &Decision) -> Option<Grant> {
         let c = &self.batch[i];
         let quota = c.quota?;
-        if c.shadow || c.quota_mode || c.blocked || !d.allowed {
+        // A concurrency limit is never leased: slots are held per request, never ahead.
+        let held = c.limit.algorithm == Algorithm::Concurrency;
+        if c.shadow || c.quota_mode || c.blocked || held || !d.allowed {
             return None;
         }
         // Only on a counter no other item uses, so no other item's decision depends on it.

@@ -19,6 +19,7 @@ fn check(name: &str, rpu: u32, hits: u64, shadow: bool) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 

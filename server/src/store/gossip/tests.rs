@@ -33,6 +33,7 @@ fn check(key: &str, limit: Limit, hits: u64) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 

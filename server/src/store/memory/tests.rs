@@ -28,6 +28,7 @@ fn check(key: &str, limit: Limit) -> Check {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     }
 }
 
@@ -317,4 +318,31 @@ fn check_only_items_take_no_cell() {
         Err(StoreError::Full(1))
     ));
     assert_eq!(s.cells(), 1);
+}
+
+#[test]
+fn holds_take_a_cell_each_and_are_counted_in_flight_and_reclaimed() {
+    use crate::algorithm::concurrency::{HoldId, HoldOp};
+    let (clock, store) = store(100);
+    let l = limit(3, Algorithm::Concurrency);
+    let take = |who: &str| Check {
+        hold: Some(HoldOp::Acquire(HoldId::parse(who.as_bytes()).unwrap())),
+        ..check("streams", l)
+    };
+    assert_eq!(allowed(&store, &[take("a"), take("b")]), [true, true]);
+    assert_eq!(store.cells(), 3, "the counter and one cell per hold");
+    store.sweep();
+    assert_eq!((store.holds_in_flight(), store.holds_reclaimed()), (2, 0));
+    // Past both deadlines: the next write drops them (reclaimed) and takes its own.
+    clock.advance(S);
+    assert_eq!(allowed(&store, &[take("c")]), [true]);
+    assert_eq!(store.holds_reclaimed(), 2);
+    assert_eq!(store.cells(), 2);
+    store.sweep();
+    assert_eq!(store.holds_in_flight(), 1);
+    // Nobody touches it again: the sweep drops the counter and its expired hold.
+    clock.advance(S);
+    assert_eq!(store.sweep(), 1);
+    assert_eq!((store.holds_in_flight(), store.holds_reclaimed()), (0, 3));
+    assert_eq!(store.cells(), 0);
 }

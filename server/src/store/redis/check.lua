@@ -23,8 +23,12 @@
 --           the caller has given up (answered UNAVAILABLE on a timeout). Past it, the script
 --           changes nothing and returns {"late"}, so a call queued behind a frozen or
 --           overloaded Redis never consumes hits that nobody was told were admitted.
--- ARGV[4 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
---           "swl" sliding window log, "swc" sliding window counter, "blk" a limit of 0:
+-- ARGV[4]   the call's hold on concurrency items: "a:<id>" acquire the item's hits as slots
+--           under id, "r:<id>" release id's hold, "" none (check-only on concurrency items,
+--           and always in "charge": a charge takes no hold). Other algorithms ignore it.
+-- ARGV[5 + 7(i-1) ...]  item i: algorithm ("fw" fixed window, "tb" token bucket,
+--           "swl" sliding window log, "swc" sliding window counter, "cc" concurrency (see
+--           check_concurrency.lua), "blk" a limit of 0:
 --           always over, key untouched, nothing charged), requests_per_unit,
 --           window in seconds (unit x unit_multiplier), burst ("0" unless tb), hits (0..2^32; larger is the same
 --           "never fits", and a charge of 2^32 puts any limit in debt; 0 is check-only:
@@ -52,5 +56,6 @@
 --
 --
 -- The script is this file followed by check_numbers.lua (exact integers),
--- check_algorithms.lua (the four algorithms) and check_driver.lua (the call itself),
+-- check_algorithms.lua (the four rate algorithms), check_concurrency.lua (in-flight holds)
+-- and check_driver.lua (the call itself),
 -- concatenated at build time (script.rs, SCRIPT): one script, one EVALSHA.

@@ -1,4 +1,4 @@
--- floodgate-server's Redis script, part 3 of 4 (see check.lua): TTLs and the four
+-- floodgate-server's Redis script, part 3 of 5 (see check.lua): TTLs and the four
 -- algorithms, each the Lua twin of its pure Rust version in src/algorithm/.
 
 -- TTL in ms (a string, as PX and PEXPIRE take it) for state that matters for `ms` more

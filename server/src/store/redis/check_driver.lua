@@ -1,4 +1,4 @@
--- floodgate-server's Redis script, part 4 of 4 (see check.lua): the call itself: read
+-- floodgate-server's Redis script, part 5 of 5 (see check.lua): the call itself: read
 -- the clock, decide every item, grant, write if admitted, answer.
 
 -- The driver.
@@ -11,18 +11,21 @@ else
   slack_ms = 60000
 end
 local charging = ARGV[1] == 'charge'
+-- The call's hold: "a:<id>" acquire, "r:<id>" release, "" none.
+local hold_op, hold_id = string.match(ARGV[4], '^([ar]):(.+)$')
+hold_op = hold_op or ''
 if ARGV[3] ~= '' and now > tonumber(ARGV[3]) then return { 'late' } end
 
 local states, order, out, blocked, items = {}, {}, {}, false, {}
 local quota_items, quota_within = 0, 0
 for i, key in ipairs(KEYS) do
-  local a = 4 + (i - 1) * 7
+  local a = 5 + (i - 1) * 7
   local unit_s = tonumber(ARGV[a + 2])
   local it = {
     alg = algorithms[ARGV[a]], rpu = tonumber(ARGV[a + 1]), unit_s = unit_s,
     period_us = unit_s * 1000000, burst = tonumber(ARGV[a + 3]),
     hits = tonumber(ARGV[a + 4]), shadow = ARGV[a + 5] == '1', quota = ARGV[a + 5] == 'q',
-    now = now, lease = tonumber(ARGV[a + 6]) or 0,
+    now = now, lease = tonumber(ARGV[a + 6]) or 0, hold_op = hold_op, hold_id = hold_id,
   }
   if not it.alg then return redis.error_reply('floodgate: unknown algorithm ' .. tostring(ARGV[a])) end
   local st = states[key]
@@ -42,8 +45,9 @@ for i, key in ipairs(KEYS) do
   end
   if allowed or charging then
     st.state = next_state
-    -- A check-only item (hits 0) writes nothing of its own.
-    if it.hits > 0 and not st.dirty and not st.stateless then
+    -- A check-only item (hits 0) writes nothing of its own; a release writes what it frees.
+    local writes = it.hits > 0 or (it.alg == algorithms.cc and hold_op == 'r')
+    if writes and not st.dirty and not st.stateless then
       st.dirty = true; order[#order + 1] = key
     end
   elseif not it.shadow and not it.quota then

@@ -1,4 +1,4 @@
--- floodgate-server's Redis script, part 2 of 4 (see check.lua): exact integer arithmetic.
+-- floodgate-server's Redis script, part 2 of 5 (see check.lua): exact integer arithmetic.
 --
 -- Numbers: Lua here has only doubles (exact to 2^53). Times are microseconds (Redis's
 -- resolution; ~2^51 today). The token bucket and the sliding counter need products such

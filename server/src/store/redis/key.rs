@@ -82,6 +82,7 @@ pub fn algorithm_code(a: Algorithm) -> &'static str {
         Algorithm::TokenBucket { .. } => "tb",
         Algorithm::SlidingWindowLog => "swl",
         Algorithm::SlidingWindowCounter => "swc",
+        Algorithm::Concurrency => "cc",
     }
 }
 

@@ -1,7 +1,7 @@
 //! The Redis store: counters shared by every floodgate-server replica.
 //!
 //! Each request is decided by one Lua script ([`SCRIPT`], `check.lua`, whose header
-//! documents its KEYS/ARGV contract and why it must be a script). The script holds the four
+//! documents its KEYS/ARGV contract and why it must be a script). The script holds the five
 //! algorithms, each a Lua twin of its pure Rust version in [`crate::algorithm`], reads the
 //! clock from Redis (`TIME`), and applies the same all-or-nothing rule as the memory store.
 //! It runs with `EVALSHA`, loading itself on `NOSCRIPT` (after a Redis restart, say). The

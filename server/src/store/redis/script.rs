@@ -3,18 +3,20 @@
 
 use super::failure::Failure;
 use super::{key, Inner};
+use crate::algorithm::concurrency::HoldOp;
 use crate::algorithm::lease::{self, Grant};
 use crate::algorithm::{Algorithm, Decision};
 use crate::store::Check;
 use redis::{ErrorKind, ServerErrorKind, Value};
 
 /// The decision script (see `check.lua`'s header for the KEYS/ARGV contract): one script,
-/// written in four files so that each stays readable (contract, exact integers, the
-/// algorithms, the driver), concatenated here in that order.
+/// written in five files so that each stays readable (contract, exact integers, the rate
+/// algorithms, concurrency, the driver), concatenated here in that order.
 pub const SCRIPT: &str = concat!(
     include_str!("check.lua"),
     include_str!("check_numbers.lua"),
     include_str!("check_algorithms.lua"),
+    include_str!("check_concurrency.lua"),
     include_str!("check_driver.lua"),
 );
 
@@ -83,7 +85,8 @@ pub fn script_cmd(
     }
     cmd.arg(mode.word())
         .arg(&times.now_us)
-        .arg(&times.not_after_us);
+        .arg(&times.not_after_us)
+        .arg(hold_arg(batch, mode));
     for c in batch {
         let burst = match c.limit.algorithm {
             Algorithm::TokenBucket { burst } => burst.get(),
@@ -107,15 +110,31 @@ pub fn script_cmd(
             // fits either way.
             .arg(c.hits.min(MAX_SCRIPT_HITS))
             .arg(role)
-            // The most hits to grant if admitted; 0: none asked (never for a quota-mode or
-            // blocked item: they get no lease).
-            .arg(if c.quota_mode || c.blocked {
-                0
-            } else {
-                c.quota.map_or(0, |q| q.requests.get())
-            });
+            // The most hits to grant if admitted; 0: none asked (never for a quota-mode,
+            // blocked or concurrency item: they get no lease).
+            .arg(
+                if c.quota_mode || c.blocked || c.limit.algorithm == Algorithm::Concurrency {
+                    0
+                } else {
+                    c.quota.map_or(0, |q| q.requests.get())
+                },
+            );
     }
     cmd
+}
+
+/// `ARGV[4]`, the call's hold on its concurrency items (one op per call, see
+/// [`crate::rls::HoldCall`]): none in a charge, which takes no hold.
+fn hold_arg(batch: &[&Check], mode: Mode) -> String {
+    let op = batch
+        .iter()
+        .find_map(|c| c.hold)
+        .filter(|_| mode != Mode::Charge);
+    match op {
+        None => String::new(),
+        Some(HoldOp::Acquire(id)) => format!("a:{}", id.as_str()),
+        Some(HoldOp::Release(id)) => format!("r:{}", id.as_str()),
+    }
 }
 
 /// The script's reply: four values per item then Redis's time in µs (the decisions, each

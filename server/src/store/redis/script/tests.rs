@@ -20,6 +20,7 @@ fn the_command_follows_the_script_contract() {
         quota: None,
         quota_mode: false,
         blocked: false,
+        hold: None,
     };
     let burst = NonZeroU32::new(4).unwrap();
     let tb = Check {
@@ -53,6 +54,7 @@ fn the_command_follows_the_script_contract() {
             "peek",
             "",
             "1700000000100000",
+            "", // no hold
             "tb",
             "10",
             "60",
@@ -69,6 +71,48 @@ fn the_command_follows_the_script_contract() {
             "0" // no grant asked
         ]
     );
+}
+
+#[test]
+fn the_call_s_hold_goes_once_before_the_items_and_never_in_a_charge() {
+    use crate::algorithm::concurrency::{HoldId, HoldOp};
+    use crate::algorithm::{Limit, Unit};
+    use crate::store::CounterKey;
+    use std::num::{NonZeroU16, NonZeroU32};
+    let c = |hits, shadow, algorithm| Check {
+        key: CounterKey::new("web", [("k", "v")]),
+        limit: Limit {
+            requests_per_unit: NonZeroU32::new(10).unwrap(),
+            unit: Unit::Minute,
+            unit_multiplier: NonZeroU16::MIN,
+            algorithm,
+        },
+        hits,
+        shadow,
+        quota: None,
+        quota_mode: false,
+        blocked: false,
+        hold: None,
+    };
+    let id = HoldId::parse(b"req-7").unwrap();
+    let held = |op| Check {
+        hold: Some(op),
+        ..c(1, false, Algorithm::Concurrency)
+    };
+    let arg4 = |batch: &[&Check], mode| -> String {
+        let cmd = script_cmd("sha", "", batch, mode, &CallTimes::default());
+        let arg = match cmd.args_iter().nth(2 + batch.len() + 4) {
+            Some(redis::Arg::Simple(b)) => String::from_utf8_lossy(b).into_owned(),
+            _ => "<none>".into(),
+        };
+        arg
+    };
+    let plain = c(1, false, Algorithm::FixedWindow);
+    let acquire = held(HoldOp::Acquire(id));
+    assert_eq!(arg4(&[&plain, &acquire], Mode::Commit), "a:req-7");
+    assert_eq!(arg4(&[&held(HoldOp::Release(id))], Mode::Commit), "r:req-7");
+    assert_eq!(arg4(&[&acquire], Mode::Charge), "");
+    assert_eq!(arg4(&[&plain], Mode::Commit), "");
 }
 
 #[test]
