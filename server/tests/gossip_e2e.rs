@@ -273,9 +273,11 @@ async fn a_partition_of_nodes_that_knew_each_other_admits_the_limit_per_side_and
     .await;
     // Each side admits the whole limit less what it heard before the cut.
     let on_ab = admit(a, "split", LIMIT).await;
-    eventually(Duration::from_secs(10), "b hears a's side use it up", || async {
-        remaining(b, "split").await == 0
-    })
+    eventually(
+        Duration::from_secs(10),
+        "b hears a's side use it up",
+        || async { remaining(b, "split").await == 0 },
+    )
     .await;
     let on_c = admit(c, "split", LIMIT).await;
     eprintln!("cut: {{a, b}} admitted {on_ab}, {{c}} {on_c} of the {left} left at the cut");
