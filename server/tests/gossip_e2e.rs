@@ -309,6 +309,49 @@ async fn a_partition_of_nodes_that_knew_each_other_admits_the_limit_per_side_and
     }
 }
 
+/// A node of another cluster id seeded with a fleet node is refused: chitchat answers its
+/// every SYN with BadCluster, so it never becomes a peer and nothing it counted counts.
+/// (The cluster id keeps honest fleets apart; it authenticates no one: see gossip.md.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_of_another_cluster_is_never_heard() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = config(dir.path());
+    let addrs = udp_ports(2);
+    let a = node(&config, &addrs[0], &[], "a");
+    let flags = [
+        "--store",
+        "gossip",
+        "--gossip-addr",
+        &addrs[1],
+        "--gossip-seeds",
+        &addrs[0],
+        "--gossip-interval-ms",
+        "50",
+        "--gossip-cluster-id",
+        "another",
+    ];
+    let outsider = support::Server::start(&config, &flags);
+    assert_eq!(admit(&outsider, "outsider", LIMIT).await, LIMIT);
+    // a has answered it (BadCluster) several times since it admitted.
+    let sent = r#"floodgate_gossip_bytes_total{direction="sent"}"#;
+    let first = loop {
+        let v = a.metric(sent).await.unwrap_or(0.0);
+        if v > 0.0 {
+            break v;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    a.metric_reaches(sent, 4.0 * first).await;
+    let live = "floodgate_gossip_peers{state=\"live\"}";
+    assert_eq!(a.metric(live).await.unwrap_or(0.0), 0.0, "not a peer");
+    assert_eq!(outsider.metric(live).await.unwrap_or(0.0), 0.0);
+    assert_eq!(
+        remaining(&a, "outsider").await,
+        LIMIT,
+        "its count never counts"
+    );
+}
+
 #[test]
 fn other_algorithms_are_refused_at_load() {
     let dir = tempfile::tempdir().unwrap();
