@@ -72,7 +72,7 @@ export FLOODGATE_OCI    := $(abspath $(OCI_DIR))
 export FLOODGATE_SERVER_STATIC := $(abspath $(SERVER_STATIC))
 export FLOODGATE_KUBE_VALIDATE := $(abspath $(KUBE_VALIDATE))
 
-.PHONY: help setup wasm-target musl-target wasm-opt envoy redis oci-tools kube-validate promtool wasm wasm-trap bench-wasm oci server server-debug server-static test lint fmt run bench bench-tools bench-server costs costs-budget soak fuzz clean
+.PHONY: help setup wasm-target musl-target wasm-opt envoy redis oci-tools kube-validate promtool wasm wasm-trap bench-wasm oci server server-debug server-static test lint fmt run bench bench-tools bench-server bench-gossip costs costs-budget soak fuzz clean
 
 help:
 	@echo "make run    - Envoy + floodgate + demo upstream + floodgate-server, prints what to curl"
@@ -82,6 +82,7 @@ help:
 	@echo "make lint   - cargo fmt --check and clippy -D warnings (host and wasm)"
 	@echo "make bench  - filter benchmark against Envoy's native local_ratelimit"
 	@echo "make bench-server - floodgate-server decisions/s and latency against a gRPC floor"
+	@echo "make bench-gossip - the gossip store beside memory and Redis, and its propagation envelope"
 	@echo "make costs  - wasm instructions, host calls, ABI bytes and VM entries of every request path, against bench/costs/budget.toml"
 	@echo "make soak   - SOAK_SECONDS (600) of mixed load while Redis, the server and the listener change"
 	@echo "make fuzz   - every fuzz target under libFuzzer, FUZZ_SECONDS (default 600) each"
@@ -240,6 +241,18 @@ costs-budget: wasm bench-wasm
 bench-server: redis
 	cargo bench -p floodgate-server --bench algorithms
 	cargo bench -p floodgate-server --bench rls
+
+# The gossip store beside memory and Redis under the same load (release build, one run:
+# decisions/s per node, p50/p99, over-admission per window), then its propagation envelope
+# in a release build: for each fleet size in GOSSIP_FLEETS, GOSSIP_KEYS new keys on one node.
+GOSSIP_FLEETS ?= 3 10
+GOSSIP_KEYS   ?= 1,1000,10000,100000
+bench-gossip: redis
+	cargo bench -p floodgate-server --bench gossip
+	for n in $(GOSSIP_FLEETS); do \
+		GOSSIP_NODES=$$n GOSSIP_KEYS=$(GOSSIP_KEYS) cargo test --release -q -p floodgate-server \
+			--test gossip_envelope -- --ignored --nocapture propagation_across_a_larger_fleet || exit 1; \
+	done
 
 # The soak (not part of `make test`): Envoy + floodgate (local and global) + floodgate-server
 # (debug build) on Redis under a steady mixed load for SOAK_SECONDS, with Redis restarted

@@ -68,9 +68,13 @@ async fn ten_thousand_keys_reach_every_node() {
     assert_eq!(remaining(&nodes[2], "key-9999").await, LIMIT - 1);
 }
 
-/// The envelope in nodes (run on demand: `cargo test -p floodgate-server --test gossip_e2e
-/// -- --ignored --nocapture`; `GOSSIP_NODES` nodes, 10 by default): how long one count,
-/// then 1,000 new keys, take to reach every node of a fleet seeded through one node.
+/// The envelope in nodes and keys (run on demand, in a release build for figures:
+/// `cargo test --release -p floodgate-server --test gossip_envelope -- --ignored
+/// --nocapture`, or `make bench-gossip`): `GOSSIP_NODES` nodes (10 by default), each
+/// seeded through one node; for each count in `GOSSIP_KEYS` (`1,1000` by default) that
+/// many new keys admitted on node 0, and how long until every other node holds them: the
+/// last one admitted (polled on each node in turn, so an upper bound), then all of them
+/// (the nodes' `floodgate_gossip_keys{owner="peers"}`, which they refresh once a second).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement, run on demand"]
 async fn propagation_across_a_larger_fleet() {
@@ -78,6 +82,11 @@ async fn propagation_across_a_larger_fleet() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
+    let counts: Vec<usize> = std::env::var("GOSSIP_KEYS")
+        .unwrap_or_else(|_| "1,1000".into())
+        .split(',')
+        .filter_map(|k| k.trim().parse().ok())
+        .collect();
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path());
     let addrs = udp_ports(n);
@@ -91,27 +100,54 @@ async fn propagation_across_a_larger_fleet() {
     for node in &nodes {
         node.metric_reaches(live, (n - 1) as f64).await;
     }
-    // The last key admitted stands for all (they are published in order, in few rounds).
-    for keys in [1usize, 1_000] {
-        let mut client = nodes[0].client().await;
-        for k in 0..keys {
-            let r = ask(&mut client, tenant(&format!("{keys}-{k}")))
-                .await
-                .unwrap();
-            assert_eq!(r.overall_code, Code::Ok as i32);
-        }
+    let heard = r#"floodgate_gossip_keys{owner="peers"}"#;
+    let mut total = 0;
+    for keys in counts {
+        let admitting = Instant::now();
+        admit_new_keys(&nodes[0], &format!("{keys}"), keys).await;
         let admitted = Instant::now();
+        let took = admitted - admitting;
+        total += keys;
         for node in &nodes[1..] {
             eventually(
-                Duration::from_secs(120),
-                "every node holds the keys",
+                Duration::from_secs(300),
+                "every node holds the last key",
                 || async { remaining(node, &format!("{keys}-{}", keys - 1)).await == LIMIT - 1 },
             )
             .await;
         }
+        let last = admitted.elapsed();
+        for node in &nodes[1..] {
+            eventually(
+                Duration::from_secs(300),
+                "every node holds every key",
+                || async { node.metric(heard).await.unwrap_or(0.0) >= total as f64 },
+            )
+            .await;
+        }
         eprintln!(
-            "{n} nodes, {INTERVAL_MS} ms interval: {keys} new key(s) on node 0 reached every node {:?} after the last admission",
+            "{n} nodes, {INTERVAL_MS} ms interval: {keys} new key(s) admitted on node 0 in {took:?}; \
+             the last reached every node {last:?} after the last admission, all of them {:?}",
             admitted.elapsed()
         );
     }
+}
+
+/// Admits `keys` new keys `{prefix}-{k}` on `node`, from 8 callers at once.
+async fn admit_new_keys(node: &Server, prefix: &str, keys: usize) {
+    let tasks: Vec<_> = (0..8.min(keys))
+        .map(|t| {
+            let client = node.client();
+            async move {
+                let mut client = client.await;
+                for k in (t..keys).step_by(8) {
+                    let r = ask(&mut client, tenant(&format!("{prefix}-{k}")))
+                        .await
+                        .unwrap();
+                    assert_eq!(r.overall_code, Code::Ok as i32);
+                }
+            }
+        })
+        .collect();
+    futures_util::future::join_all(tasks).await;
 }

@@ -140,6 +140,36 @@ pub fn server_deployments(documents: &[Document]) -> Vec<&Document> {
     found
 }
 
+/// Every workload running floodgate-server: the memory and Redis Deployments and the
+/// gossip DaemonSet, alternatives with the same name.
+pub fn server_workloads(documents: &[Document]) -> Vec<&Document> {
+    documents
+        .iter()
+        .filter(|d| d.value["kind"] == "Deployment" || d.value["kind"] == "DaemonSet")
+        .filter(|d| d.value["metadata"]["name"] == "floodgate-server")
+        .collect()
+}
+
+/// A workload's pod template's spec.
+pub fn pod_spec(workload: &Document) -> &Value {
+    &workload.value["spec"]["template"]["spec"]
+}
+
+/// A floodgate-server workload's server container (its first).
+pub fn server_container(workload: &Document) -> &Value {
+    &pod_spec(workload)["containers"][0]
+}
+
+/// The server container's arguments.
+pub fn args(workload: &Document) -> Vec<String> {
+    server_container(workload)["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect()
+}
+
 /// The labels a selector (`matchLabels` or `labels`) requires.
 pub fn labels(selector: &Value) -> BTreeMap<String, String> {
     selector

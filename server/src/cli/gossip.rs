@@ -25,10 +25,15 @@ pub struct GossipArgs {
     #[arg(long, value_enum, value_name = "STORE")]
     pub store: Option<StoreKind>,
 
-    /// UDP address the gossip store listens on and advertises to its peers (so not
-    /// 0.0.0.0: the address peers reach this node at).
+    /// UDP address the gossip store listens on, and advertises to its peers unless
+    /// --gossip-advertise-addr says otherwise (so then not 0.0.0.0).
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:7946")]
     pub gossip_addr: SocketAddr,
+
+    /// UDP address peers are told to reach this node at, when it is not --gossip-addr
+    /// (listening on 0.0.0.0, behind a NAT or a relay). Default: --gossip-addr.
+    #[arg(long, value_name = "ADDR")]
+    pub gossip_advertise_addr: Option<SocketAddr>,
 
     /// Peers to join through, comma-separated HOST:PORT; a DNS name is resolved to every
     /// address it has (a Kubernetes headless Service), and again periodically.
@@ -73,9 +78,10 @@ impl GossipArgs {
             .gossip_node_id
             .clone()
             .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| format!("{}-{}", hostname(), self.gossip_addr));
+            .unwrap_or_else(|| format!("{}-{}", hostname(), self.advertised()));
         GossipOptions {
             addr: self.gossip_addr,
+            advertise: self.advertised(),
             seeds: self
                 .gossip_seeds
                 .iter()
@@ -86,6 +92,13 @@ impl GossipArgs {
             cluster_id: self.gossip_cluster_id.clone(),
             node_id,
         }
+    }
+}
+
+impl GossipArgs {
+    /// The address peers reach this node at.
+    fn advertised(&self) -> SocketAddr {
+        self.gossip_advertise_addr.unwrap_or(self.gossip_addr)
     }
 }
 
@@ -133,6 +146,10 @@ mod tests {
         ]);
         let o = a.resolve(false).expect("valid").expect("gossip");
         assert_eq!(o.addr, "10.0.0.1:7000".parse().expect("addr"));
+        assert_eq!(
+            o.advertise, o.addr,
+            "advertised where it listens by default"
+        );
         assert_eq!(o.seeds, ["a:7000", "seeds.ns.svc:7000"]);
         assert_eq!(o.interval, Duration::from_millis(50));
         assert_eq!((o.cluster_id.as_str(), o.node_id.as_str()), ("web", "n1"));
@@ -145,6 +162,24 @@ mod tests {
             .unwrap_or_default();
         let id = o.map(|o| o.node_id).unwrap_or_default();
         assert!(id.ends_with("-127.0.0.1:7946"), "{id}");
+    }
+
+    #[test]
+    fn a_node_may_advertise_another_address_than_it_listens_on() {
+        let o = parse(&[
+            "--store",
+            "gossip",
+            "--gossip-addr",
+            "0.0.0.0:7946",
+            "--gossip-advertise-addr",
+            "10.0.0.7:7946",
+        ])
+        .resolve(false)
+        .unwrap_or_default()
+        .expect("gossip");
+        assert_eq!(o.addr, "0.0.0.0:7946".parse().expect("addr"));
+        assert_eq!(o.advertise, "10.0.0.7:7946".parse().expect("addr"));
+        assert!(o.node_id.ends_with("-10.0.0.7:7946"), "{}", o.node_id);
     }
 
     #[test]

@@ -33,6 +33,11 @@ pub fn udp_ports(n: usize) -> Vec<String> {
 
 /// A node gossiping on `addr`, joining through `seeds`.
 pub fn node(config: &Path, addr: &str, seeds: &[&str], id: &str) -> Server {
+    node_via(config, addr, addr, seeds, id)
+}
+
+/// A node listening on `addr` that tells its peers to reach it at `advertise` (a relay's).
+pub fn node_via(config: &Path, addr: &str, advertise: &str, seeds: &[&str], id: &str) -> Server {
     let interval = INTERVAL_MS.to_string();
     let seeds = seeds.join(",");
     let flags = [
@@ -40,6 +45,8 @@ pub fn node(config: &Path, addr: &str, seeds: &[&str], id: &str) -> Server {
         "gossip",
         "--gossip-addr",
         addr,
+        "--gossip-advertise-addr",
+        advertise,
         "--gossip-seeds",
         &seeds,
         "--gossip-interval-ms",

@@ -37,8 +37,11 @@ const TOMBSTONE_GRACE: Duration = Duration::from_secs(60);
 /// Where and with whom this node gossips (the `--gossip-*` flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GossipOptions {
-    /// The UDP address gossip listens on and that peers are told to reach this node at.
+    /// The UDP address gossip listens on.
     pub addr: SocketAddr,
+    /// The UDP address peers are told to reach this node at (`addr` unless a NAT or a
+    /// relay stands between).
+    pub advertise: SocketAddr,
     /// Peers to join through: `HOST:PORT`s; a name is resolved to every address it has
     /// (a Kubernetes headless Service), again from time to time.
     pub seeds: Vec<String>,
@@ -134,7 +137,7 @@ pub async fn start<C: Clock>(
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
     let config = ChitchatConfig {
-        chitchat_id: ChitchatId::new(options.node_id.clone(), generation, options.addr),
+        chitchat_id: ChitchatId::new(options.node_id.clone(), generation, options.advertise),
         cluster_id: options.cluster_id.clone(),
         gossip_interval: options.interval,
         listen_addr: options.addr,
