@@ -9,7 +9,7 @@
 //! descriptor value, so their number is fixed by the configuration; the examples'
 //! Envoy configurations extract the name into a `rule` tag.
 
-use crate::config::Rule;
+use crate::config::{Limit, Rule};
 
 /// Metric kinds, as proxy-wasm defines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,11 +133,14 @@ pub enum Global {
     /// Stream-end charges that could not be sent or that the service answered with an
     /// error: counted here only, never sent again.
     RlsChargeFailed,
+    /// Requests a concurrency rule could not decide because every slot of its key's
+    /// window holds requests in flight of other keys (then `failure_mode` decides).
+    ConcurrencyTableFull,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 49] = [
+    pub const ALL: [Global; 50] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -187,6 +190,7 @@ impl Global {
         Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
+        Global::ConcurrencyTableFull,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -241,6 +245,7 @@ impl Global {
             Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",
+            Global::ConcurrencyTableFull => "floodgate.concurrency.table_full",
         }
     }
 
@@ -270,6 +275,53 @@ const PER_RULE: [(PerRule, &str); 3] = [
     (PerRule::ShadowDenied, "shadow_denied"),
 ];
 
+/// A concurrency rule's metrics, in index order, after every rule's [`PerRule`] ones:
+/// `in_flight` and the slots `released` and `reclaimed` count slots (a request's cost),
+/// `admitted` and `rejected` count requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum PerConcurrency {
+    /// Gauge: slots held by requests in flight, this rule's keys together.
+    InFlight,
+    /// Requests that took their slots.
+    Admitted,
+    /// Requests rejected (or, for a shadow rule, that would have been) for lack of slots.
+    Rejected,
+    /// Slots given back at their deadline, their holder gone or past
+    /// `max_duration_seconds`.
+    Reclaimed,
+    /// Slots given back at the end of their stream.
+    Released,
+}
+
+const PER_CONCURRENCY: [(PerConcurrency, Kind, &str); 5] = [
+    (
+        PerConcurrency::InFlight,
+        Kind::Gauge,
+        "concurrency_in_flight",
+    ),
+    (
+        PerConcurrency::Admitted,
+        Kind::Counter,
+        "concurrency_admitted",
+    ),
+    (
+        PerConcurrency::Rejected,
+        Kind::Counter,
+        "concurrency_rejected",
+    ),
+    (
+        PerConcurrency::Reclaimed,
+        Kind::Counter,
+        "concurrency_reclaimed",
+    ),
+    (
+        PerConcurrency::Released,
+        Kind::Counter,
+        "concurrency_released",
+    ),
+];
+
 /// Every metric of a configuration: name and kind, indexed like a [`Tally`].
 pub fn definitions(rules: &[Rule]) -> Vec<(Kind, String)> {
     let global = Global::ALL.iter().map(|g| (g.kind(), g.name().to_string()));
@@ -281,7 +333,15 @@ pub fn definitions(rules: &[Rule]) -> Vec<(Kind, String)> {
             )
         })
     });
-    global.chain(per_rule).collect()
+    let concurrency = rules
+        .iter()
+        .filter(|rule| matches!(rule.limit, Limit::Concurrency(_)))
+        .flat_map(|rule| {
+            PER_CONCURRENCY.iter().map(move |(_, kind, suffix)| {
+                (*kind, format!("floodgate.rule.{}.{suffix}", rule.name))
+            })
+        });
+    global.chain(per_rule).chain(concurrency).collect()
 }
 
 /// Updates not yet sent to Envoy, indexed like [`definitions`].
@@ -295,6 +355,34 @@ impl Tally {
     pub fn new(rules: usize) -> Tally {
         Tally {
             deltas: vec![0; Global::ALL.len() + PER_RULE.len() * rules],
+        }
+    }
+
+    /// An empty tally for `rules`, their concurrency metrics included.
+    pub fn for_rules(rules: &[Rule]) -> Tally {
+        let concurrency = rules
+            .iter()
+            .filter(|rule| matches!(rule.limit, Limit::Concurrency(_)))
+            .count();
+        Tally {
+            deltas: vec![
+                0;
+                Global::ALL.len()
+                    + PER_RULE.len() * rules.len()
+                    + PER_CONCURRENCY.len() * concurrency
+            ],
+        }
+    }
+
+    /// Adds `n` (negative for the gauge going down) to a metric of the `ordinal`-th
+    /// concurrency rule, in a tally made by [`Tally::for_rules`].
+    pub fn concurrency(&mut self, rules: usize, ordinal: usize, metric: PerConcurrency, n: i64) {
+        let index = Global::ALL.len()
+            + PER_RULE.len() * rules
+            + PER_CONCURRENCY.len() * ordinal
+            + metric as usize;
+        if let Some(d) = self.deltas.get_mut(index) {
+            *d += n;
         }
     }
 
