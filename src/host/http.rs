@@ -240,15 +240,14 @@ impl Http {
             return;
         };
         let now = hostcalls::current_time_ns().ok();
-        match plugin.tally.try_borrow_mut() {
-            Ok(mut tally) => plugin.limiter.release(&holds, now, &HostShared, &mut tally),
-            Err(_) => {
-                let mut uncounted = crate::metrics::Tally::new(0);
-                plugin
-                    .limiter
-                    .release(&holds, now, &HostShared, &mut uncounted);
-            }
+        if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
+            plugin.limiter.release(&holds, now, &HostShared, &mut tally);
+            return;
         }
+        let mut uncounted = crate::metrics::Tally::new(0);
+        plugin
+            .limiter
+            .release(&holds, now, &HostShared, &mut uncounted);
     }
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.
