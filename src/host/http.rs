@@ -240,14 +240,10 @@ impl Http {
             return;
         };
         let now = hostcalls::current_time_ns().ok();
-        if let Ok(mut tally) = plugin.tally.try_borrow_mut() {
-            plugin.limiter.release(&holds, now, &HostShared, &mut tally);
-            return;
-        }
         let mut uncounted = crate::metrics::Tally::new(0);
-        plugin
-            .limiter
-            .release(&holds, now, &HostShared, &mut uncounted);
+        let mut busy = plugin.tally.try_borrow_mut();
+        let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
+        plugin.limiter.release(&holds, now, &HostShared, tally);
     }
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.

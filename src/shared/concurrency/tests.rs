@@ -144,7 +144,7 @@ fn racing_workers_never_admit_more_than_max() {
 fn values_of_the_wrong_shape_are_free_slots() {
     assert_eq!(Holds::decode(&[]), None);
     assert_eq!(Holds::decode(&[0; 21]), None);
-    assert_eq!(Holds::decode(&vec![0; MAX_VALUE_LEN + 12]), None);
+    assert_eq!(Holds::decode(&[0; MAX_VALUE_LEN + 12]), None);
     let mut h = Holds::empty(9, 1);
     h.acquire(NOW, DURATION, 5, 2);
     assert_eq!(Holds::decode(&h.encode()), Some(h));
