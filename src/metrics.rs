@@ -9,7 +9,9 @@
 //! descriptor value, so their number is fixed by the configuration; the examples'
 //! Envoy configurations extract the name into a `rule` tag.
 
-use crate::config::Rule;
+use crate::config::{Limit, Rule};
+pub use concurrency::PerConcurrency;
+use concurrency::PER_CONCURRENCY;
 
 /// Metric kinds, as proxy-wasm defines them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,11 +135,14 @@ pub enum Global {
     /// Stream-end charges that could not be sent or that the service answered with an
     /// error: counted here only, never sent again.
     RlsChargeFailed,
+    /// Requests a concurrency rule could not decide because every slot of its key's
+    /// window holds requests in flight of other keys (then `failure_mode` decides).
+    ConcurrencyTableFull,
 }
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 49] = [
+    pub const ALL: [Global; 50] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -187,6 +192,7 @@ impl Global {
         Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
+        Global::ConcurrencyTableFull,
     ];
 
     /// The metric's name as defined in Envoy.
@@ -241,6 +247,7 @@ impl Global {
             Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",
+            Global::ConcurrencyTableFull => "floodgate.concurrency.table_full",
         }
     }
 
@@ -281,7 +288,15 @@ pub fn definitions(rules: &[Rule]) -> Vec<(Kind, String)> {
             )
         })
     });
-    global.chain(per_rule).collect()
+    let concurrency = rules
+        .iter()
+        .filter(|rule| matches!(rule.limit, Limit::Concurrency(_)))
+        .flat_map(|rule| {
+            PER_CONCURRENCY.iter().map(move |(_, kind, suffix)| {
+                (*kind, format!("floodgate.rule.{}.{suffix}", rule.name))
+            })
+        });
+    global.chain(per_rule).chain(concurrency).collect()
 }
 
 /// Updates not yet sent to Envoy, indexed like [`definitions`].
@@ -295,6 +310,34 @@ impl Tally {
     pub fn new(rules: usize) -> Tally {
         Tally {
             deltas: vec![0; Global::ALL.len() + PER_RULE.len() * rules],
+        }
+    }
+
+    /// An empty tally for `rules`, their concurrency metrics included.
+    pub fn for_rules(rules: &[Rule]) -> Tally {
+        let concurrency = rules
+            .iter()
+            .filter(|rule| matches!(rule.limit, Limit::Concurrency(_)))
+            .count();
+        Tally {
+            deltas: vec![
+                0;
+                Global::ALL.len()
+                    + PER_RULE.len() * rules.len()
+                    + PER_CONCURRENCY.len() * concurrency
+            ],
+        }
+    }
+
+    /// Adds `n` (negative for the gauge going down) to a metric of the `ordinal`-th
+    /// concurrency rule, in a tally made by [`Tally::for_rules`].
+    pub fn concurrency(&mut self, rules: usize, ordinal: usize, metric: PerConcurrency, n: i64) {
+        let index = Global::ALL.len()
+            + PER_RULE.len() * rules
+            + PER_CONCURRENCY.len() * ordinal
+            + metric as usize;
+        if let Some(d) = self.deltas.get_mut(index) {
+            *d += n;
         }
     }
 
@@ -326,6 +369,8 @@ impl Tally {
             .map(|(i, d)| (i, std::mem::take(d)))
     }
 }
+
+mod concurrency;
 
 #[cfg(test)]
 mod tests;

@@ -117,6 +117,10 @@ pub(super) fn cost(
             &format!("{at}.header"),
             header,
         )?)),
+        (None, Some(_)) if matches!(limit, Limit::Concurrency(_)) => Err(ConfigError::new(
+            format!("{at}.response"),
+            "a concurrency rule's cost is the slots a request holds, known when it is admitted: use `cost.header`",
+        )),
         (None, Some(response)) => {
             // Global rules too: a check-only call at request time (or the estimate),
             // the charge at stream end (see `limiter::charge`).
@@ -155,6 +159,7 @@ fn response_cost(
     let capacity = match limit {
         Limit::Local(quota) => quota.capacity(),
         Limit::Global { fallback, .. } => fallback.map_or(u32::MAX, |q| q.capacity()),
+        Limit::Concurrency(c) => c.max,
     };
     let estimate = match r.estimate {
         None => DEFAULT_ESTIMATE,

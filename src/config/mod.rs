@@ -141,6 +141,29 @@ pub enum Limit {
         /// true); see [`Rule::asks_for_lease`].
         lease: bool,
     },
+    /// At most `max` requests of one descriptor in flight at once in this Envoy
+    /// (`"concurrency": {"max": N}`, see [`crate::shared::concurrency`]).
+    Concurrency(Concurrency),
+}
+
+/// The most requests in flight `concurrency.max` may allow.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+/// How long a request holds its concurrency slot at most when
+/// `concurrency.max_duration_seconds` is not set: a stream still open after that stops
+/// counting, so that a holder that vanished (a VM that trapped, a lost callback) frees
+/// its slot by itself.
+pub const DEFAULT_MAX_DURATION_SECONDS: u32 = 300;
+/// The largest accepted `concurrency.max_duration_seconds` (one day).
+pub const MAX_MAX_DURATION_SECONDS: u32 = 86_400;
+
+/// A concurrency limit: slots held by requests in flight, per descriptor, in this Envoy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Concurrency {
+    /// Requests (slots, with a cost) in flight at once per descriptor, at least 1.
+    pub max: u32,
+    /// The longest one request holds its slots, in milliseconds (from
+    /// `max_duration_seconds`): the deadline after which a hold is reclaimed.
+    pub max_duration_ms: u64,
 }
 
 /// One rate-limit rule: which requests, which descriptor, which limit.

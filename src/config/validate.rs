@@ -17,6 +17,7 @@ use crate::bucket::{Quota, MAX_RATE_MICRO};
 use std::collections::HashSet;
 use std::num::NonZeroU32;
 
+mod concurrency;
 mod response;
 use response::response;
 
@@ -212,19 +213,22 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
         .enumerate()
         .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e, max_value))
         .collect::<Result<Vec<_>, _>>()?;
-    let limit = match (r.local, r.global) {
-        (Some(local), None) => Limit::Local(quota(&format!("{at}.local"), local)?),
-        (None, Some(global)) => Limit::Global {
+    let limit = match (r.local, r.global, r.concurrency) {
+        (Some(local), None, None) => Limit::Local(quota(&format!("{at}.local"), local)?),
+        (None, Some(global), None) => Limit::Global {
             fallback: match global.fallback {
                 None => None,
                 Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
             },
             lease: global.quota.unwrap_or(true),
         },
+        (None, None, Some(c)) => {
+            Limit::Concurrency(concurrency::limit(&format!("{at}.concurrency"), c)?)
+        }
         _ => {
             return Err(ConfigError::new(
                 at,
-                "exactly one of `local` (a token bucket in this Envoy) or `global` (the rate limit service) is required",
+                "exactly one of `local` (a token bucket in this Envoy), `global` (the rate limit service) or `concurrency` (requests in flight) is required",
             ))
         }
     };

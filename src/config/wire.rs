@@ -82,6 +82,7 @@ pub struct Rule {
     pub descriptors: Vec<Entry>,
     pub local: Option<Local>,
     pub global: Option<Global>,
+    pub concurrency: Option<Concurrency>,
     pub cost: Option<Cost>,
     pub shadow: Option<bool>,
 }
@@ -109,6 +110,16 @@ pub enum Source {
     Method,
     Authority,
     RemoteAddress,
+}
+
+/// A concurrency limit: requests in flight per descriptor. Its shape leaves room for a
+/// fleet-wide form (`"global": {}` inside it), which this version refuses by name.
+#[derive(Debug)]
+pub struct Concurrency {
+    pub max: u64,
+    pub max_duration_seconds: Option<u64>,
+    /// `"global"` was given: the fleet-wide form, refused in validation until it exists.
+    pub global: bool,
 }
 
 /// A local token bucket (a local rule's, or a global rule's fallback).

@@ -18,7 +18,7 @@ use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
 use crate::host::log_throttle::Cause;
-use crate::limiter::{Ask, Pass, Pending, Verdict};
+use crate::limiter::{Ask, Pass, Pending, SlotHold, Verdict};
 use crate::reply::{Headers, Reply};
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
@@ -70,6 +70,10 @@ enum Phase {
 pub struct Http {
     plugin: Option<Rc<Plugin>>,
     state: State,
+    /// Concurrency slots the request holds, given back when the context goes away
+    /// (`proxy_on_delete` comes for every way a stream ends). Empty, unallocated, for
+    /// requests no concurrency rule applies to.
+    holds: Vec<SlotHold>,
 }
 
 impl Http {
@@ -78,6 +82,7 @@ impl Http {
         Http {
             plugin,
             state: State::Idle,
+            holds: Vec::new(),
         }
     }
 
@@ -95,11 +100,12 @@ impl Http {
                     Phase::Headers,
                 );
             };
-            plugin.limiter.check(
+            plugin.limiter.check_holding(
                 &mut HostRequest::default(),
                 || hostcalls::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
+                &mut self.holds,
             )
         };
         if let Verdict::Continue(Pass {
@@ -213,6 +219,9 @@ impl Http {
     /// The context is going away. A request still reading its cost (its client left,
     /// or the stream was reset) is charged what it reported so far, or the fallback.
     pub fn on_delete(&mut self) {
+        if !self.holds.is_empty() {
+            self.release();
+        }
         #[cfg(feature = "response-cost")]
         let Some(plugin) = self.plugin.clone() else {
             return;
@@ -221,6 +230,20 @@ impl Http {
         if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
             self.settle(&plugin, Ended::CutOff);
         }
+    }
+
+    /// Gives back the request's concurrency slots, once. Counted when this thread's
+    /// tally is free (it always is here: nothing else runs during `proxy_on_delete`).
+    fn release(&mut self) {
+        let holds = std::mem::take(&mut self.holds);
+        let Some(plugin) = self.plugin.clone() else {
+            return;
+        };
+        let now = hostcalls::current_time_ns().ok();
+        let mut uncounted = crate::metrics::Tally::new(0);
+        let mut busy = plugin.tally.try_borrow_mut();
+        let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
+        plugin.limiter.release(&holds, now, &HostShared, tally);
     }
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.

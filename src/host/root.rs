@@ -100,7 +100,7 @@ fn configure() -> Result<Plugin, String> {
         .collect::<Result<Vec<u32>, String>>()?;
     hostcalls::set_tick_period_ms(FLUSH_PERIOD_MS)
         .map_err(|status| format!("cannot set the tick period (status {status})"))?;
-    let tally = RefCell::new(Tally::new(limiter.config().rules.len()));
+    let tally = RefCell::new(Tally::for_rules(&limiter.config().rules));
     Ok(Plugin {
         limiter,
         tally,
@@ -137,6 +137,19 @@ fn prepare_tables(limiter: &Limiter) -> Result<(), String> {
             "lease table: {} sets of {} entries ({created} created)",
             leases.sets(),
             crate::shared::lease::WAYS
+        );
+    }
+    // The concurrency keys' table, before traffic like the bucket table's.
+    if let Some(slots) = limiter.slot_table() {
+        let created = slots.prepare(&HostShared).map_err(|e| {
+            format!(
+                "cannot create the concurrency table in shared data (status {})",
+                e.status
+            )
+        })?;
+        log::info!(
+            "concurrency table: {} slots ({created} created)",
+            slots.size()
         );
     }
     // The over-limit cache's keys, before traffic like the bucket table's.

@@ -61,7 +61,7 @@ impl Limiter {
                             cost,
                         },
                     )),
-                    Limit::Global { .. } => None,
+                    Limit::Global { .. } | Limit::Concurrency(_) => None,
                 }
             })
             .collect()

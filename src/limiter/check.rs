@@ -2,13 +2,14 @@
 //! either decides the request or hands the next one what it found.
 
 use super::cached::Lookup;
+use super::concurrency::{SlotHold, SlotsDecided};
 use super::leased::LeaseStep;
 use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{self, Applied, RequestView};
-use crate::shared::local::Take;
+use crate::shared::local::{self, Take};
 use crate::shared::SharedData;
 
 impl Limiter {
@@ -20,6 +21,21 @@ impl Limiter {
         now_ns: impl FnOnce() -> Option<u64>,
         store: &impl SharedData,
         tally: &mut Tally,
+    ) -> Verdict {
+        self.check_holding(request, now_ns, store, tally, &mut Vec::new())
+    }
+
+    /// [`Limiter::check`], pushing onto `holds` the concurrency slots the request takes:
+    /// the host gives them back with [`Limiter::release`] when the request's stream ends,
+    /// whatever the verdict (a request rejected later by the service holds them until its
+    /// local reply is done).
+    pub fn check_holding(
+        &self,
+        request: &mut impl RequestView,
+        now_ns: impl FnOnce() -> Option<u64>,
+        store: &impl SharedData,
+        tally: &mut Tally,
+        holds: &mut Vec<SlotHold>,
     ) -> Verdict {
         let max_value = self.config.max_descriptor_value_bytes;
         let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
@@ -54,6 +70,20 @@ impl Limiter {
             self.take_local(&takes, &mut pending, clock.now(), store, request, tally)
         {
             return Verdict::Reject(reply);
+        }
+        // Concurrency rules: take their slots (a rejection gives back the local tokens).
+        if self.concurrency {
+            if let Some(reply) = self.take_concurrency(
+                &steps,
+                &mut pending,
+                clock.now(),
+                store,
+                request,
+                tally,
+                holds,
+            ) {
+                return Verdict::Reject(reply);
+            }
         }
         if self.response_costs {
             pending.meter = self.meter(&applied, &takes, &pending.held);
@@ -134,6 +164,60 @@ impl Limiter {
                 ))
             }
             Err(_) => self.failure_mode(self.config.failure_mode, request, tally),
+        }
+    }
+
+    /// Takes the request's concurrency slots at `now`. `Some`: the reply that rejects the
+    /// request (no room, or a key that cannot be decided under `failure_mode: deny`),
+    /// after giving back its local tokens.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the check's own state, passed as the other steps take it"
+    )]
+    fn take_concurrency(
+        &self,
+        steps: &Steps<'_>,
+        pending: &mut Pending,
+        now: Option<u64>,
+        store: &impl SharedData,
+        request: &mut impl RequestView,
+        tally: &mut Tally,
+        holds: &mut Vec<SlotHold>,
+    ) -> Option<Reply> {
+        let give_back = |pending: &Pending| {
+            if let Some(now) = now {
+                local::give_back(&self.table, store, &pending.held, now);
+            }
+        };
+        match self.take_slots(steps.applied, steps.costs, now, store, holds, tally) {
+            SlotsDecided::Admitted { shadow_denied } => {
+                pending.shadow_denied |= shadow_denied;
+                None
+            }
+            SlotsDecided::Rejected(standings) => {
+                give_back(pending);
+                let finished = Outcome::Finished {
+                    allowed: false,
+                    shadow_denied: pending.shadow_denied,
+                };
+                record(finished, tally);
+                Some(reply::rejection(
+                    &self.config.response,
+                    &self.config.rules,
+                    &standings,
+                    None,
+                    Vec::new(),
+                    client_protocol(request),
+                    now.unwrap_or(0),
+                ))
+            }
+            SlotsDecided::Failed => {
+                let reply = self.failure_mode(self.config.failure_mode, request, tally);
+                if reply.is_some() {
+                    give_back(pending);
+                }
+                reply
+            }
         }
     }
 

@@ -25,6 +25,7 @@ use crate::metrics::Tally;
 use crate::reply::protocol::{self, Protocol};
 use crate::reply::{self, Headers, Reply, Standing};
 use crate::request::descriptor::{Refusal, RequestView};
+use crate::shared::concurrency::ConcurrencyTable;
 use crate::shared::lease::LeaseTable;
 use crate::shared::local::{Held, PerBucket, Take};
 use crate::shared::over_limit::OverLimitCache;
@@ -34,6 +35,7 @@ use crate::usage::ResponseMeter;
 use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
 pub use charge::GlobalCharge;
+pub use concurrency::SlotHold;
 use prefixes::Prefixes;
 pub use record::ChargeOutcome;
 use record::{record, Outcome};
@@ -137,6 +139,10 @@ impl<F: FnOnce() -> Option<u64>> Clock<F> {
 pub struct Limiter {
     config: Config,
     table: Table,
+    /// The concurrency keys' table (used only when some rule is a concurrency rule).
+    slots: ConcurrencyTable,
+    /// Some rule is a concurrency rule: only then is the concurrency step run.
+    concurrency: bool,
     over_limit: Option<OverLimitCache>,
     leases: Option<LeaseTable>,
     /// Some rule's cost is reported by the response: only then is a meter built.
@@ -155,6 +161,11 @@ impl Limiter {
     /// ([`PlacementKey::load_or_create`]).
     pub fn new(config: Config, placement: PlacementKey) -> Limiter {
         let table = Table::new(config.max_buckets);
+        let slots = ConcurrencyTable::new(config.max_buckets);
+        let concurrency = config
+            .rules
+            .iter()
+            .any(|r| matches!(r.limit, Limit::Concurrency(_)));
         let over_limit = config
             .rls
             .as_ref()
@@ -174,6 +185,8 @@ impl Limiter {
             calls,
             config,
             table,
+            slots,
+            concurrency,
             over_limit,
             leases,
             response_costs,
@@ -220,6 +233,11 @@ impl Limiter {
     /// The bucket table this configuration uses.
     pub fn table(&self) -> &Table {
         &self.table
+    }
+
+    /// The concurrency keys' table, when some rule is a concurrency rule.
+    pub fn slot_table(&self) -> Option<&ConcurrencyTable> {
+        self.concurrency.then_some(&self.slots)
     }
 
     /// Whether any rule keeps buckets in shared data: a local rule, or a global rule with
@@ -278,6 +296,7 @@ mod buckets;
 mod cached;
 mod charge;
 mod check;
+mod concurrency;
 mod leased;
 mod prefixes;
 mod record;

@@ -28,6 +28,8 @@ struct RulePrefixes {
     lease: Option<Prefix>,
     /// The over-limit cache's set of this rule's descriptor alone.
     single_denial: Option<Prefix>,
+    /// Its concurrency keys.
+    concurrency: Option<Prefix>,
 }
 
 impl Prefixes {
@@ -48,6 +50,11 @@ impl Prefixes {
                     lease: domain.map(|domain| key.lease_prefix(domain, &rule.name)),
                     single_denial: domain
                         .map(|domain| key.single_denial_prefix(domain, &rule.name)),
+                    concurrency: None,
+                },
+                Limit::Concurrency(limit) => RulePrefixes {
+                    concurrency: Some(key.concurrency_prefix(&rule.name, limit)),
+                    ..RulePrefixes::default()
                 },
             })
             .collect();
@@ -77,6 +84,11 @@ impl Prefixes {
     /// (`None`: not a global rule).
     pub fn single_denial(&self, rule: usize) -> Option<&Prefix> {
         self.rules.get(rule)?.single_denial.as_ref()
+    }
+
+    /// The prefix of rule `rule`'s concurrency keys (`None`: not a concurrency rule).
+    pub fn concurrency(&self, rule: usize) -> Option<&Prefix> {
+        self.rules.get(rule)?.concurrency.as_ref()
     }
 
     /// The prefix of the over-limit cache's sets (`None`: no service).

@@ -6,7 +6,7 @@
 //! exactly one place, and a step can be read without the counting around it.
 
 use crate::config::FailureMode;
-use crate::metrics::{Global, PerRule, Tally};
+use crate::metrics::{Global, PerConcurrency, PerRule, Tally};
 use crate::request::descriptor::Refusal;
 use crate::shared::lease;
 use crate::shared::local::TableEvents;
@@ -86,6 +86,21 @@ pub(super) enum Outcome<'a> {
     },
     /// A stream-end charge was sent, failed, or was counted by the service.
     Charge(ChargeOutcome),
+    /// A concurrency rule's slots moved: `n` added to its `metric` (the `ordinal`-th
+    /// concurrency rule of `rules`).
+    Slots {
+        /// How many rules the configuration has.
+        rules: usize,
+        /// Which concurrency rule.
+        ordinal: usize,
+        /// Which of its metrics.
+        metric: PerConcurrency,
+        /// By how much.
+        n: i64,
+    },
+    /// A concurrency rule's key could not be decided: its window is full of live holds
+    /// (`None`: shared data or contention, counted as for buckets).
+    SlotsFailed(Option<BucketFailure>),
     /// The request is decided by its rules.
     Finished {
         /// Allowed (or rejected).
@@ -190,6 +205,14 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             // Counted by the service: nothing more to count here.
             ChargeOutcome::Counted => {}
         },
+        Outcome::Slots {
+            rules,
+            ordinal,
+            metric,
+            n,
+        } => tally.concurrency(rules, ordinal, metric, n),
+        Outcome::SlotsFailed(None) => tally.add(Global::ConcurrencyTableFull, 1),
+        Outcome::SlotsFailed(Some(failure)) => tally.add(bucket_failure(failure), 1),
         Outcome::Finished {
             allowed,
             shadow_denied,

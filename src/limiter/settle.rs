@@ -99,6 +99,9 @@ impl Limiter {
                 // Nothing was taken (a shadow rule that would have rejected): nothing to
                 // settle.
                 (Limit::Local(_), None) => {}
+                // Refused in the configuration: a concurrency rule's cost is known at
+                // admission.
+                (Limit::Concurrency(_), _) => {}
                 // The service counts it: one charge call for all of them, below.
                 (Limit::Global { .. }, _) => global.push(GlobalCharge {
                     rule: charge.rule,

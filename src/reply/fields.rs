@@ -24,6 +24,10 @@
 //! (rounded up as `retry-after` is), and `q`/`w` its `current_limit`
 //! (`requests_per_unit` per `unit`, times its `unit_multiplier` when the service sends one).
 //!
+//! **Concurrency rules** carry the draft's quota unit, `qu="concurrent-requests"`: `q` is
+//! the rule's `max`, `r` the slots left; no `w` and no `t` (a slot frees when some
+//! stream ends, at no time the filter can promise).
+//!
 //! **No partition key.** `pk` is optional and is never sent: a key derived from the
 //! descriptor values without a secret could be reversed by trying values (client IPs,
 //! tenant ids), and a secret shared by the fleet is more to manage than a client gains
@@ -31,7 +35,7 @@
 
 use super::{Headers, Standing};
 use crate::bucket::seconds_ceil;
-use crate::config::Rule;
+use crate::config::{Limit, Rule};
 
 /// The largest Integer a Structured Field can carry (15 decimal digits).
 pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
@@ -53,6 +57,13 @@ pub fn draft10_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
         }
         push_sf_string(&mut policy, name);
         push_param(&mut policy, "q", u64::from(s.limit));
+        if rules
+            .get(s.rule)
+            .is_some_and(|r| matches!(r.limit, Limit::Concurrency(_)))
+        {
+            // The draft's quota unit for a limit on requests in flight.
+            policy.push_str(";qu=\"concurrent-requests\"");
+        }
         if let Some(w) = s.window_s {
             push_param(&mut policy, "w", w);
         }

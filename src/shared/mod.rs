@@ -5,6 +5,8 @@
 //!   that keys it;
 //! - [`table`]: the bucket table, a fixed number of slots; [`local`]: taking tokens from
 //!   its buckets, atomically per bucket (local rules, and global rules' fallbacks);
+//! - [`concurrency`]: requests in flight per key (concurrency rules), in a table of
+//!   their own;
 //! - [`sets`]: fixed tables of small sets, as [`lease`] (quota grants from the rate limit
 //!   service) and [`over_limit`] (its remembered denials) keep them.
 //!
@@ -54,6 +56,7 @@ pub trait SharedData {
     fn create(&self, key: &[u8], value: &[u8]) -> Result<(), StoreError>;
 }
 
+pub mod concurrency;
 pub mod lease;
 pub mod local;
 pub mod over_limit;

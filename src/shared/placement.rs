@@ -40,6 +40,7 @@
 //! and reused once idle like any other.
 
 use crate::bucket::Quota;
+use crate::config::Concurrency;
 use crate::shared::{SetError, SharedData, StoreError};
 use siphasher::sip128::{Hasher128, SipHasher13};
 use std::hash::Hasher;
@@ -189,6 +190,17 @@ impl PlacementKey {
     /// What [`PlacementKey::fallback`] hashes before the values, hashed once.
     pub fn fallback_prefix(&self, rule: &str, quota: Quota) -> Prefix {
         self.rule_prefix(b"fallbk01", rule, quota)
+    }
+
+    /// What the fingerprint of a concurrency rule's key hashes before the values (its
+    /// own purpose; the rule's name, `max` and duration, so that a changed limit starts
+    /// afresh), hashed once.
+    pub fn concurrency_prefix(&self, rule: &str, limit: Concurrency) -> Prefix {
+        let mut h = self.hasher(b"concurr1");
+        write_field(&mut h, rule.as_bytes());
+        h.write_u32(limit.max);
+        h.write_u64(limit.max_duration_ms);
+        Prefix(h)
     }
 
     fn rule_prefix(&self, purpose: &[u8; 8], rule: &str, quota: Quota) -> Prefix {

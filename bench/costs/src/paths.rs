@@ -259,6 +259,14 @@ pub fn all() -> Vec<Path> {
             0,
         ),
         one(
+            "local concurrency",
+            "a concurrency rule: a slot taken, given back at the stream's end",
+            Module::Floodgate,
+            plugins::local_concurrency(),
+            fwd,
+            0,
+        ),
+        one(
             "global",
             "global mode, one call, OK",
             Module::Floodgate,

@@ -23,6 +23,16 @@ pub fn local_rejecting() -> Value {
     local(1, 0)
 }
 
+/// A concurrency rule never full: a slot taken at admission, given back at the stream's
+/// end (`proxy_on_delete`), beside "local allowed".
+pub fn local_concurrency() -> Value {
+    json!({"rules": [{
+        "name": "bench",
+        "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+        "concurrency": {"max": 1_000_000}
+    }]})
+}
+
 /// floodgate's configuration for the global cases: one descriptor, fail closed.
 pub fn global() -> Value {
     json!({

@@ -4,8 +4,8 @@
 //! and users' scripts know.
 
 use super::{
-    Config, Cost, Entry, FailureMode, Global, JsonPaths, Local, Match, Response, ResponseCost, Rls,
-    Rule, Source,
+    Concurrency, Config, Cost, Entry, FailureMode, Global, JsonPaths, Local, Match, Response,
+    ResponseCost, Rls, Rule, Source,
 };
 use crate::config::json::{Integer, Number, Value};
 use crate::config::ConfigError;
@@ -70,6 +70,7 @@ fn rule(at: &str, v: Value) -> Result<Rule, ConfigError> {
         "descriptors",
         "local",
         "global",
+        "concurrency",
         "cost",
         "shadow",
     ];
@@ -80,6 +81,7 @@ fn rule(at: &str, v: Value) -> Result<Rule, ConfigError> {
         descriptors: f.required("descriptors", |at, v| list(at, v, entry))?,
         local: f.optional("local", local)?,
         global: f.optional("global", global)?,
+        concurrency: f.optional("concurrency", concurrency)?,
         cost: f.optional("cost", cost)?,
         shadow: f.optional("shadow", boolean)?,
     })
@@ -123,6 +125,16 @@ fn global(at: &str, v: Value) -> Result<Global, ConfigError> {
     Ok(Global {
         fallback: f.optional("fallback", local)?,
         quota: f.optional("quota", boolean)?,
+    })
+}
+
+fn concurrency(at: &str, v: Value) -> Result<Concurrency, ConfigError> {
+    const FIELDS: &[&str] = &["max", "max_duration_seconds", "global"];
+    let mut f = Fields::new(at.to_string(), v, "struct Concurrency", FIELDS)?;
+    Ok(Concurrency {
+        max: f.required("max", unsigned)?,
+        max_duration_seconds: f.optional("max_duration_seconds", unsigned)?,
+        global: f.take("global").is_some_and(|v| v != Value::Null),
     })
 }
 

@@ -20,7 +20,7 @@ pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 
 pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     let config = Config::parse(json.as_bytes()).unwrap();
-    let tally = Tally::new(config.rules.len());
+    let tally = Tally::for_rules(&config.rules);
     let limiter = Limiter::new(config, crate::testing::PLACEMENT);
     let store = MemoryShared::default();
     // As the host does: a global-only configuration gets no bucket table, and the
@@ -33,6 +33,9 @@ pub(super) fn limiter(json: &str) -> (Limiter, MemoryShared, Tally) {
     }
     if let Some(cache) = limiter.over_limit_cache() {
         cache.prepare(&store).unwrap();
+    }
+    if let Some(slots) = limiter.slot_table() {
+        slots.prepare(&store).unwrap();
     }
     (limiter, store, tally)
 }
@@ -278,6 +281,7 @@ pub(super) fn rls_answer(overall: Code, codes: &[Code]) -> Answer {
 
 mod cached;
 mod charge;
+mod concurrency;
 mod denial_sets;
 mod fallback;
 mod fields;
