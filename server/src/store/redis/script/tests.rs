@@ -2,12 +2,12 @@
 
 use super::*;
 
-#[test]
-fn the_command_follows_the_script_contract() {
+/// A check of `hits` on `web`'s `k=v` counter, 10 per minute by `algorithm`, asking nothing else.
+fn check(hits: u64, shadow: bool, algorithm: Algorithm) -> Check {
     use crate::algorithm::{Limit, Unit};
     use crate::store::CounterKey;
     use std::num::{NonZeroU16, NonZeroU32};
-    let c = |hits, shadow, algorithm| Check {
+    Check {
         key: CounterKey::new("web", [("k", "v")]),
         limit: Limit {
             requests_per_unit: NonZeroU32::new(10).unwrap(),
@@ -21,7 +21,13 @@ fn the_command_follows_the_script_contract() {
         quota_mode: false,
         blocked: false,
         hold: None,
-    };
+    }
+}
+
+#[test]
+fn the_command_follows_the_script_contract() {
+    use std::num::NonZeroU32;
+    let c = check;
     let burst = NonZeroU32::new(4).unwrap();
     let tb = Check {
         quota: Some(crate::algorithm::lease::Quota {
@@ -76,24 +82,7 @@ fn the_command_follows_the_script_contract() {
 #[test]
 fn the_call_s_hold_goes_once_before_the_items_and_never_in_a_charge() {
     use crate::algorithm::concurrency::{HoldId, HoldOp};
-    use crate::algorithm::{Limit, Unit};
-    use crate::store::CounterKey;
-    use std::num::{NonZeroU16, NonZeroU32};
-    let c = |hits, shadow, algorithm| Check {
-        key: CounterKey::new("web", [("k", "v")]),
-        limit: Limit {
-            requests_per_unit: NonZeroU32::new(10).unwrap(),
-            unit: Unit::Minute,
-            unit_multiplier: NonZeroU16::MIN,
-            algorithm,
-        },
-        hits,
-        shadow,
-        quota: None,
-        quota_mode: false,
-        blocked: false,
-        hold: None,
-    };
+    let c = check;
     let id = HoldId::parse(b"req-7").unwrap();
     let held = |op| Check {
         hold: Some(op),
