@@ -7,31 +7,9 @@
 use super::*;
 use proptest::prelude::*;
 
-const S: u64 = 1_000_000_000;
+use super::tests::{refused, shape, take, S};
+
 const FILTER_TOKEN: u64 = 1_000_000_000_000_000;
-
-/// A take of `hits`, or a probe for 0, as floodgate-server asks (the filter never probes).
-fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
-    match NonZeroU64::new(hits) {
-        Some(hits) => super::take(state, now_ns, sh, hits),
-        None => probe(state, now_ns, sh),
-    }
-}
-
-/// The refusal of a take of `hits` (a probe for 0), if it is refused.
-fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
-    match take(state, now_ns, sh, hits) {
-        Take::Refused { ahead } => {
-            Some(sh.refusal(ahead, NonZeroU64::new(hits).unwrap_or(NonZeroU64::MIN)))
-        }
-        Take::Admitted { .. } => None,
-    }
-}
-
-fn shape(capacity: u32, per_ns: u64, token: u64, past_cap: PastCap) -> Shape {
-    let capacity = NonZeroU32::new(capacity).unwrap();
-    Shape::new(capacity, per_ns, NonZeroU64::new(token).unwrap(), past_cap)
-}
 
 /// The filter's bucket: `capacity` tokens, `rate_micro` millionths of a token per second.
 fn filter(capacity: u32, rate_micro: u64) -> Shape {

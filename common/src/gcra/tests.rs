@@ -1,9 +1,10 @@
 use super::*;
 
-const S: u64 = 1_000_000_000;
+/// One second, in ns.
+pub(super) const S: u64 = 1_000_000_000;
 
 /// A take of `hits`, or a probe for 0, as floodgate-server asks (the filter never probes).
-fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
+pub(super) fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
     match NonZeroU64::new(hits) {
         Some(hits) => super::take(state, now_ns, sh, hits),
         None => probe(state, now_ns, sh),
@@ -11,7 +12,7 @@ fn take(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Take {
 }
 
 /// The refusal of a take of `hits` (a probe for 0), if it is refused.
-fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
+pub(super) fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
     match take(state, now_ns, sh, hits) {
         Take::Refused { ahead } => {
             Some(sh.refusal(ahead, NonZeroU64::new(hits).unwrap_or(NonZeroU64::MIN)))
@@ -20,7 +21,8 @@ fn refused(state: Tat, now_ns: u64, sh: Shape, hits: u64) -> Option<Refusal> {
     }
 }
 
-fn shape(capacity: u32, per_ns: u64, token: u64, past_cap: PastCap) -> Shape {
+/// A shape from plain numbers (the test's own, never zero).
+pub(super) fn shape(capacity: u32, per_ns: u64, token: u64, past_cap: PastCap) -> Shape {
     let capacity = NonZeroU32::new(capacity).unwrap();
     Shape::new(capacity, per_ns, NonZeroU64::new(token).unwrap(), past_cap)
 }
