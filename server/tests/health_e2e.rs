@@ -20,10 +20,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("shared.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("shared.yaml", CONFIG)
 }
 
 /// One call; `Ok` with the overall code, or the gRPC error.

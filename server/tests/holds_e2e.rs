@@ -26,10 +26,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("streams.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("streams.yaml", CONFIG)
 }
 
 fn call(

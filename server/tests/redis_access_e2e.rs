@@ -23,10 +23,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("access.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("access.yaml", CONFIG)
 }
 
 /// Five requests on one fresh key: the limit admits exactly three, so Redis both

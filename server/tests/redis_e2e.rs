@@ -29,10 +29,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("shared.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("shared.yaml", CONFIG)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

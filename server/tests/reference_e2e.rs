@@ -22,10 +22,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("migrate.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("migrate.yaml", CONFIG)
 }
 
 fn overridden(entries: &[(&str, &str)], requests_per_unit: u32, unit: Unit) -> RateLimitDescriptor {

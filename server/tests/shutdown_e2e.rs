@@ -20,10 +20,7 @@ descriptors:
 "#;
 
 fn config() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("edge.yaml");
-    std::fs::write(&path, CONFIG).unwrap();
-    (dir, path)
+    support::config_file("edge.yaml", CONFIG)
 }
 
 fn request() -> floodgate_server::proto::rls::RateLimitRequest {

@@ -36,6 +36,15 @@ fn clean_command() -> Command {
     command
 }
 
+/// `yaml` written as `name` in a temporary directory (kept as long as the directory is):
+/// a configuration file for [`Server::start`].
+pub fn config_file(name: &str, yaml: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, yaml).unwrap();
+    (dir, path)
+}
+
 /// A running server, killed on drop.
 pub struct Server {
     child: Child,
