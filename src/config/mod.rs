@@ -262,14 +262,19 @@ pub struct ResponseConfig {
 
 /// Which rate-limit header fields replies carry: clients and tools written for Envoy
 /// read draft-03's `x-ratelimit-*`, newer ones the structured fields of
-/// draft-ietf-httpapi-ratelimit-headers-10 (see [`crate::reply`]).
+/// draft-ietf-httpapi-ratelimit-headers-10 or -11 (see [`crate::reply`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HeaderFields {
     /// `x-ratelimit-limit`, `x-ratelimit-remaining`, `x-ratelimit-reset` (the default).
     Draft03,
-    /// `RateLimit-Policy` and `RateLimit`, one item per rule.
+    /// `RateLimit-Policy` and `RateLimit` of draft-10, one item per rule.
     Draft10,
-    /// Both sets.
+    /// `RateLimit-Policy` and `RateLimit` of draft-11, the latest draft: the same syntax
+    /// and, for floodgate's limits, the same bytes as draft-10 (draft-11 reads `r` as the
+    /// available quota and `t` as the effective window; see [`crate::reply::fields`]). A
+    /// value of its own so that a configuration says which draft its clients follow.
+    Draft11,
+    /// draft-03's and draft-10's.
     Both,
     /// Neither (`retry-after` stays on rejections: it is plain HTTP).
     None,
@@ -281,9 +286,13 @@ impl HeaderFields {
         matches!(self, HeaderFields::Draft03 | HeaderFields::Both)
     }
 
-    /// Whether the draft-10 `RateLimit-Policy` and `RateLimit` fields are sent.
-    pub fn draft10(self) -> bool {
-        matches!(self, HeaderFields::Draft10 | HeaderFields::Both)
+    /// Whether the structured `RateLimit-Policy` and `RateLimit` fields are sent (draft-10
+    /// or draft-11: the same bytes).
+    pub fn structured(self) -> bool {
+        matches!(
+            self,
+            HeaderFields::Draft10 | HeaderFields::Draft11 | HeaderFields::Both
+        )
     }
 }
 

@@ -223,6 +223,7 @@ fn the_response_section_names_its_header_fields_and_body_format() {
     let cases = [
         ("draft03", HeaderFields::Draft03),
         ("draft10", HeaderFields::Draft10),
+        ("draft11", HeaderFields::Draft11),
         ("both", HeaderFields::Both),
         ("none", HeaderFields::None),
     ];
@@ -233,8 +234,8 @@ fn the_response_section_names_its_header_fields_and_body_format() {
     }
     let problem = with(r#"{"body_format":"problem+json","headers":"both"}"#).unwrap();
     assert_eq!(problem.body_format, BodyFormat::ProblemJson);
-    assert!(problem.headers.draft03() && problem.headers.draft10());
-    assert!(!HeaderFields::None.draft03() && !HeaderFields::None.draft10());
+    assert!(problem.headers.draft03() && problem.headers.structured());
+    assert!(!HeaderFields::None.draft03() && !HeaderFields::None.structured());
 }
 
 #[test]

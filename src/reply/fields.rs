@@ -1,4 +1,15 @@
-//! The structured rate-limit fields of draft-ietf-httpapi-ratelimit-headers-10.
+//! The structured rate-limit fields of draft-ietf-httpapi-ratelimit-headers-10 and -11.
+//!
+//! The two drafts give the fields the same syntax and parameters; -11 renames what `r`
+//! and `t` mean: `r` is the *available quota* (-10: remaining), `t` the *effective
+//! window*, the seconds within which the client can use no more than `r` (-10: the seconds
+//! until additional quota is made available), and a client "SHOULD NOT exceed the
+//! available quota within" it. For a token bucket both readings name one figure: until
+//! the next whole token is there the client can use `r` and no more, and once it is there
+//! more quota is available. Rounded up, `t` never invites a client early: one that uses at
+//! most `r` within `t` is never rejected by the bucket. So `draft10` and `draft11` send the
+//! same bytes (tested), and both values stay, so that a configuration names the draft its
+//! clients parse.
 //!
 //! Both fields are Structured Field Lists (RFC 9651) of Items whose value is a String
 //! naming the policy, here the rule's name:
@@ -42,7 +53,7 @@ pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 
 /// `RateLimit-Policy` and `RateLimit` for `standings`: one item per enforced rule, in
 /// configuration order. Empty when no enforced rule has a limit to show.
-pub fn draft10_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
+pub fn structured_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
     let shown = super::in_rule_order(standings.iter().filter(|s| shows(s)));
     if shown.is_empty() {
         return Vec::new();

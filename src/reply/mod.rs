@@ -7,8 +7,8 @@
 //! the same request would be admitted. Limits that never reset (a local bucket with no
 //! refill) have no reset and no retry time, so those headers are left out, not invented.
 //!
-//! `response.headers` chooses them: `draft03` (the default), `draft10` (the structured
-//! `RateLimit-Policy` and `RateLimit` fields, see [`fields`]), `both` or `none`.
+//! `response.headers` chooses them: `draft03` (the default), `draft10` or `draft11` (the
+//! structured `RateLimit-Policy` and `RateLimit` fields, see [`fields`]), `both` or `none`.
 //! `response.body_format: "problem+json"` makes the body of an HTTP rejection a problem
 //! document ([`problem`]); gRPC rejections carry `grpc-message` either way.
 //!
@@ -182,8 +182,8 @@ fn push_header_fields(
     if config.headers.draft03() {
         push_ratelimit_headers(headers, standings);
     }
-    if config.headers.draft10() {
-        headers.extend(fields::draft10_headers(rules, standings));
+    if config.headers.structured() {
+        headers.extend(fields::structured_headers(rules, standings));
     }
 }
 

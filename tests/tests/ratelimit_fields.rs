@@ -1,4 +1,4 @@
-//! The rate-limit fields end to end: draft-10 `RateLimit-Policy` / `RateLimit` headers,
+//! The rate-limit fields end to end: draft-10 and -11 `RateLimit-Policy` / `RateLimit` headers,
 //! the problem+json body, and the rule that rejected a request in Envoy's access log
 //! (`%RESPONSE_CODE_DETAILS%`), through a real Envoy loading floodgate.wasm, in local
 //! mode and against the real floodgate-server. Structured fields are checked with a real
@@ -182,6 +182,43 @@ async fn an_allowed_response_shows_every_rule_in_both_field_sets() {
     assert_eq!(allowed.header("x-ratelimit-limit"), Some("5"));
     assert_eq!(allowed.header("x-ratelimit-remaining"), Some("4"));
     assert_eq!(allowed.header("x-ratelimit-reset"), None);
+}
+
+/// `draft11`: draft-11's reading of the same fields, so the same bytes as `draft10`; a
+/// client that keeps to `r` within `t` is admitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn draft11_sends_the_available_quota_and_its_effective_window() {
+    let plugin = json!({
+        "rules": [{"name": "per-tenant", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
+                   "local": {"capacity": 2, "refill_per_second": 0.5}}],
+        "response": {"headers": "draft11", "headers_on_allowed": true}
+    });
+    let upstream = Upstream::start().await;
+    let envoy = Envoy::start(&configs::floodgate_local(&plugin, upstream.addr()), 2).await;
+    let (c, url) = (client(), envoy.url("ingress", "/"));
+    let tenant = [("x-tenant-id", "acme")];
+    // One token left, and until the next one (2 s away) it is all there is.
+    let first = get(&c, &url, &tenant).await;
+    assert_eq!(first.status, 200);
+    assert_eq!(
+        first.header("ratelimit-policy"),
+        Some(r#""per-tenant";q=2;w=4"#)
+    );
+    assert_eq!(first.header("ratelimit"), Some(r#""per-tenant";r=1;t=2"#));
+    // Keeping to r within t: admitted.
+    let second = get(&c, &url, &tenant).await;
+    assert_eq!(second.status, 200);
+    assert_eq!(second.header("ratelimit"), Some(r#""per-tenant";r=0;t=2"#));
+    let denied = get(&c, &url, &tenant).await;
+    assert_eq!(denied.status, 429);
+    assert_eq!(denied.header("ratelimit"), Some(r#""per-tenant";r=0;t=2"#));
+    assert_eq!(denied.header("retry-after"), Some("2"));
+    assert_eq!(denied.header("x-ratelimit-limit"), None);
+    assert_eq!(
+        parse_list(denied.header("ratelimit-policy").unwrap_or_default()),
+        vec![("per-tenant".into(), params(&[("q", 2), ("w", 4)]))]
+    );
+    assert_eq!(upstream.count(), 2);
 }
 
 const THREE_PER_MINUTE: &str = "

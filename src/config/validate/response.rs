@@ -26,13 +26,14 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
     let headers = match r.headers.as_deref() {
         None | Some("draft03") => HeaderFields::Draft03,
         Some("draft10") => HeaderFields::Draft10,
+        Some("draft11") => HeaderFields::Draft11,
         Some("both") => HeaderFields::Both,
         Some("none") => HeaderFields::None,
         Some(other) => {
             return Err(ConfigError::new(
                 "response.headers",
                 format!(
-                "unknown variant `{other}`, expected one of `draft03`, `draft10`, `both`, `none`"
+                "unknown variant `{other}`, expected one of `draft03`, `draft10`, `draft11`, `both`, `none`"
             ),
             ))
         }

@@ -69,7 +69,7 @@ fn a_rejected_bucket_shows_its_policy_and_when_the_next_token_comes() {
     // 10 tokens, 2 per second: empty, then 0.2 s of refill (0.4 of a token).
     let denied = standing(0, quota(10, 2.0), 10, SECOND / 5);
     assert!(denied.rejects());
-    let headers = draft10_headers(&rules(), &[denied]);
+    let headers = structured_headers(&rules(), &[denied]);
     assert_eq!(
         headers,
         vec![
@@ -105,7 +105,7 @@ fn several_rules_are_one_item_each_in_configuration_order_and_shadows_are_hidden
         ..standing(0, quota(1, 1.0), 1, 0)
     };
     // Arriving global rules first must not change the order.
-    let headers = draft10_headers(&rules(), &[route, shadow, tenant]);
+    let headers = structured_headers(&rules(), &[route, shadow, tenant]);
     assert_eq!(
         header(&headers, "ratelimit-policy"),
         r#""per-tenant";q=100;w=10, "per-route";q=5"#
@@ -115,7 +115,7 @@ fn several_rules_are_one_item_each_in_configuration_order_and_shadows_are_hidden
         r#""per-tenant";r=98;t=1, "per-route";r=2"#
     );
     assert_eq!(parse_list(header(&headers, "ratelimit")).len(), 2);
-    assert!(draft10_headers(&rules(), &[shadow]).is_empty());
+    assert!(structured_headers(&rules(), &[shadow]).is_empty());
 }
 
 #[test]
@@ -131,7 +131,7 @@ fn a_service_status_without_a_limit_shows_nothing() {
         retry_ns: Some(0),
         shadow: false,
     };
-    assert!(draft10_headers(&rules(), &[unlimited]).is_empty());
+    assert!(structured_headers(&rules(), &[unlimited]).is_empty());
 }
 
 #[test]
@@ -214,6 +214,50 @@ proptest! {
                 let after = decide(state, now + next, q, capacity + 1);
                 prop_assert_eq!(before.remaining(), d.remaining());
                 prop_assert_eq!(after.remaining(), d.remaining() + 1);
+            }
+        }
+    }
+}
+
+proptest! {
+    /// draft-11's reading of `r` and `t`: a client that uses no more than the available
+    /// quota `r` within the effective window `t`, at any instants it likes, is never
+    /// rejected (that it can use no more before the next whole token is
+    /// `the_next_token_comes_exactly_when_t_says`).
+    #[test]
+    fn a_client_keeping_to_r_within_t_is_never_rejected(
+        capacity in 1u32..20,
+        rate_micro in 1_000u64..5_000_000_000,
+        taken in 0u32..20,
+        later in 0u64..5_000_000_000,
+        offsets in prop::collection::vec(0u64..1_000_000, 0..20),
+    ) {
+        let q = Quota::new(capacity, rate_micro).unwrap();
+        let s = standing(0, q, taken.min(capacity), later);
+        let Some(t_ns) = s.next_ns.map(|n| seconds_ceil(n) * SECOND) else {
+            return Ok(()); // A full bucket: no effective window is sent.
+        };
+        let mut state = Tat::default();
+        for _ in 0..taken.min(capacity) {
+            if let Decision::Allow { new_state, .. } = decide(state, SECOND, q, 1) {
+                state = new_state;
+            }
+        }
+        let start = SECOND + later;
+        // The standing took one more request at `start`, when it was admitted.
+        if let Decision::Allow { new_state, .. } = decide(state, start, q, 1) {
+            state = new_state;
+        }
+        let mut at: Vec<u64> = offsets
+            .iter()
+            .take(s.remaining as usize)
+            .map(|o| start + o * t_ns / 1_000_000)
+            .collect();
+        at.sort_unstable();
+        for now in at {
+            match decide(state, now, q, 1) {
+                Decision::Allow { new_state, .. } => state = new_state,
+                Decision::Deny { .. } => prop_assert!(false, "rejected within r={} t={}", s.remaining, t_ns),
             }
         }
     }

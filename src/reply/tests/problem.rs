@@ -98,3 +98,42 @@ fn a_problem_without_known_rules_leaves_violated_policies_out() {
     assert_eq!(problem["status"], 503);
     assert!(problem.get("violated-policies").is_none());
 }
+
+/// draft-11 changed what `r` and `t` are called, not their syntax or, for these limits,
+/// their values: the two settings answer the same rejection with the same bytes.
+#[test]
+fn draft11_sends_the_bytes_draft10_sends() {
+    let draft11 = ResponseConfig {
+        headers: crate::config::HeaderFields::Draft11,
+        ..draft10_problem()
+    };
+    let cases = [
+        vec![after(quota(2, 1), 2)],
+        vec![
+            Standing {
+                rule: 1,
+                ..after(quota(3, 1), 3)
+            },
+            after(quota(9, 2), 9),
+        ],
+    ];
+    for standings in cases {
+        let reply = |config: &ResponseConfig| {
+            rejection(
+                config,
+                &rules(),
+                &standings,
+                None,
+                Vec::new(),
+                Protocol::Http,
+                NO_SEED,
+            )
+        };
+        let (ten, eleven) = (reply(&draft10_problem()), reply(&draft11));
+        assert_eq!(ten, eleven);
+        let Reply::Http { headers, .. } = eleven else {
+            panic!("http expected");
+        };
+        assert!(headers.iter().any(|(k, _)| k == "ratelimit"));
+    }
+}
