@@ -63,6 +63,9 @@ pub const NOOP: &str = "no-op wasm (reads 1 header)";
 pub const RAW_NOOP: &str = "raw-ABI no-op wasm (reads 1 header)";
 /// floodgate local mode with a limit never reached.
 pub const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
+/// A concurrency rule never full: a slot taken and given back per request. Paired with
+/// [`FLOODGATE_ALLOWED`]: what holding a slot adds.
+pub const FLOODGATE_CONCURRENCY: &str = "floodgate local concurrency, allowed";
 /// Envoy's own local rate limit, rejecting every request.
 pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
 /// floodgate local mode, rejecting every request.
@@ -131,6 +134,10 @@ pub fn stacked_cases() -> Vec<Case> {
         (
             FLOODGATE_ALLOWED,
             floodgate_filter(&plugins::local_allowed()),
+        ),
+        (
+            FLOODGATE_CONCURRENCY,
+            floodgate_filter(&plugins::local_concurrency()),
         ),
     ]
     .into_iter()
@@ -233,6 +240,11 @@ pub fn cases() -> Vec<Case> {
         case(
             FLOODGATE_ALLOWED,
             vec![floodgate_filter(&plugins::local_allowed())],
+            false,
+        ),
+        case(
+            FLOODGATE_CONCURRENCY,
+            vec![floodgate_filter(&plugins::local_concurrency())],
             false,
         ),
         case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),

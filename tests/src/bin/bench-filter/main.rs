@@ -29,9 +29,9 @@ mod wrk;
 
 use cases::{
     cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
-    FLOODGATE_CACHED, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
-    FLOODGATE_LEASED, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP,
-    SERVER_CONFIG, STACK,
+    FLOODGATE_CACHED, FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL,
+    FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_REJECTED, NATIVE_GLOBAL,
+    NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -239,6 +239,28 @@ async fn main() {
                      added CPU (median of per-round ratios; target <= 1.5 against the SDK no-op)"
                 );
             }
+        }
+    }
+    for (label, held, plain, per) in [
+        (
+            "one filter",
+            index(FLOODGATE_CONCURRENCY),
+            index(FLOODGATE_ALLOWED),
+            1.0,
+        ),
+        (
+            "chained, per filter",
+            index(&stacked_name(FLOODGATE_CONCURRENCY)),
+            index(&stacked_name(FLOODGATE_ALLOWED)),
+            STACK as f64,
+        ),
+    ] {
+        if let (Some(held), Some(plain)) = (held, plain) {
+            let cpu = per_round(&|r| (samples[held][r].cpu_us - samples[plain][r].cpu_us) / per);
+            println!(
+                "floodgate concurrency rule ({label}): {cpu:+.2} µs of worker CPU over a local \
+                 rule (median of per-round differences)"
+            );
         }
     }
     if let (Some(ours), Some(native)) = (index(FLOODGATE_REJECTED), index(NATIVE_REJECTED)) {
