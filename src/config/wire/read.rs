@@ -362,6 +362,6 @@ fn child(at: &str, name: &str) -> String {
     if at.is_empty() {
         name.to_string()
     } else {
-        format!("{at}.{name}")
+        crate::config::field(at, name)
     }
 }
