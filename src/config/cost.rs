@@ -7,7 +7,7 @@
 
 use super::names::header_name;
 use super::wire;
-use super::{ConfigError, Limit};
+use super::{field, ConfigError, Limit};
 
 /// The most JSON paths one response cost may sum.
 pub const MAX_JSON_PATHS: usize = 4;
@@ -114,18 +114,18 @@ pub(super) fn cost(
 ) -> Result<Cost, ConfigError> {
     match (c.header, c.response) {
         (Some(header), None) => Ok(Cost::RequestHeader(header_name(
-            &format!("{at}.header"),
+            &field(at, "header"),
             header,
         )?)),
         (None, Some(_)) if matches!(limit, Limit::Concurrency(_)) => Err(ConfigError::new(
-            format!("{at}.response"),
+            field(at, "response"),
             "a concurrency rule's cost is the slots a request holds, known when it is admitted: use `cost.header`",
         )),
         (None, Some(response)) => {
             // Global rules too: a check-only call at request time (or the estimate),
             // the charge at stream end (see `limiter::charge`).
             Ok(Cost::Response(response_cost(
-                &format!("{at}.response"),
+                &field(at, "response"),
                 response,
                 limit,
                 costs,
@@ -145,9 +145,9 @@ fn response_cost(
     costs: &mut Costs,
 ) -> Result<ResponseCost, ConfigError> {
     let source = match (r.header, r.json) {
-        (Some(header), None) => UsageSource::Header(header_name(&format!("{at}.header"), header)?),
+        (Some(header), None) => UsageSource::Header(header_name(&field(at, "header"), header)?),
         (None, Some(paths)) => {
-            UsageSource::Json(json_paths(&format!("{at}.json"), paths.0, &mut costs.paths)?)
+            UsageSource::Json(json_paths(&field(at, "json"), paths.0, &mut costs.paths)?)
         }
         _ => {
             return Err(ConfigError::new(
@@ -165,13 +165,13 @@ fn response_cost(
         None => DEFAULT_ESTIMATE,
         Some(0) => {
             return Err(ConfigError::new(
-                format!("{at}.estimate"),
+                field(at, "estimate"),
                 "must be at least 1",
             ))
         }
         Some(e) if e > u64::from(capacity) => {
             return Err(ConfigError::new(
-                format!("{at}.estimate"),
+                field(at, "estimate"),
                 format!("must be at most the bucket's capacity ({capacity}): a request needing more would never be admitted"),
             ))
         }
@@ -181,7 +181,7 @@ fn response_cost(
         None => estimate,
         Some(f) => u32::try_from(f).map_err(|_| {
             ConfigError::new(
-                format!("{at}.fallback"),
+                field(at, "fallback"),
                 format!("must be at most {}", u32::MAX),
             )
         })?,
@@ -190,14 +190,14 @@ fn response_cost(
         None => DEFAULT_MAX_RESPONSE_COST.max(estimate).max(fallback),
         Some(m) if m < u64::from(estimate.max(fallback)) => {
             return Err(ConfigError::new(
-                format!("{at}.max"),
+                field(at, "max"),
                 format!(
                     "must be at least the estimate ({estimate}) and the fallback ({fallback}): a response may be charged those"
                 ),
             ))
         }
         Some(m) => u32::try_from(m).map_err(|_| {
-            ConfigError::new(format!("{at}.max"), format!("must be at most {}", u32::MAX))
+            ConfigError::new(field(at, "max"), format!("must be at most {}", u32::MAX))
         })?,
     };
     if r.max_scan_bytes.is_some() {

@@ -5,7 +5,7 @@ use super::json::{Number, Rest};
 use super::names::{header_name, rule_name};
 use super::wire;
 use super::{
-    Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
+    field, Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
     DEFAULT_FAILURE_STATUS, DEFAULT_LEASE_SLOTS, DEFAULT_MAX_BUCKETS,
     DEFAULT_MAX_DESCRIPTOR_VALUE_BYTES, DEFAULT_MAX_GRANT_REQUESTS, DEFAULT_MAX_GRANT_VALID_MS,
     DEFAULT_OVER_LIMIT_CACHE_MAX_SECONDS, DEFAULT_OVER_LIMIT_CACHE_SLOTS, DEFAULT_RLS_TIMEOUT_MS,
@@ -14,7 +14,6 @@ use super::{
     MAX_RLS_TIMEOUT_MS, MAX_RULES,
 };
 use crate::bucket::{Quota, MAX_RATE_MICRO};
-use std::collections::HashSet;
 use std::num::NonZeroU32;
 
 mod concurrency;
@@ -32,12 +31,13 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         ));
     }
     let max_value = max_descriptor_value_bytes(wire.max_descriptor_value_bytes)?;
-    let mut names = HashSet::new();
-    let mut rules = Vec::with_capacity(wire.rules.len());
+    let mut rules: Vec<Rule> = Vec::with_capacity(wire.rules.len());
     let mut costs = Costs::default();
     for (i, r) in wire.rules.into_iter().enumerate() {
         let rule = rule(&format!("rules[{i}]"), r, max_value, &mut costs)?;
-        if !names.insert(rule.name.clone()) {
+        // A scan of the rules so far (at most MAX_RULES): a HashSet of the names brought
+        // the standard library's hasher and a table of its own into the module (3 KB).
+        if rules.iter().any(|r| r.name == rule.name) {
             return Err(ConfigError::new(
                 format!("rules[{i}].name"),
                 format!("duplicate rule name {:?}", rule.name),
@@ -190,20 +190,20 @@ fn slots(at: &str, n: Option<u64>, default: u32, max: u32) -> Result<NonZeroU32,
 }
 
 fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<Rule, ConfigError> {
-    let name = rule_name(&format!("{at}.name"), r.name)?;
+    let name = rule_name(&field(at, "name"), r.name)?;
     let matcher = match r.matcher {
         None => Match::default(),
-        Some(m) => matcher(&format!("{at}.match"), m)?,
+        Some(m) => matcher(&field(at, "match"), m)?,
     };
     if r.descriptors.is_empty() {
         return Err(ConfigError::new(
-            format!("{at}.descriptors"),
+            field(at, "descriptors"),
             "must contain at least one entry",
         ));
     }
     if r.descriptors.len() > MAX_ENTRIES {
         return Err(ConfigError::new(
-            format!("{at}.descriptors"),
+            field(at, "descriptors"),
             format!("must contain at most {MAX_ENTRIES} entries"),
         ));
     }
@@ -214,16 +214,16 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
         .map(|(j, e)| entry(&format!("{at}.descriptors[{j}]"), e, max_value))
         .collect::<Result<Vec<_>, _>>()?;
     let limit = match (r.local, r.global, r.concurrency) {
-        (Some(local), None, None) => Limit::Local(quota(&format!("{at}.local"), local)?),
+        (Some(local), None, None) => Limit::Local(quota(&field(at, "local"), local)?),
         (None, Some(global), None) => Limit::Global {
             fallback: match global.fallback {
                 None => None,
-                Some(fallback) => Some(quota(&format!("{at}.global.fallback"), fallback)?),
+                Some(fallback) => Some(quota(&field(at, "global.fallback"), fallback)?),
             },
             lease: global.quota.unwrap_or(true),
         },
         (None, None, Some(c)) => {
-            Limit::Concurrency(concurrency::limit(&format!("{at}.concurrency"), c)?)
+            Limit::Concurrency(concurrency::limit(&field(at, "concurrency"), c)?)
         }
         _ => {
             return Err(ConfigError::new(
@@ -234,7 +234,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
     };
     let (cost_header, response_cost) = match r.cost {
         None => (None, None),
-        Some(c) => match cost::cost(&format!("{at}.cost"), c, &limit, costs)? {
+        Some(c) => match cost::cost(&field(at, "cost"), c, &limit, costs)? {
             Cost::RequestHeader(header) => (Some(header), None),
             Cost::Response(response) => (None, Some(response)),
         },
@@ -254,7 +254,7 @@ fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {
     if let Some(prefix) = &m.path_prefix {
         if !prefix.starts_with('/') {
             return Err(ConfigError::new(
-                format!("{at}.path_prefix"),
+                field(at, "path_prefix"),
                 "must start with `/`",
             ));
         }
@@ -263,7 +263,7 @@ fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {
         None => Vec::new(),
         Some(methods) if methods.is_empty() => {
             return Err(ConfigError::new(
-                format!("{at}.methods"),
+                field(at, "methods"),
                 "must not be empty (leave it out to match every method)",
             ))
         }
@@ -290,17 +290,17 @@ fn matcher(at: &str, m: wire::Match) -> Result<Match, ConfigError> {
 
 fn entry(at: &str, e: wire::Entry, max_value: usize) -> Result<Entry, ConfigError> {
     if e.key.is_empty() {
-        return Err(ConfigError::new(format!("{at}.key"), "must not be empty"));
+        return Err(ConfigError::new(field(at, "key"), "must not be empty"));
     }
     let source = match (e.header, e.value, e.source) {
-        (Some(header), None, None) => Source::Header(header_name(&format!("{at}.header"), header)?),
+        (Some(header), None, None) => Source::Header(header_name(&field(at, "header"), header)?),
         (None, Some(value), None) => {
             if value.is_empty() {
-                return Err(ConfigError::new(format!("{at}.value"), "must not be empty"));
+                return Err(ConfigError::new(field(at, "value"), "must not be empty"));
             }
             if value.len() > max_value {
                 return Err(ConfigError::new(
-                    format!("{at}.value"),
+                    field(at, "value"),
                     format!("must be at most {max_value} bytes (`max_descriptor_value_bytes`)"),
                 ));
             }
@@ -326,19 +326,19 @@ fn quota(at: &str, local: wire::Local) -> Result<Quota, ConfigError> {
     let capacity = match u32::try_from(local.capacity) {
         Ok(0) => {
             return Err(ConfigError::new(
-                format!("{at}.capacity"),
+                field(at, "capacity"),
                 "must be at least 1",
             ))
         }
         Ok(c) => c,
         Err(_) => {
             return Err(ConfigError::new(
-                format!("{at}.capacity"),
+                field(at, "capacity"),
                 format!("must be at most {}", u32::MAX),
             ))
         }
     };
-    let rate_micro = rate_micro(&format!("{at}.refill_per_second"), &local.refill_per_second)?;
+    let rate_micro = rate_micro(&field(at, "refill_per_second"), &local.refill_per_second)?;
     Quota::new(capacity, rate_micro)
         .ok_or_else(|| ConfigError::new(at, "is not a valid token bucket"))
 }

@@ -7,7 +7,7 @@
 use super::json::Number;
 
 /// The top-level plugin configuration.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Config {
     pub rules: Vec<Rule>,
     pub response: Option<Response>,
@@ -19,7 +19,7 @@ pub struct Config {
 }
 
 /// The rate limit service global rules ask.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Rls {
     pub cluster: String,
     pub domain: String,
@@ -51,7 +51,7 @@ pub struct Cost {
 }
 
 /// A cost known only once the response is done (e.g. an LLM API's tokens).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ResponseCost {
     /// A response header (or trailer) holding the cost.
     pub header: Option<String>,
@@ -75,7 +75,7 @@ pub struct ResponseCost {
 pub struct JsonPaths(pub Vec<String>);
 
 /// One rate-limit rule.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Rule {
     pub name: String,
     pub matcher: Option<Match>,
@@ -95,7 +95,7 @@ pub struct Match {
 }
 
 /// One descriptor entry: a key and where its value comes from.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Entry {
     pub key: String,
     pub header: Option<String>,
@@ -130,7 +130,7 @@ pub struct Local {
 }
 
 /// How rejections look.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Response {
     pub status: Option<u64>,
     pub body: Option<String>,

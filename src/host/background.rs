@@ -23,14 +23,16 @@ use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use ::log::Level;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 /// What to do with a background call's answer.
 pub type Handler = Box<dyn FnOnce(Answer)>;
 
 thread_local! {
-    /// Background calls in flight on this thread: token → handler.
-    static HANDLERS: RefCell<BTreeMap<u32, Handler>> = const { RefCell::new(BTreeMap::new()) };
+    /// Background calls in flight on this thread: (token, handler), in no order. A list
+    /// searched from its end, not a map: it holds the calls of one timeout (a few, or
+    /// a few hundred while the service is slow), and a `BTreeMap` brought 5 KB of
+    /// B-tree code into the module for it, a `HashMap` more instructions per call.
+    static HANDLERS: RefCell<Vec<(u32, Handler)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Starts `call` to the service `rls` configures; its answer goes to the dispatcher,
@@ -55,7 +57,7 @@ pub fn call(rls: &RlsConfig, call: &Call, what: &str, handler: Handler) -> Resul
     let token = start(rls, call, what)?;
     HANDLERS.with(|h| {
         if let Ok(mut h) = h.try_borrow_mut() {
-            h.insert(token, handler);
+            h.push((token, handler));
         }
     });
     Ok(())
@@ -64,5 +66,9 @@ pub fn call(rls: &RlsConfig, call: &Call, what: &str, handler: Handler) -> Resul
 /// The handler waiting for the call with `token`, taken out of the map; `None` when the
 /// call is not a background call.
 pub fn take(token: u32) -> Option<Handler> {
-    HANDLERS.with(|h| h.try_borrow_mut().ok()?.remove(&token))
+    HANDLERS.with(|h| {
+        let mut h = h.try_borrow_mut().ok()?;
+        let at = h.iter().rposition(|(t, _)| *t == token)?;
+        Some(h.swap_remove(at).1)
+    })
 }

@@ -43,7 +43,6 @@ impl Hasher for IdHasher {
 type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 /// Every live context of this VM. The VM is single-threaded: one thread, one VM.
-#[derive(Default)]
 struct Contexts {
     roots: IdMap<Root>,
     http: IdMap<Http>,
@@ -52,8 +51,21 @@ struct Contexts {
     calls: IdMap<u32>,
 }
 
+/// An empty map, in a constant.
+const fn id_map<V>() -> IdMap<V> {
+    HashMap::with_hasher(BuildHasherDefault::new())
+}
+
 thread_local! {
-    static CONTEXTS: RefCell<Contexts> = RefCell::new(Contexts::default());
+    /// Built in a constant, not on first use: a lazily built thread-local is checked at
+    /// every callback and brought its initialiser into the module (1 KB).
+    static CONTEXTS: RefCell<Contexts> = const {
+        RefCell::new(Contexts {
+            roots: id_map(),
+            http: id_map(),
+            calls: id_map(),
+        })
+    };
 }
 
 /// Runs `f` on the root context `id`, if it exists.

@@ -43,8 +43,10 @@ pub fn install() {
 }
 
 thread_local! {
-    /// This worker's log throttle (each VM is one thread).
-    static THROTTLE: std::cell::RefCell<LogThrottle> = std::cell::RefCell::default();
+    /// This worker's log throttle (each VM is one thread), built in a constant: a
+    /// lazily built thread-local is checked at every use and brings its initialiser.
+    static THROTTLE: std::cell::RefCell<LogThrottle> =
+        const { std::cell::RefCell::new(LogThrottle::new()) };
 }
 
 /// Logs a per-request failure at `level` unless its cause already logged within the

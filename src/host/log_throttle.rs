@@ -45,6 +45,15 @@ pub struct LogThrottle {
 }
 
 impl LogThrottle {
+    /// Nothing logged yet, in a constant (the thread-local throttle is built in one:
+    /// see [`crate::host::log`]).
+    pub const fn new() -> LogThrottle {
+        LogThrottle {
+            last_ns: [None; CAUSES],
+            held_back: [0; CAUSES],
+        }
+    }
+
     /// Whether a line for `cause` may be logged at `now_ns`: `Some(n)` with the number of
     /// lines held back since the last one, or `None` to stay quiet (and count it). A
     /// clock that goes backwards never silences a cause for longer than one period.
