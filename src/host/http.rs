@@ -13,6 +13,7 @@ use super::log;
 #[cfg(feature = "response-cost")]
 use super::metering;
 use super::refill;
+use super::release;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
@@ -23,6 +24,7 @@ use crate::reply::{Headers, Reply};
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
 use crate::usage::ResponseMeter;
+use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use ::log::Level;
 use std::rc::Rc;
@@ -70,10 +72,20 @@ enum Phase {
 pub struct Http {
     plugin: Option<Rc<Plugin>>,
     state: State,
-    /// Concurrency slots the request holds, given back when the context goes away
-    /// (`proxy_on_delete` comes for every way a stream ends). Empty, unallocated, for
-    /// requests no concurrency rule applies to.
-    holds: Vec<SlotHold>,
+    /// What the request holds, given back when the context goes away (`proxy_on_delete`
+    /// comes for every way a stream ends). `None` for requests no concurrency rule
+    /// applies to.
+    holding: Option<Box<Holding>>,
+}
+
+/// A request's concurrency holds.
+#[derive(Default)]
+struct Holding {
+    /// Slots of concurrency rules in this Envoy.
+    slots: Vec<SlotHold>,
+    /// The release of the hold its call took on the rate limit service (fleet-wide
+    /// concurrency rules), dropped if the service answered that it took none.
+    release: Option<Call>,
 }
 
 impl Http {
@@ -82,7 +94,7 @@ impl Http {
         Http {
             plugin,
             state: State::Idle,
-            holds: Vec::new(),
+            holding: None,
         }
     }
 
@@ -91,6 +103,7 @@ impl Http {
         let Some(plugin) = self.plugin.clone() else {
             return Flow::Continue;
         };
+        let mut slots = Vec::new();
         let mut verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
                 return self.cannot_carry_out(
@@ -105,9 +118,12 @@ impl Http {
                 || hostcalls::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
-                &mut self.holds,
+                &mut slots,
             )
         };
+        if !slots.is_empty() {
+            self.holding.get_or_insert_with(Box::default).slots = slots;
+        }
         if let Verdict::Continue(Pass {
             refill: refill @ Some(_),
             ..
@@ -138,6 +154,11 @@ impl Http {
             log::throttled(Level::Warn, Cause::RlsFailed, || {
                 format!("the rate limit service call failed: gRPC status {code}: {message}")
             });
+        }
+        if let Some(holding) = &mut self.holding {
+            if holding.release.is_some() && plugin.limiter.took_no_hold(&answer) {
+                holding.release = None;
+            }
         }
         let Some(verdict) = decide_answer(&plugin, pending, answer) else {
             self.cannot_carry_out(&plugin, HostFailure::TallyBusy, None, Phase::Paused);
@@ -219,8 +240,8 @@ impl Http {
     /// The context is going away. A request still reading its cost (its client left,
     /// or the stream was reset) is charged what it reported so far, or the fallback.
     pub fn on_delete(&mut self) {
-        if !self.holds.is_empty() {
-            self.release();
+        if let Some(holding) = self.holding.take() {
+            self.release(*holding);
         }
         #[cfg(feature = "response-cost")]
         let Some(plugin) = self.plugin.clone() else {
@@ -232,18 +253,25 @@ impl Http {
         }
     }
 
-    /// Gives back the request's concurrency slots, once. Counted when this thread's
-    /// tally is free (it always is here: nothing else runs during `proxy_on_delete`).
-    fn release(&mut self) {
-        let holds = std::mem::take(&mut self.holds);
+    /// Gives back the request's concurrency slots and sends its hold's release, once.
+    /// Counted when this thread's tally is free (it always is here: nothing else runs
+    /// during `proxy_on_delete`).
+    fn release(&mut self, holding: Holding) {
         let Some(plugin) = self.plugin.clone() else {
             return;
         };
-        let now = hostcalls::current_time_ns().ok();
-        let mut uncounted = crate::metrics::Tally::new(0);
-        let mut busy = plugin.tally.try_borrow_mut();
-        let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
-        plugin.limiter.release(&holds, now, &HostShared, tally);
+        if !holding.slots.is_empty() {
+            let now = hostcalls::current_time_ns().ok();
+            let mut uncounted = crate::metrics::Tally::new(0);
+            let mut busy = plugin.tally.try_borrow_mut();
+            let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
+            plugin
+                .limiter
+                .release(&holding.slots, now, &HostShared, tally);
+        }
+        if let Some(call) = &holding.release {
+            release::send(&plugin, call);
+        }
     }
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.
@@ -285,6 +313,9 @@ impl Http {
         };
         match background::start(rls, &ask.call, "call") {
             Ok(token) => {
+                if let Some(release) = ask.release {
+                    self.holding.get_or_insert_with(Box::default).release = Some(release);
+                }
                 self.state = State::Waiting(ask.pending);
                 Flow::WaitingOn(token)
             }

@@ -14,8 +14,8 @@
 //!   modules' traits on host calls;
 //! - `background`: starting every call to the rate limit service, and calls no request
 //!   waits for, whose answers go to a handler;
-//! - `refill` and `charge`: a lease refill and the stream-end charge of a response cost,
-//!   two such calls.
+//! - `refill`, `charge` and `release`: a lease refill, the stream-end charge of a response
+//!   cost and the stream-end release of a fleet-wide concurrency hold, three such calls.
 //!
 //! [`types`], [`memory`] (host buffers), [`heap`] (the module's allocator), [`failure`] (what to do
 //! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
@@ -51,6 +51,8 @@ mod log;
 mod metering;
 #[cfg(target_arch = "wasm32")]
 mod refill;
+#[cfg(target_arch = "wasm32")]
+mod release;
 #[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]

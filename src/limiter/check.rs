@@ -251,10 +251,14 @@ impl Limiter {
             LeaseStep::Ask(keys) => pending.lease_keys = keys,
         }
         match self.global_request(steps.applied, steps.costs, pending) {
-            Some(call) => {
+            Some((call, release)) => {
                 record(Outcome::Asked, tally);
                 let pending = std::mem::take(pending);
-                Verdict::Ask(Box::new(Ask { call, pending }))
+                Verdict::Ask(Box::new(Ask {
+                    call,
+                    pending,
+                    release,
+                }))
             }
             None => {
                 let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
