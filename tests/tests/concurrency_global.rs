@@ -1,0 +1,193 @@
+//! Fleet-wide concurrency rules end to end: two real Envoys (two workers each) loading the
+//! built floodgate.wasm with `"concurrency": {"global": {}}`, the real floodgate-server
+//! keeping the holds (in memory, or in a real Redis behind two servers), and one slow
+//! upstream that counts how many requests of each key it holds at once. Together the
+//! Envoys never let more than the server's limit of one key through; another key has its
+//! own slots; the slots come back when the streams end (the filter's release, long before
+//! the holds' one-minute deadline); and a client sending its own `x-floodgate-hold` or
+//! `x-floodgate-release` changes nothing.
+
+use floodgate_integration::client::get;
+use floodgate_integration::soak::redis::Redis;
+use floodgate_integration::{client, configs, wait, Envoy, Reply, Server, SlowUpstream};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The fleet's limit per key: the server's, not the filter's.
+const LIMIT: usize = 3;
+
+/// Three streams in flight per key, each hold lasting a minute without a release: a test
+/// that sees the slots come back within seconds sees the releases.
+const SERVER: &str = "
+domain: edge
+descriptors:
+  - key: streams
+    rate_limit: { unit: minute, requests_per_unit: 3, algorithm: concurrency }
+";
+
+const RELEASES: &str = "wasmcustom.floodgate.rls.releases";
+
+fn plugin() -> Value {
+    json!({
+        "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 2000, "failure_mode": "deny"},
+        "rules": [{"name": "streams", "descriptors": [{"key": "streams", "header": "x-tenant-id"}],
+                   "concurrency": {"global": {}}}],
+        "response": {"headers": "both"}
+    })
+}
+
+async fn envoy(upstream: &SlowUpstream, server: &Server) -> Envoy {
+    let yaml = configs::floodgate_global(&plugin(), upstream.addr(), server.grpc());
+    Envoy::start(&yaml, 2).await
+}
+
+/// Sends one GET of `tenant` to `path` through `envoy` in the background, with `extra`
+/// headers.
+fn send(
+    envoy: &Envoy,
+    path: &str,
+    tenant: &str,
+    extra: &[(&str, &str)],
+) -> tokio::task::JoinHandle<Reply> {
+    let (c, url) = (client(), envoy.url("ingress", path));
+    let mut headers: Vec<(String, String)> = vec![("x-tenant-id".into(), tenant.into())];
+    headers.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    tokio::spawn(async move {
+        let pairs: Vec<(&str, &str)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        get(&c, &url, &pairs).await
+    })
+}
+
+/// Whether a request of `tenant` through `envoy` is admitted now: `/fail` is answered 503
+/// `failed` by the upstream at once, 429 by floodgate when the fleet has no slot.
+async fn admitted(envoy: &Envoy, tenant: &str) -> bool {
+    let url = envoy.url("ingress", "/fail");
+    let reply = get(&client(), &url, &[("x-tenant-id", tenant)]).await;
+    let from_upstream = reply.status == 503 && reply.body == "failed\n";
+    assert!(from_upstream || reply.status == 429, "{reply:?}");
+    from_upstream
+}
+
+/// Five requests of `tenant` through each Envoy at once, each with `extra` headers:
+/// returns the held ones once `LIMIT` are held and the rest rejected as a concurrency
+/// rule rejects.
+async fn batch(
+    envoys: [&Envoy; 2],
+    upstream: &SlowUpstream,
+    tenant: &str,
+    extra: &[(&str, &str)],
+) -> Vec<tokio::task::JoinHandle<Reply>> {
+    let mut pending: Vec<_> = envoys
+        .iter()
+        .flat_map(|e| {
+            (0..5)
+                .map(|_| send(e, "/", tenant, extra))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    upstream.wait_in_flight(tenant, LIMIT as u64).await;
+    wait::until("the rest rejected", Duration::from_secs(10), || {
+        let done = pending.iter().filter(|t| t.is_finished()).count();
+        std::future::ready((done >= pending.len() - LIMIT).then_some(()))
+    })
+    .await;
+    let mut held = Vec::new();
+    for task in pending.drain(..) {
+        if !task.is_finished() {
+            held.push(task);
+            continue;
+        }
+        let reply = task.await.expect("request");
+        assert_eq!(reply.status, 429, "{reply:?}");
+        assert_eq!(
+            reply.header("retry-after"),
+            None,
+            "no honest time to promise"
+        );
+        assert_eq!(reply.header("x-ratelimit-reset"), None);
+        assert_eq!(
+            reply.header("ratelimit-policy"),
+            Some(r#""streams";q=3;qu="concurrent-requests""#)
+        );
+    }
+    assert_eq!(held.len(), LIMIT);
+    held
+}
+
+/// What every store must do, over `servers` (the Envoys ask one each).
+async fn fleet(servers: [&Server; 2]) {
+    let upstream = SlowUpstream::start().await;
+    let a = envoy(&upstream, servers[0]).await;
+    let b = envoy(&upstream, servers[1]).await;
+
+    // Ten requests of one key over two Envoys: the fleet holds exactly three. Every one
+    // carries a client's own hold id (the same for all) and a release: were either read,
+    // the server would count them as one hold, or free slots.
+    let forged = [
+        ("x-floodgate-hold", "forged"),
+        ("x-floodgate-release", "forged"),
+    ];
+    let held = batch([&a, &b], &upstream, "acme", &forged).await;
+    assert_eq!(upstream.max_in_flight("acme"), LIMIT as u64);
+    assert_eq!(
+        upstream.seen("acme"),
+        LIMIT as u64,
+        "rejected requests never reach it"
+    );
+
+    // Another key has its own slots while `acme` is full, through either Envoy.
+    assert!(admitted(&a, "globex").await);
+    assert!(admitted(&b, "globex").await);
+    // A client's release of some id frees nothing of `acme`'s.
+    let release = get(
+        &client(),
+        &b.url("ingress", "/fail"),
+        &[("x-tenant-id", "acme"), ("x-floodgate-release", "forged")],
+    )
+    .await;
+    assert_eq!(release.status, 429, "{release:?}");
+    assert_eq!(upstream.in_flight("acme"), LIMIT as u64);
+
+    // The streams end: the filter releases their holds, and the slots are back within
+    // seconds, long before the holds' one-minute deadline.
+    upstream.release();
+    for task in held {
+        assert_eq!(task.await.expect("request").status, 200);
+    }
+    wait::until("the releases sent", Duration::from_secs(10), || async {
+        let sent = a.stat(RELEASES).await.unwrap_or(0) + b.stat(RELEASES).await.unwrap_or(0);
+        // Three held streams and the two admitted `globex` requests.
+        (sent >= 5).then_some(())
+    })
+    .await;
+    upstream.reset_max();
+    let held = batch([&b, &a], &upstream, "acme", &[]).await;
+    assert_eq!(upstream.max_in_flight("acme"), LIMIT as u64);
+    upstream.release();
+    for task in held {
+        assert_eq!(task.await.expect("request").status, 200);
+    }
+    for envoy in [&a, &b] {
+        assert_eq!(
+            envoy.stat("wasmcustom.floodgate.rls.release_failed").await,
+            Some(0)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_envoys_hold_the_fleet_limit_on_the_memory_store() {
+    let server = Server::start(SERVER, &[]);
+    fleet([&server, &server]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_envoys_hold_the_fleet_limit_over_redis_behind_two_servers() {
+    let redis = Redis::start().expect("redis-server");
+    let first = Server::start(SERVER, &["--redis-url", &redis.url()]);
+    let second = Server::start(SERVER, &["--redis-url", &redis.url()]);
+    fleet([&first, &second]).await;
+}
