@@ -8,23 +8,22 @@
 
 use super::background;
 use super::failure::{remedy, HostFailure, Remedy};
+use super::holding::Holding;
 use super::hostcalls;
 use super::log;
 #[cfg(feature = "response-cost")]
 use super::metering;
 use super::refill;
-use super::release;
 use super::request::HostRequest;
 use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
 use crate::host::log_throttle::Cause;
-use crate::limiter::{Ask, Pass, Pending, SlotHold, Verdict};
+use crate::limiter::{Ask, Pass, Pending, Verdict};
 use crate::reply::{Headers, Reply};
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
 use crate::usage::ResponseMeter;
-use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use ::log::Level;
 use std::rc::Rc;
@@ -78,16 +77,6 @@ pub struct Http {
     holding: Option<Box<Holding>>,
 }
 
-/// A request's concurrency holds.
-#[derive(Default)]
-struct Holding {
-    /// Slots of concurrency rules in this Envoy.
-    slots: Vec<SlotHold>,
-    /// The release of the hold its call took on the rate limit service (fleet-wide
-    /// concurrency rules), dropped if the service answered that it took none.
-    release: Option<Call>,
-}
-
 impl Http {
     /// A context for a new request (`plugin` is `None` only if configuration failed).
     pub fn new(plugin: Option<Rc<Plugin>>) -> Http {
@@ -103,7 +92,6 @@ impl Http {
         let Some(plugin) = self.plugin.clone() else {
             return Flow::Continue;
         };
-        let mut slots = Vec::new();
         let mut verdict = {
             let Ok(mut tally) = plugin.tally.try_borrow_mut() else {
                 return self.cannot_carry_out(
@@ -118,12 +106,9 @@ impl Http {
                 || hostcalls::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
-                &mut slots,
+                &mut self.holding,
             )
         };
-        if !slots.is_empty() {
-            self.holding.get_or_insert_with(Box::default).slots = slots;
-        }
         if let Verdict::Continue(Pass {
             refill: refill @ Some(_),
             ..
@@ -240,8 +225,8 @@ impl Http {
     /// The context is going away. A request still reading its cost (its client left,
     /// or the stream was reset) is charged what it reported so far, or the fallback.
     pub fn on_delete(&mut self) {
-        if let Some(holding) = self.holding.take() {
-            self.release(*holding);
+        if let (Some(holding), Some(plugin)) = (self.holding.take(), &self.plugin) {
+            holding.give_back(plugin);
         }
         #[cfg(feature = "response-cost")]
         let Some(plugin) = self.plugin.clone() else {
@@ -250,27 +235,6 @@ impl Http {
         #[cfg(feature = "response-cost")]
         if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
             self.settle(&plugin, Ended::CutOff);
-        }
-    }
-
-    /// Gives back the request's concurrency slots and sends its hold's release, once.
-    /// Counted when this thread's tally is free (it always is here: nothing else runs
-    /// during `proxy_on_delete`).
-    fn release(&mut self, holding: Holding) {
-        let Some(plugin) = self.plugin.clone() else {
-            return;
-        };
-        if !holding.slots.is_empty() {
-            let now = hostcalls::current_time_ns().ok();
-            let mut uncounted = crate::metrics::Tally::new(0);
-            let mut busy = plugin.tally.try_borrow_mut();
-            let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
-            plugin
-                .limiter
-                .release(&holding.slots, now, &HostShared, tally);
-        }
-        if let Some(call) = &holding.release {
-            release::send(&plugin, call);
         }
     }
 

@@ -14,6 +14,8 @@
 //!   modules' traits on host calls;
 //! - `background`: starting every call to the rate limit service, and calls no request
 //!   waits for, whose answers go to a handler;
+//! - `holding`: what a request holds until its stream ends (concurrency slots, a hold's
+//!   release), given back from `proxy_on_delete`;
 //! - `refill`, `charge` and `release`: a lease refill, the stream-end charge of a response
 //!   cost and the stream-end release of a fleet-wide concurrency hold, three such calls.
 //!
@@ -41,6 +43,8 @@ pub mod background;
 mod charge;
 #[cfg(target_arch = "wasm32")]
 mod dispatcher;
+#[cfg(target_arch = "wasm32")]
+mod holding;
 #[cfg(target_arch = "wasm32")]
 mod hostcalls;
 #[cfg(target_arch = "wasm32")]

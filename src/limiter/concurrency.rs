@@ -29,6 +29,20 @@ pub struct SlotHold {
     pub hold: Hold,
 }
 
+/// Where a request's slots go: a plain list, or the host's per-request holding, made on
+/// first use so that a request of a configuration without concurrency rules in this
+/// Envoy builds, moves and drops no list at all (the check never asks for it).
+pub trait SlotSink {
+    /// The list the request's slots are pushed onto.
+    fn slots(&mut self) -> &mut Vec<SlotHold>;
+}
+
+impl SlotSink for Vec<SlotHold> {
+    fn slots(&mut self) -> &mut Vec<SlotHold> {
+        self
+    }
+}
+
 /// What the concurrency step decided.
 pub(super) enum SlotsDecided {
     /// Every enforced rule had room.

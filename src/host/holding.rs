@@ -1,0 +1,51 @@
+//! What a request holds until its stream ends: slots of concurrency rules in this Envoy
+//! and the release of the hold its call took on the rate limit service (fleet-wide
+//! concurrency rules). Both are given back from `proxy_on_delete`, which Envoy calls for
+//! every way a stream ends.
+//!
+//! A request no concurrency rule applies to holds nothing, and its context carries only
+//! an empty `Option<Box<Holding>>`: the list is allocated for the requests that hold.
+
+use super::hostcalls;
+use super::release;
+use super::root::Plugin;
+use super::shared::HostShared;
+use crate::limiter::{SlotHold, SlotSink};
+use crate::wire::call::Call;
+use std::rc::Rc;
+
+/// A request's holds.
+#[derive(Default)]
+pub struct Holding {
+    /// Slots of concurrency rules in this Envoy.
+    pub slots: Vec<SlotHold>,
+    /// The release of the hold its call took on the rate limit service, dropped if the
+    /// service answered that it took none.
+    pub release: Option<Call>,
+}
+
+/// The context's holding is where the check pushes the request's slots, made only when
+/// it takes one.
+impl SlotSink for Option<Box<Holding>> {
+    fn slots(&mut self) -> &mut Vec<SlotHold> {
+        &mut self.get_or_insert_with(Box::default).slots
+    }
+}
+
+impl Holding {
+    /// Gives back the slots and sends the hold's release, once (`self` is consumed).
+    /// Counted when this thread's tally is free (it always is here: nothing else runs
+    /// during `proxy_on_delete`).
+    pub fn give_back(self, plugin: &Rc<Plugin>) {
+        if !self.slots.is_empty() {
+            let now = hostcalls::current_time_ns().ok();
+            let mut uncounted = crate::metrics::Tally::new(0);
+            let mut busy = plugin.tally.try_borrow_mut();
+            let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
+            plugin.limiter.release(&self.slots, now, &HostShared, tally);
+        }
+        if let Some(call) = &self.release {
+            release::send(plugin, call);
+        }
+    }
+}
