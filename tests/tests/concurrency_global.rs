@@ -4,12 +4,13 @@
 //! upstream that counts how many requests of each key it holds at once. Together the
 //! Envoys never let more than the server's limit of one key through; another key has its
 //! own slots; the slots come back when the streams end (the filter's release, long before
-//! the holds' one-minute deadline); and a client sending its own `x-floodgate-hold` or
-//! `x-floodgate-release` changes nothing.
+//! the holds' one-minute deadline); a client sending its own `x-floodgate-hold` or
+//! `x-floodgate-release` changes nothing; and the holds of a module that trapped, whose
+//! releases never come, end at their deadline on the server.
 
 use floodgate_integration::client::get;
 use floodgate_integration::soak::redis::Redis;
-use floodgate_integration::{client, configs, wait, Envoy, Reply, Server, SlowUpstream};
+use floodgate_integration::{client, configs, paths, wait, Envoy, Reply, Server, SlowUpstream};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -190,4 +191,66 @@ async fn two_envoys_hold_the_fleet_limit_over_redis_behind_two_servers() {
     let first = Server::start(SERVER, &["--redis-url", &redis.url()]);
     let second = Server::start(SERVER, &["--redis-url", &redis.url()]);
     fleet([&first, &second]).await;
+}
+
+/// One slot per key, a hold lasting 6 s without a release.
+const SHORT: &str = "
+domain: edge
+descriptors:
+  - key: streams
+    rate_limit: { unit: second, unit_multiplier: 6, requests_per_unit: 1, algorithm: concurrency }
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn holds_of_a_module_that_trapped_end_at_their_deadline_on_the_server() {
+    let server = Server::start(SHORT, &[]);
+    let upstream = SlowUpstream::start().await;
+    let filter = configs::wasm_filter(
+        "floodgate",
+        &paths::trap_wasm().display().to_string(),
+        &plugin().to_string(),
+    );
+    let listener = configs::listener("ingress", vec![filter], "upstream");
+    let yaml = configs::bootstrap(
+        vec![listener],
+        vec![
+            configs::cluster("upstream", upstream.addr(), false),
+            configs::cluster("ratelimit", server.grpc(), true),
+        ],
+    );
+    let envoy = Envoy::start(&yaml, 1).await;
+    let held = send(&envoy, "/", "a", &[]);
+    upstream.wait_in_flight("a", 1).await;
+    assert!(!admitted(&envoy, "a").await, "the fleet's one slot is held");
+    // The VM goes away with the held request's release.
+    let trap = get(
+        &client(),
+        &envoy.url("ingress", "/"),
+        &[("x-tenant-id", "t"), ("x-floodgate-test-trap", "1")],
+    )
+    .await;
+    assert!(
+        envoy.log().contains("Uncaught RuntimeError: unreachable"),
+        "trapped: {trap:?}"
+    );
+    upstream.release();
+    let _ = held.await;
+    wait::until("the VM to be reloaded", Duration::from_secs(20), || async {
+        let c = client();
+        let reply = get(&c, &envoy.url("ingress", "/fail"), &[("x-tenant-id", "p")]).await;
+        (reply.body == "failed\n").then_some(())
+    })
+    .await;
+    // The held stream ended, but nobody released its hold: the server still counts it.
+    assert!(
+        !admitted(&envoy, "a").await,
+        "the vanished holder's slot still counts"
+    );
+    // Within its 6 s, the server's deadline frees it.
+    wait::until(
+        "the hold ended at its deadline",
+        Duration::from_secs(15),
+        || async { admitted(&envoy, "a").await.then_some(()) },
+    )
+    .await;
 }
