@@ -177,6 +177,29 @@ async fn fleet(servers: [&Server; 2]) {
             Some(0)
         );
     }
+    // The server saw every hold taken released (3 + 2 + 3 streams), and no release of a
+    // request it rejected: those took nothing, and the filter sends none for them.
+    let released = "floodgate_holds_total{domain=\"edge\",event=\"released\"}";
+    let acquired = "floodgate_holds_total{domain=\"edge\",event=\"acquired\"}";
+    wait::until(
+        "the server to count the releases",
+        Duration::from_secs(10),
+        || async {
+            let mut total = (0.0, 0.0);
+            // One server may serve both Envoys: count each once.
+            let distinct = if std::ptr::eq(servers[0], servers[1]) {
+                1
+            } else {
+                2
+            };
+            for server in &servers[..distinct] {
+                total.0 += server.metric(acquired).await;
+                total.1 += server.metric(released).await;
+            }
+            (total == (8.0, 8.0)).then_some(())
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
