@@ -155,3 +155,37 @@ fn releases_are_counted_sent_and_failed() {
         "{counted:?}"
     );
 }
+
+#[test]
+fn a_service_that_cannot_answer_leaves_the_rule_to_rls_failure_mode() {
+    for (mode, allowed) in [("allow", true), ("deny", false)] {
+        let config = FLEET.replace(
+            r#""timeout_ms": 20}"#,
+            &format!(r#""timeout_ms": 20, "failure_mode": "{mode}"}}"#),
+        );
+        let (l, store, mut tally) = limiter(&config);
+        let l = l.with_hold_nonce([5; 16]);
+        let asked = ask(l.check(&mut tenant("acme"), || Some(NOW), &store, &mut tally));
+        let timeout = Answer::Status {
+            code: 4,
+            message: "deadline exceeded".into(),
+        };
+        // The call may have been decided: its release is still due.
+        assert!(!l.took_no_hold(&timeout));
+        let verdict = l.answer(
+            asked.pending,
+            timeout,
+            &mut tenant("acme"),
+            || Some(NOW),
+            &store,
+            &mut tally,
+        );
+        assert_eq!(matches!(verdict, Verdict::Continue(_)), allowed, "{mode}");
+        let counted = counts(&l, &mut tally);
+        let metric = format!(
+            "floodgate.failure_mode_{}",
+            if allowed { "allowed" } else { "denied" }
+        );
+        assert!(counted.contains(&(metric, 1)), "{mode}: {counted:?}");
+    }
+}
