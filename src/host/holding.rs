@@ -21,7 +21,7 @@ pub struct Holding {
     pub slots: Vec<SlotHold>,
     /// The release of the hold its call took on the rate limit service, dropped if the
     /// service answered that it took none.
-    pub release: Option<Call>,
+    pub release: Option<Box<Call>>,
 }
 
 /// The context's holding is where the check pushes the request's slots, made only when

@@ -20,7 +20,7 @@ impl Limiter {
         applied: &[Applied],
         costs: &[u32],
         pending: &mut Pending,
-    ) -> Option<(Call, Option<Call>)> {
+    ) -> Option<(Call, Option<Box<Call>>)> {
         let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs.iter().copied())
@@ -121,9 +121,9 @@ impl Hold<'_> {
     /// The call of `body` taking this hold, and the call releasing it. Concurrency
     /// descriptors are never leased (a request with one asks for no quota, see `leased`),
     /// so the hold call carries no quota header.
-    fn calls(&self, calls: &CallHeaders, body: Vec<u8>, domain: &str) -> (Call, Option<Call>) {
+    fn calls(&self, calls: &CallHeaders, body: Vec<u8>, domain: &str) -> (Call, Option<Box<Call>>) {
         let release = calls.release(rls::encode_request(domain, &self.descriptors), &self.id);
-        (calls.hold(body, &self.id), Some(release))
+        (calls.hold(body, &self.id), Some(Box::new(release)))
     }
 }
 

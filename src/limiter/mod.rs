@@ -89,7 +89,8 @@ pub struct Ask {
     pub pending: Pending,
     /// When the call takes a hold: its release, for the host to send without waiting
     /// when the request's stream ends ([`Limiter::took_no_hold`] says when not to).
-    pub release: Option<Call>,
+    /// Boxed: most calls take no hold, and `Ask` moves a few times on every global path.
+    pub release: Option<Box<Call>>,
 }
 
 /// A request waiting for the rate limit service.
