@@ -35,3 +35,20 @@ pub fn is_hold_id(id: &[u8]) -> bool {
     let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
     !id.is_empty() && id.len() <= MAX_HOLD_ID && id.iter().all(ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hold_ids_are_1_to_64_bytes_of_the_charset() {
+        assert!(is_hold_id(b"fg.0123abc"));
+        assert!(is_hold_id(b"A-Z_a.z-09"));
+        assert!(is_hold_id(&[b'x'; MAX_HOLD_ID]));
+        assert!(!is_hold_id(b""));
+        assert!(!is_hold_id(&[b'x'; MAX_HOLD_ID + 1]));
+        for bad in [&b"a:b"[..], b"a b", b"a/b", "é".as_bytes()] {
+            assert!(!is_hold_id(bad), "{bad:?}");
+        }
+    }
+}
