@@ -220,7 +220,7 @@ pub fn said_over_limit(answer: &Answer) -> bool {
     let Answer::Response(bytes) = answer else {
         return false;
     };
-    RateLimitResponse::decode(bytes.as_slice())
+    crate::wire::proto::OverallCode::decode(bytes.as_slice())
         .is_ok_and(|r| r.overall_code == Code::OverLimit as i32)
 }
 
