@@ -10,7 +10,7 @@ use super::hostcalls;
 use super::release;
 use super::root::Plugin;
 use super::shared::HostShared;
-use crate::limiter::{SlotHold, SlotSink};
+use crate::limiter::{SlotSink, Slots};
 use crate::wire::call::Call;
 use std::rc::Rc;
 
@@ -18,7 +18,7 @@ use std::rc::Rc;
 #[derive(Default)]
 pub struct Holding {
     /// Slots of concurrency rules in this Envoy.
-    pub slots: Vec<SlotHold>,
+    pub slots: Slots,
     /// The release of the hold its call took on the rate limit service, dropped if the
     /// service answered that it took none.
     pub release: Option<Box<Call>>,
@@ -27,7 +27,7 @@ pub struct Holding {
 /// The context's holding is where the check pushes the request's slots, made only when
 /// it takes one.
 impl SlotSink for Option<Box<Holding>> {
-    fn slots(&mut self) -> &mut Vec<SlotHold> {
+    fn slots(&mut self) -> &mut Slots {
         &mut self.get_or_insert_with(Box::default).slots
     }
 }

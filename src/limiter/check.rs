@@ -2,7 +2,7 @@
 //! either decides the request or hands the next one what it found.
 
 use super::cached::Lookup;
-use super::concurrency::{SlotSink, SlotsDecided};
+use super::concurrency::{SlotSink, Slots, SlotsDecided};
 use super::leased::LeaseStep;
 use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
@@ -22,7 +22,7 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
-        self.check_holding(request, now_ns, store, tally, &mut Vec::new())
+        self.check_holding(request, now_ns, store, tally, &mut Slots::new())
     }
 
     /// [`Limiter::check`], pushing onto `holds` the concurrency slots the request takes

@@ -36,7 +36,7 @@ use crate::usage::ResponseMeter;
 use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
 pub use charge::GlobalCharge;
-pub use concurrency::{SlotHold, SlotSink};
+pub use concurrency::{SlotHold, SlotSink, Slots};
 pub use hold::HoldIds;
 use prefixes::Prefixes;
 pub use record::ChargeOutcome;
