@@ -141,9 +141,7 @@ impl Http {
             });
         }
         if let Some(holding) = &mut self.holding {
-            if holding.release.is_some() && plugin.limiter.took_no_hold(&answer) {
-                holding.release = None;
-            }
+            holding.answered(&plugin, &answer);
         }
         let Some(verdict) = decide_answer(&plugin, pending, answer) else {
             self.cannot_carry_out(&plugin, HostFailure::TallyBusy, None, Phase::Paused);
@@ -229,21 +227,19 @@ impl Http {
             self.give_back();
         }
         #[cfg(feature = "response-cost")]
-        let Some(plugin) = self.plugin.clone() else {
-            return;
-        };
-        #[cfg(feature = "response-cost")]
-        if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
-            self.settle(&plugin, Ended::CutOff);
+        if let Some(plugin) = self.plugin.clone() {
+            if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
+                self.settle(&plugin, Ended::CutOff);
+            }
         }
     }
 
-    /// Gives back what the request holds, once. Out of line: `proxy_on_delete` runs for
-    /// every request, and only those that hold anything take this branch.
+    /// Gives back what the request holds, once (out of line: few requests hold anything).
     #[inline(never)]
     fn give_back(&mut self) {
+        let waiting = self.is_waiting();
         if let (Some(holding), Some(plugin)) = (self.holding.take(), &self.plugin) {
-            holding.give_back(plugin);
+            holding.give_back(plugin, waiting);
         }
     }
 
@@ -287,7 +283,8 @@ impl Http {
         match background::start(rls, &ask.call, "call") {
             Ok(token) => {
                 if let Some(release) = ask.release {
-                    self.holding.get_or_insert_with(Box::default).release = Some(release);
+                    let holding = self.holding.get_or_insert_with(Box::default);
+                    (holding.release, holding.call) = (Some(release), token);
                 }
                 self.state = State::Waiting(ask.pending);
                 Flow::WaitingOn(token)

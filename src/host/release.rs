@@ -33,6 +33,18 @@ pub fn send(plugin: &Rc<Plugin>, call: &Call) {
     }
 }
 
+/// The handler for the answer of a call that takes a hold, once its request went away
+/// while waiting: sends `call` (the hold's release) unless the service answered that it
+/// took none.
+pub fn after_call(plugin: &Rc<Plugin>, call: Box<Call>) -> background::Handler {
+    let plugin = Rc::clone(plugin);
+    Box::new(move |answer| {
+        if !plugin.limiter.took_no_hold(&answer) {
+            send(&plugin, &call);
+        }
+    })
+}
+
 /// Counts a release's answer.
 fn on_answer(plugin: &Plugin, answer: &Answer) {
     if let Answer::Status { code, message } = answer {
