@@ -9,6 +9,7 @@
 //! releases never come, end at their deadline on the server.
 
 use floodgate_integration::client::get;
+use floodgate_integration::holding_rls::{Event, HoldingRls};
 use floodgate_integration::soak::redis::Redis;
 use floodgate_integration::{client, configs, paths, wait, Envoy, Reply, Server, SlowUpstream};
 use serde_json::{json, Value};
@@ -276,4 +277,51 @@ async fn holds_of_a_module_that_trapped_end_at_their_deadline_on_the_server() {
         || async { admitted(&envoy, "a").await.then_some(()) },
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_that_goes_away_during_its_hold_call_releases_after_the_answer() {
+    use tokio::io::AsyncWriteExt;
+    // The service answers a hold call after 1 s; the client leaves after 200 ms.
+    let rls = HoldingRls::start(Duration::from_secs(1)).await;
+    let upstream = SlowUpstream::start().await;
+    let yaml = configs::floodgate_global(&plugin(), upstream.addr(), rls.addr());
+    let envoy = Envoy::start(&yaml, 1).await;
+    let mut stream = tokio::net::TcpStream::connect(envoy.listener("ingress"))
+        .await
+        .expect("connect");
+    let request = "GET / HTTP/1.1\r\nhost: x\r\nx-tenant-id: gone\r\n\r\n";
+    stream.write_all(request.as_bytes()).await.expect("write");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(stream);
+    let events = wait::until("the release", Duration::from_secs(10), || async {
+        let events = rls.events();
+        events
+            .iter()
+            .any(|(_, e)| matches!(e, Event::Released(_)))
+            .then_some(events)
+    })
+    .await;
+    let answered = events.iter().find_map(|(id, e)| match e {
+        Event::HoldAnswered(at) => Some((id.clone(), *at)),
+        _ => None,
+    });
+    let released = events.iter().find_map(|(id, e)| match e {
+        Event::Released(at) => Some((id.clone(), *at)),
+        _ => None,
+    });
+    let ((held_id, answered_at), (released_id, released_at)) = (
+        answered.expect("the hold answered"),
+        released.expect("released"),
+    );
+    assert_eq!(held_id, released_id, "{events:?}");
+    assert!(
+        released_at >= answered_at,
+        "the release came before the hold was answered: {events:?}"
+    );
+    assert_eq!(
+        upstream.seen("gone"),
+        0,
+        "the request never reached the upstream"
+    );
 }
