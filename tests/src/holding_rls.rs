@@ -3,7 +3,7 @@
 //! each release (`x-floodgate-release`) arrived: the order the filter's two calls reach a
 //! service in, which the real server cannot show.
 
-use floodgate_server::proto::rls::rate_limit_response::Code;
+use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
 use floodgate_server::proto::rls::rate_limit_service_server::{
     RateLimitService, RateLimitServiceServer,
 };
@@ -63,13 +63,10 @@ impl RateLimitService for Service {
         Ok(tonic::Response::new(RateLimitResponse {
             overall_code: Code::Ok as i32,
             statuses: (0..descriptors)
-                .map(|_| Default::default())
-                .map(
-                    |mut s: floodgate_server::proto::rls::rate_limit_response::DescriptorStatus| {
-                        s.code = Code::Ok as i32;
-                        s
-                    },
-                )
+                .map(|_| DescriptorStatus {
+                    code: Code::Ok as i32,
+                    ..Default::default()
+                })
                 .collect(),
             ..Default::default()
         }))
