@@ -135,6 +135,12 @@ pub enum Global {
     /// Stream-end charges that could not be sent or that the service answered with an
     /// error: counted here only, never sent again.
     RlsChargeFailed,
+    /// Releases of fleet-wide concurrency holds sent to the rate limit service when a
+    /// stream ended.
+    RlsReleases,
+    /// Releases that could not be sent or that the service answered with an error: the
+    /// hold comes back at its deadline on the service instead (never sent again).
+    RlsReleaseFailed,
     /// Requests a concurrency rule could not decide because every slot of its key's
     /// window holds requests in flight of other keys (then `failure_mode` decides).
     ConcurrencyTableFull,
@@ -142,7 +148,7 @@ pub enum Global {
 
 impl Global {
     /// Every global metric, in index order.
-    pub const ALL: [Global; 50] = [
+    pub const ALL: [Global; 52] = [
         Global::Allowed,
         Global::Denied,
         Global::ShadowDenied,
@@ -192,6 +198,8 @@ impl Global {
         Global::UsageDebtCapped,
         Global::RlsCharges,
         Global::RlsChargeFailed,
+        Global::RlsReleases,
+        Global::RlsReleaseFailed,
         Global::ConcurrencyTableFull,
     ];
 
@@ -247,6 +255,8 @@ impl Global {
             Global::UsageDebtCapped => "floodgate.usage.debt_capped",
             Global::RlsCharges => "floodgate.rls.charges",
             Global::RlsChargeFailed => "floodgate.rls.charge_failed",
+            Global::RlsReleases => "floodgate.rls.releases",
+            Global::RlsReleaseFailed => "floodgate.rls.release_failed",
             Global::ConcurrencyTableFull => "floodgate.concurrency.table_full",
         }
     }

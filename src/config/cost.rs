@@ -117,7 +117,7 @@ pub(super) fn cost(
             &field(at, "header"),
             header,
         )?)),
-        (None, Some(_)) if matches!(limit, Limit::Concurrency(_)) => Err(ConfigError::new(
+        (None, Some(_)) if limit.is_concurrency() => Err(ConfigError::new(
             field(at, "response"),
             "a concurrency rule's cost is the slots a request holds, known when it is admitted: use `cost.header`",
         )),
@@ -160,6 +160,8 @@ fn response_cost(
         Limit::Local(quota) => quota.capacity(),
         Limit::Global { fallback, .. } => fallback.map_or(u32::MAX, |q| q.capacity()),
         Limit::Concurrency(c) => c.max,
+        // Refused above: a concurrency rule's cost is known at admission.
+        Limit::GlobalConcurrency => u32::MAX,
     };
     let estimate = match r.estimate {
         None => DEFAULT_ESTIMATE,

@@ -144,6 +144,26 @@ pub enum Limit {
     /// At most `max` requests of one descriptor in flight at once in this Envoy
     /// (`"concurrency": {"max": N}`, see [`crate::shared::concurrency`]).
     Concurrency(Concurrency),
+    /// At most the rate limit service's limit of requests of one descriptor in flight at
+    /// once across the fleet (`"concurrency": {"global": {}}`): each admitted request holds
+    /// its slots on the service under an id the filter mints, and releases them when its
+    /// stream ends. The limit is the service's alone (its YAML), so the filter keeps no
+    /// number of its own; while the service cannot answer, `rls.failure_mode` decides.
+    GlobalConcurrency,
+}
+
+impl Limit {
+    /// Whether the rule is decided by the rate limit service: a global rule or a
+    /// fleet-wide concurrency rule. Both go into the request's one call.
+    pub fn is_asked(&self) -> bool {
+        matches!(self, Limit::Global { .. } | Limit::GlobalConcurrency)
+    }
+
+    /// Whether the rule limits requests in flight, in this Envoy or fleet-wide (its
+    /// replies say `qu="concurrent-requests"` and promise no `retry-after`).
+    pub fn is_concurrency(&self) -> bool {
+        matches!(self, Limit::Concurrency(_) | Limit::GlobalConcurrency)
+    }
 }
 
 /// The most requests in flight `concurrency.max` may allow.

@@ -45,9 +45,7 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
         }
         rules.push(rule);
     }
-    let first_global = rules
-        .iter()
-        .position(|r| matches!(r.limit, Limit::Global { .. }));
+    let first_global = rules.iter().position(|r| r.limit.is_asked());
     let rls = match (wire.rls, first_global) {
         (Some(r), Some(_)) => Some(rls(r)?),
         (None, None) => None,
@@ -58,10 +56,14 @@ pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
             ))
         }
         (None, Some(i)) => {
+            let field = match rules[i].limit {
+                Limit::GlobalConcurrency => "concurrency.global",
+                _ => "global",
+            };
             return Err(ConfigError::new(
-                format!("rules[{i}].global"),
+                format!("rules[{i}].{field}"),
                 "needs the top-level `rls` section (the rate limit service to ask)",
-            ))
+            ));
         }
     };
     Ok(Config {
@@ -223,7 +225,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
             lease: global.quota.unwrap_or(true),
         },
         (None, None, Some(c)) => {
-            Limit::Concurrency(concurrency::limit(&field(at, "concurrency"), c)?)
+            concurrency::limit(&field(at, "concurrency"), c)?
         }
         _ => {
             return Err(ConfigError::new(

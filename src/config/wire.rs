@@ -112,13 +112,14 @@ pub enum Source {
     RemoteAddress,
 }
 
-/// A concurrency limit: requests in flight per descriptor. Its shape leaves room for a
-/// fleet-wide form (`"global": {}` inside it), which this version refuses by name.
+/// A concurrency limit: requests in flight per descriptor, in this Envoy (`max`), or
+/// fleet-wide (`"global": {}`, the rate limit service's limit).
 #[derive(Debug)]
 pub struct Concurrency {
-    pub max: u64,
+    /// Required in the per-Envoy form, refused in the fleet-wide one (validation says so).
+    pub max: Option<u64>,
     pub max_duration_seconds: Option<u64>,
-    /// `"global"` was given: the fleet-wide form, refused in validation until it exists.
+    /// `"global": {}` was given: the fleet-wide form.
     pub global: bool,
 }
 

@@ -63,6 +63,18 @@ pub fn call(rls: &RlsConfig, call: &Call, what: &str, handler: Handler) -> Resul
     Ok(())
 }
 
+/// Hands the answer of the call with `token`, started for a request whose context is
+/// gone, to `handler` instead (a hold's release that must wait for the call that takes
+/// the hold: sent before it, it would free nothing and the hold would stay to its
+/// deadline).
+pub fn adopt(token: u32, handler: Handler) {
+    HANDLERS.with(|h| {
+        if let Ok(mut h) = h.try_borrow_mut() {
+            h.push((token, handler));
+        }
+    });
+}
+
 /// The handler waiting for the call with `token`, taken out of the map; `None` when the
 /// call is not a background call.
 pub fn take(token: u32) -> Option<Handler> {

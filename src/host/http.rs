@@ -8,6 +8,7 @@
 
 use super::background;
 use super::failure::{remedy, HostFailure, Remedy};
+use super::holding::Holding;
 use super::hostcalls;
 use super::log;
 #[cfg(feature = "response-cost")]
@@ -18,7 +19,7 @@ use super::root::Plugin;
 use super::shared::HostShared;
 use super::types::Status;
 use crate::host::log_throttle::Cause;
-use crate::limiter::{Ask, Pass, Pending, SlotHold, Verdict};
+use crate::limiter::{Ask, Pass, Pending, Verdict};
 use crate::reply::{Headers, Reply};
 #[cfg(feature = "response-cost")]
 use crate::usage::Ended;
@@ -70,10 +71,10 @@ enum Phase {
 pub struct Http {
     plugin: Option<Rc<Plugin>>,
     state: State,
-    /// Concurrency slots the request holds, given back when the context goes away
-    /// (`proxy_on_delete` comes for every way a stream ends). Empty, unallocated, for
-    /// requests no concurrency rule applies to.
-    holds: Vec<SlotHold>,
+    /// What the request holds, given back when the context goes away (`proxy_on_delete`
+    /// comes for every way a stream ends). `None` for requests no concurrency rule
+    /// applies to.
+    holding: Option<Box<Holding>>,
 }
 
 impl Http {
@@ -82,7 +83,7 @@ impl Http {
         Http {
             plugin,
             state: State::Idle,
-            holds: Vec::new(),
+            holding: None,
         }
     }
 
@@ -105,7 +106,7 @@ impl Http {
                 || hostcalls::current_time_ns().ok(),
                 &HostShared,
                 &mut tally,
-                &mut self.holds,
+                &mut self.holding,
             )
         };
         if let Verdict::Continue(Pass {
@@ -138,6 +139,9 @@ impl Http {
             log::throttled(Level::Warn, Cause::RlsFailed, || {
                 format!("the rate limit service call failed: gRPC status {code}: {message}")
             });
+        }
+        if let Some(holding) = &mut self.holding {
+            holding.answered(&plugin, &answer);
         }
         let Some(verdict) = decide_answer(&plugin, pending, answer) else {
             self.cannot_carry_out(&plugin, HostFailure::TallyBusy, None, Phase::Paused);
@@ -219,31 +223,24 @@ impl Http {
     /// The context is going away. A request still reading its cost (its client left,
     /// or the stream was reset) is charged what it reported so far, or the fallback.
     pub fn on_delete(&mut self) {
-        if !self.holds.is_empty() {
-            self.release();
+        if self.holding.is_some() {
+            self.give_back();
         }
         #[cfg(feature = "response-cost")]
-        let Some(plugin) = self.plugin.clone() else {
-            return;
-        };
-        #[cfg(feature = "response-cost")]
-        if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
-            self.settle(&plugin, Ended::CutOff);
+        if let Some(plugin) = self.plugin.clone() {
+            if matches!(self.state, State::Metering(_) | State::Passed(_, Some(_))) {
+                self.settle(&plugin, Ended::CutOff);
+            }
         }
     }
 
-    /// Gives back the request's concurrency slots, once. Counted when this thread's
-    /// tally is free (it always is here: nothing else runs during `proxy_on_delete`).
-    fn release(&mut self) {
-        let holds = std::mem::take(&mut self.holds);
-        let Some(plugin) = self.plugin.clone() else {
-            return;
-        };
-        let now = hostcalls::current_time_ns().ok();
-        let mut uncounted = crate::metrics::Tally::new(0);
-        let mut busy = plugin.tally.try_borrow_mut();
-        let tally = busy.as_deref_mut().unwrap_or(&mut uncounted);
-        plugin.limiter.release(&holds, now, &HostShared, tally);
+    /// Gives back what the request holds, once (out of line: few requests hold anything).
+    #[inline(never)]
+    fn give_back(&mut self) {
+        let waiting = self.is_waiting();
+        if let (Some(holding), Some(plugin)) = (self.holding.take(), &self.plugin) {
+            holding.give_back(plugin, waiting);
+        }
     }
 
     /// Charges the request's response cost, once: the state is `Done` afterwards.
@@ -285,6 +282,10 @@ impl Http {
         };
         match background::start(rls, &ask.call, "call") {
             Ok(token) => {
+                if let Some(release) = ask.release {
+                    let holding = self.holding.get_or_insert_with(Box::default);
+                    (holding.release, holding.call) = (Some(release), token);
+                }
                 self.state = State::Waiting(ask.pending);
                 Flow::WaitingOn(token)
             }

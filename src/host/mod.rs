@@ -14,8 +14,10 @@
 //!   modules' traits on host calls;
 //! - `background`: starting every call to the rate limit service, and calls no request
 //!   waits for, whose answers go to a handler;
-//! - `refill` and `charge`: a lease refill and the stream-end charge of a response cost,
-//!   two such calls.
+//! - `holding`: what a request holds until its stream ends (concurrency slots, a hold's
+//!   release), given back from `proxy_on_delete`;
+//! - `refill`, `charge` and `release`: a lease refill, the stream-end charge of a response
+//!   cost and the stream-end release of a fleet-wide concurrency hold, three such calls.
 //!
 //! [`types`], [`memory`] (host buffers), [`heap`] (the module's allocator), [`failure`] (what to do
 //! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
@@ -42,6 +44,8 @@ mod charge;
 #[cfg(target_arch = "wasm32")]
 mod dispatcher;
 #[cfg(target_arch = "wasm32")]
+mod holding;
+#[cfg(target_arch = "wasm32")]
 mod hostcalls;
 #[cfg(target_arch = "wasm32")]
 mod http;
@@ -51,6 +55,8 @@ mod log;
 mod metering;
 #[cfg(target_arch = "wasm32")]
 mod refill;
+#[cfg(target_arch = "wasm32")]
+mod release;
 #[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]

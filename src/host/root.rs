@@ -85,7 +85,13 @@ fn configure() -> Result<Plugin, String> {
     if agreed.drawn {
         log::info!("placement key drawn and stored in shared data");
     }
-    let limiter = Limiter::new(config, agreed.key);
+    let mut limiter = Limiter::new(config, agreed.key);
+    if limiter.mints_holds() {
+        // This VM's own nonce: hold ids must differ between VMs, unlike the placement key.
+        let nonce = hostcalls::random_bytes::<16>()
+            .map_err(|status| format!("cannot draw a nonce for hold ids (status {status})"))?;
+        limiter = limiter.with_hold_nonce(nonce);
+    }
     prepare_tables(&limiter)?;
     let metric_ids = metrics::definitions(&limiter.config().rules)
         .iter()

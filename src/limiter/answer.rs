@@ -22,7 +22,7 @@
 
 use super::record::{record, rule_counter, Outcome};
 use super::{client_protocol, Clock, Limiter, Pending, Verdict};
-use crate::config::FailureMode;
+use crate::config::{FailureMode, Limit};
 use crate::metrics::{PerRule, Tally};
 use crate::reply;
 use crate::request::descriptor::RequestView;
@@ -55,6 +55,14 @@ impl Limiter {
         }
     }
 
+    /// Whether the service's `answer` took no hold for the request's call: it said the
+    /// call is over its limit, so its release need not be sent. Any other answer, a
+    /// failure included (a call that timed out may have been decided), may have taken
+    /// one; its release is sent, and frees nothing if nothing was taken.
+    pub fn took_no_hold(&self, answer: &Answer) -> bool {
+        rls::said_over_limit(answer)
+    }
+
     fn decide_answer(
         &self,
         pending: Pending,
@@ -85,6 +93,15 @@ impl Limiter {
         // The service's statuses come by descriptor position; the rules are ours.
         for (standing, &rule) in decided.standings.iter_mut().zip(&pending.rules) {
             standing.rule = rule;
+            if self.hold_rules && self.config.rules[rule].limit == Limit::GlobalConcurrency {
+                // A slot frees when some stream ends: no window, and no time to promise
+                // (the service's reset is only its earliest hold's deadline), as for a
+                // concurrency rule in this Envoy.
+                standing.window_s = None;
+                standing.reset_ns = None;
+                standing.next_ns = None;
+                standing.retry_ns = None;
+            }
         }
         let rules: PerBucket<(usize, PerRule)> = pending
             .rules

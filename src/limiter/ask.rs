@@ -1,28 +1,30 @@
-//! The global step: one `ShouldRateLimit` request for every global rule that applies,
-//! and the fallback buckets to use if the service cannot answer.
+//! The global step: one `ShouldRateLimit` request for every global and fleet-wide
+//! concurrency rule that applies, the fallback buckets to use if the service cannot
+//! answer, and, for concurrency rules, the hold the call takes and its release.
 
 use super::{Limiter, Pending};
 use crate::config::{Limit, Rule};
 use crate::request::descriptor::Applied;
 use crate::shared::local::Take;
-use crate::wire::call::Call;
+use crate::wire::call::{Call, CallHeaders};
 use crate::wire::rls;
 
 impl Limiter {
-    /// The call for the global rules among `applied` (`costs` in the same order), noting
-    /// in `pending` which rules were asked about and their fallbacks; it asks for quota
-    /// for the descriptors `pending` holds lease keys of. `None` when no global rule
-    /// applies.
+    /// The call for the global and fleet-wide concurrency rules among `applied` (`costs`
+    /// in the same order), noting in `pending` which rules were asked about and their
+    /// fallbacks; it asks for quota for the descriptors `pending` holds lease keys of.
+    /// When a fleet-wide concurrency rule applies, the call takes a hold under a fresh id
+    /// and comes with that hold's release. `None` when no such rule applies.
     pub(super) fn global_request(
         &self,
         applied: &[Applied],
         costs: &[u32],
         pending: &mut Pending,
-    ) -> Option<Call> {
+    ) -> Option<(Call, Option<Box<Call>>)> {
         let global: Vec<(&Applied, u32)> = applied
             .iter()
             .zip(costs.iter().copied())
-            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
+            .filter(|(a, _)| self.config.rules[a.rule].limit.is_asked())
             .collect();
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
@@ -63,7 +65,30 @@ impl Limiter {
             })
             .collect();
         let body = rls::encode_request(&rls.domain, &descriptors);
-        Some(calls.with_quota(body, pending.lease_keys.len()))
+        // Only a configuration with a fleet-wide concurrency rule looks for one.
+        if let Some(hold) = self.hold_rules.then(|| self.hold(&global)).flatten() {
+            return Some(hold.calls(calls, body, &rls.domain));
+        }
+        Some((calls.with_quota(body, pending.lease_keys.len()), None))
+    }
+
+    /// The hold a call for `global` (the rules asked about, with their hits) takes: a fresh
+    /// id and the fleet-wide concurrency descriptors it holds on. `None` when no such rule
+    /// is among them (the call takes no hold), or no id can be minted (no nonce: the
+    /// service holds under an id of its own).
+    fn hold<'a>(&'a self, global: &[(&'a Applied, u32)]) -> Option<Hold<'a>> {
+        let descriptors: Vec<rls::Descriptor<'a>> = global
+            .iter()
+            .filter(|(a, _)| self.config.rules[a.rule].limit == Limit::GlobalConcurrency)
+            .map(|&(a, cost)| self.rls_descriptor(a, cost))
+            .collect();
+        if descriptors.is_empty() {
+            return None;
+        }
+        Some(Hold {
+            id: self.hold_ids.as_ref()?.mint(),
+            descriptors,
+        })
     }
 
     /// A global rule's descriptor as sent, with `cost` (0: check only).
@@ -82,6 +107,23 @@ impl Limiter {
                 .collect(),
             cost,
         }
+    }
+}
+
+/// A call's hold: its id, and the concurrency descriptors it takes slots on (what the
+/// release names again).
+struct Hold<'a> {
+    id: String,
+    descriptors: Vec<rls::Descriptor<'a>>,
+}
+
+impl Hold<'_> {
+    /// The call of `body` taking this hold, and the call releasing it. Concurrency
+    /// descriptors are never leased (a request with one asks for no quota, see `leased`),
+    /// so the hold call carries no quota header.
+    fn calls(&self, calls: &CallHeaders, body: Vec<u8>, domain: &str) -> (Call, Option<Box<Call>>) {
+        let release = calls.release(rls::encode_request(domain, &self.descriptors), &self.id);
+        (calls.hold(body, &self.id), Some(Box::new(release)))
     }
 }
 

@@ -61,7 +61,7 @@ impl Limiter {
                             cost,
                         },
                     )),
-                    Limit::Global { .. } | Limit::Concurrency(_) => None,
+                    Limit::Global { .. } | Limit::Concurrency(_) | Limit::GlobalConcurrency => None,
                 }
             })
             .collect()

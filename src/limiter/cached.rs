@@ -78,6 +78,12 @@ impl Limiter {
         let (Some(cache), Some(rls)) = (&self.over_limit, self.rls()) else {
             return lookup;
         };
+        // A fleet-wide concurrency rule's denial is never remembered (a slot frees when
+        // some stream ends, not at a reset), and a request it applies to must call to take
+        // its slots: no look-up, and no key, so nothing is remembered of its answer.
+        if self.holds_fleet_wide(applied) {
+            return lookup;
+        }
         // The global rules, in descriptor order, with the hits each is asked for.
         let global: Vec<(&Applied, u32)> = applied
             .iter()

@@ -78,6 +78,24 @@ impl Limiter {
         record(Outcome::Charge(outcome), tally);
     }
 
+    /// Counts what the service answered a hold's release: only whether it failed (its
+    /// statuses are the slots left, which the next request's call will see).
+    pub fn release_answered(&self, answer: &Answer, tally: &mut Tally) {
+        if rls::interpret(answer, &[]).is_err() {
+            record(Outcome::Release(ChargeOutcome::Failed), tally);
+        }
+    }
+
+    /// Counts a hold's release sent, or one that could not be sent.
+    pub fn release_dispatched(&self, sent: bool, tally: &mut Tally) {
+        let outcome = if sent {
+            ChargeOutcome::Sent
+        } else {
+            ChargeOutcome::Failed
+        };
+        record(Outcome::Release(outcome), tally);
+    }
+
     /// Counts a charge call sent, or one that could not be sent.
     pub fn charge_dispatched(&self, sent: bool, tally: &mut Tally) {
         let outcome = if sent {

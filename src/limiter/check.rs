@@ -2,7 +2,7 @@
 //! either decides the request or hands the next one what it found.
 
 use super::cached::Lookup;
-use super::concurrency::{SlotHold, SlotsDecided};
+use super::concurrency::{SlotSink, Slots, SlotsDecided};
 use super::leased::LeaseStep;
 use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
@@ -22,10 +22,11 @@ impl Limiter {
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> Verdict {
-        self.check_holding(request, now_ns, store, tally, &mut Vec::new())
+        self.check_holding(request, now_ns, store, tally, &mut Slots::new())
     }
 
-    /// [`Limiter::check`], pushing onto `holds` the concurrency slots the request takes:
+    /// [`Limiter::check`], pushing onto `holds` the concurrency slots the request takes
+    /// (only a configuration with concurrency rules in this Envoy ever touches it):
     /// the host gives them back with [`Limiter::release`] when the request's stream ends,
     /// whatever the verdict (a request rejected later by the service holds them until its
     /// local reply is done).
@@ -35,7 +36,7 @@ impl Limiter {
         now_ns: impl FnOnce() -> Option<u64>,
         store: &impl SharedData,
         tally: &mut Tally,
-        holds: &mut Vec<SlotHold>,
+        holds: &mut impl SlotSink,
     ) -> Verdict {
         let max_value = self.config.max_descriptor_value_bytes;
         let applied = match descriptor::applicable(&self.config.rules, max_value, request) {
@@ -182,14 +183,14 @@ impl Limiter {
         store: &impl SharedData,
         request: &mut impl RequestView,
         tally: &mut Tally,
-        holds: &mut Vec<SlotHold>,
+        holds: &mut impl SlotSink,
     ) -> Option<Reply> {
         let give_back = |pending: &Pending| {
             if let Some(now) = now {
                 local::give_back(&self.table, store, &pending.held, now);
             }
         };
-        match self.take_slots(steps.applied, steps.costs, now, store, holds, tally) {
+        match self.take_slots(steps.applied, steps.costs, now, store, holds.slots(), tally) {
             SlotsDecided::Admitted { shadow_denied } => {
                 pending.shadow_denied |= shadow_denied;
                 None
@@ -251,10 +252,14 @@ impl Limiter {
             LeaseStep::Ask(keys) => pending.lease_keys = keys,
         }
         match self.global_request(steps.applied, steps.costs, pending) {
-            Some(call) => {
+            Some((call, release)) => {
                 record(Outcome::Asked, tally);
                 let pending = std::mem::take(pending);
-                Verdict::Ask(Box::new(Ask { call, pending }))
+                Verdict::Ask(Box::new(Ask {
+                    call,
+                    pending,
+                    release,
+                }))
             }
             None => {
                 let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);

@@ -29,6 +29,24 @@ pub struct SlotHold {
     pub hold: Hold,
 }
 
+/// The slots one request holds: two inline (a request meets one or two concurrency rules),
+/// so that holding them takes no allocation of its own.
+pub type Slots = PerBucket<SlotHold>;
+
+/// Where a request's slots go: a plain list, or the host's per-request holding, made on
+/// first use so that a request of a configuration without concurrency rules in this
+/// Envoy builds, moves and drops no list at all (the check never asks for it).
+pub trait SlotSink {
+    /// The list the request's slots are pushed onto.
+    fn slots(&mut self) -> &mut Slots;
+}
+
+impl SlotSink for Slots {
+    fn slots(&mut self) -> &mut Slots {
+        self
+    }
+}
+
 /// What the concurrency step decided.
 pub(super) enum SlotsDecided {
     /// Every enforced rule had room.
@@ -52,7 +70,7 @@ impl Limiter {
         costs: &[u32],
         now_ns: Option<u64>,
         store: &impl SharedData,
-        holds: &mut Vec<SlotHold>,
+        holds: &mut Slots,
         tally: &mut Tally,
     ) -> SlotsDecided {
         let Some(now_ms) = now_ns.map(|ns| ns / 1_000_000) else {
@@ -170,7 +188,7 @@ impl Limiter {
     /// Gives back `holds[start..]` and forgets them: a request rejected after taking them.
     fn release_from(
         &self,
-        holds: &mut Vec<SlotHold>,
+        holds: &mut Slots,
         start: usize,
         now_ms: u64,
         store: &impl SharedData,

@@ -38,12 +38,18 @@ pub(super) enum LeaseStep {
 
 impl Limiter {
     /// The global rules among `applied` with their costs, if every one of them leases.
+    /// A request a fleet-wide concurrency rule applies to never pays from leases: its
+    /// slots are taken by the call, which must be made (and a concurrency descriptor is
+    /// never leased).
     fn leasing<'a>(
         &self,
         applied: &'a [Applied],
         costs: &[u32],
     ) -> Option<SmallVec<[(&'a Applied, u32); 2]>> {
         self.leases.as_ref()?;
+        if self.holds_fleet_wide(applied) {
+            return None;
+        }
         let global: SmallVec<[(&Applied, u32); 2]> = applied
             .iter()
             .zip(costs.iter().copied())

@@ -24,6 +24,7 @@ use crate::config::{Config, FailureMode, Limit, RlsConfig};
 use crate::metrics::Tally;
 use crate::reply::protocol::{self, Protocol};
 use crate::reply::{self, Headers, Reply, Standing};
+use crate::request;
 use crate::request::descriptor::{Refusal, RequestView};
 use crate::shared::concurrency::ConcurrencyTable;
 use crate::shared::lease::LeaseTable;
@@ -35,7 +36,8 @@ use crate::usage::ResponseMeter;
 use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
 pub use charge::GlobalCharge;
-pub use concurrency::SlotHold;
+pub use concurrency::{SlotHold, SlotSink, Slots};
+pub use hold::HoldIds;
 use prefixes::Prefixes;
 pub use record::ChargeOutcome;
 use record::{record, Outcome};
@@ -80,10 +82,15 @@ pub struct Refill {
 /// A call to make to the rate limit service, and what to remember until it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ask {
-    /// The call, ready to send (with the quota header when leases are asked for).
+    /// The call, ready to send (with the quota header when leases are asked for, the
+    /// hold header when a fleet-wide concurrency rule applies).
     pub call: Call,
     /// Carried to [`Limiter::answer`].
     pub pending: Pending,
+    /// When the call takes a hold: its release, for the host to send without waiting
+    /// when the request's stream ends ([`Limiter::took_no_hold`] says when not to).
+    /// Boxed: most calls take no hold, and `Ask` moves a few times on every global path.
+    pub release: Option<Box<Call>>,
 }
 
 /// A request waiting for the rate limit service.
@@ -149,6 +156,12 @@ pub struct Limiter {
     response_costs: bool,
     /// The header sets of calls to the rate limit service, when some rule is global.
     calls: Option<CallHeaders>,
+    /// This VM's hold ids, when some rule is a fleet-wide concurrency rule and the host
+    /// gave a nonce ([`Limiter::with_hold_nonce`]).
+    hold_ids: Option<HoldIds>,
+    /// Some rule is a fleet-wide concurrency rule (only then are requests' rules looked
+    /// through for one).
+    hold_rules: bool,
     /// The secret every fingerprint is keyed with (see [`crate::shared::placement`]), and
     /// each rule's fingerprint prefixes hashed under it; a cell because a root context may
     /// have to adopt another VM's key after a startup race.
@@ -180,9 +193,15 @@ impl Limiter {
             .map(|rls| LeaseTable::new(rls.lease_slots));
         let response_costs = config.rules.iter().any(|r| r.response_cost.is_some());
         let calls = config.rls.as_ref().map(CallHeaders::new);
+        let hold_rules = config
+            .rules
+            .iter()
+            .any(|r| r.limit == Limit::GlobalConcurrency);
         let prefixes = RefCell::new(Prefixes::new(&config, placement));
         Limiter {
             calls,
+            hold_ids: None,
+            hold_rules,
             config,
             table,
             slots,
@@ -192,6 +211,32 @@ impl Limiter {
             response_costs,
             prefixes,
         }
+    }
+
+    /// Whether some rule is a fleet-wide concurrency rule: then the host draws a nonce
+    /// for this VM's hold ids and hands it to [`Limiter::with_hold_nonce`].
+    pub fn mints_holds(&self) -> bool {
+        self.hold_rules
+    }
+
+    /// This limiter, minting its hold ids under `nonce` (16 random bytes drawn for this
+    /// VM alone: see [`HoldIds`]). Without one (tests that do not care), a fleet-wide
+    /// concurrency rule is asked without a hold, and the service holds under an id of its
+    /// own that only its deadline ends.
+    pub fn with_hold_nonce(mut self, nonce: [u8; 16]) -> Limiter {
+        if self.mints_holds() {
+            self.hold_ids = Some(HoldIds::new(nonce));
+        }
+        self
+    }
+
+    /// Whether a fleet-wide concurrency rule is among `applied`: the request's call then
+    /// takes a hold, and neither leases nor the over-limit cache decide it.
+    fn holds_fleet_wide(&self, applied: &[request::descriptor::Applied]) -> bool {
+        self.hold_rules
+            && applied
+                .iter()
+                .any(|a| self.config.rules[a.rule].limit == Limit::GlobalConcurrency)
     }
 
     /// The key this limiter's fingerprints are made with.
@@ -297,6 +342,7 @@ mod cached;
 mod charge;
 mod check;
 mod concurrency;
+mod hold;
 mod leased;
 mod prefixes;
 mod record;

@@ -56,6 +56,8 @@ impl Prefixes {
                     concurrency: Some(key.concurrency_prefix(&rule.name, limit)),
                     ..RulePrefixes::default()
                 },
+                // Nothing in this Envoy's shared data: the service keeps its holds.
+                Limit::GlobalConcurrency => RulePrefixes::default(),
             })
             .collect();
         Prefixes {

@@ -86,6 +86,8 @@ pub(super) enum Outcome<'a> {
     },
     /// A stream-end charge was sent, failed, or was counted by the service.
     Charge(ChargeOutcome),
+    /// A fleet-wide concurrency hold's release was sent, failed, or was answered.
+    Release(ChargeOutcome),
     /// A concurrency rule's slots moved: `n` added to its `metric` (the `ordinal`-th
     /// concurrency rule of `rules`).
     Slots {
@@ -110,7 +112,8 @@ pub(super) enum Outcome<'a> {
     },
 }
 
-/// What became of a charge call, to be counted.
+/// What became of a charge call (or a hold's release, counted the same way), to be
+/// counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChargeOutcome {
     /// The call was sent.
@@ -203,6 +206,11 @@ pub(super) fn record(outcome: Outcome<'_>, tally: &mut Tally) {
             ChargeOutcome::Sent => tally.add(Global::RlsCharges, 1),
             ChargeOutcome::Failed => tally.add(Global::RlsChargeFailed, 1),
             // Counted by the service: nothing more to count here.
+            ChargeOutcome::Counted => {}
+        },
+        Outcome::Release(outcome) => match outcome {
+            ChargeOutcome::Sent => tally.add(Global::RlsReleases, 1),
+            ChargeOutcome::Failed => tally.add(Global::RlsReleaseFailed, 1),
             ChargeOutcome::Counted => {}
         },
         Outcome::Slots {

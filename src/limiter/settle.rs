@@ -101,7 +101,7 @@ impl Limiter {
                 (Limit::Local(_), None) => {}
                 // Refused in the configuration: a concurrency rule's cost is known at
                 // admission.
-                (Limit::Concurrency(_), _) => {}
+                (Limit::Concurrency(_) | Limit::GlobalConcurrency, _) => {}
                 // The service counts it: one charge call for all of them, below.
                 (Limit::Global { .. }, _) => global.push(GlobalCharge {
                     rule: charge.rule,

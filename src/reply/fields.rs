@@ -46,7 +46,7 @@
 
 use super::{Headers, Standing};
 use crate::bucket::seconds_ceil;
-use crate::config::{Limit, Rule};
+use crate::config::Rule;
 
 /// The largest Integer a Structured Field can carry (15 decimal digits).
 pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
@@ -68,10 +68,7 @@ pub fn structured_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
         }
         push_sf_string(&mut policy, name);
         push_param(&mut policy, "q", u64::from(s.limit));
-        if rules
-            .get(s.rule)
-            .is_some_and(|r| matches!(r.limit, Limit::Concurrency(_)))
-        {
+        if rules.get(s.rule).is_some_and(|r| r.limit.is_concurrency()) {
             // The draft's quota unit for a limit on requests in flight.
             policy.push_str(";qu=\"concurrent-requests\"");
         }

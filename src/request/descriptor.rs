@@ -6,7 +6,7 @@
 //! value (ordinary headers come all at once, pseudo-headers one by one), and tests
 //! implement it with a list.
 
-use crate::config::{Entry, Limit, Match, Rule, Source};
+use crate::config::{Entry, Match, Rule, Source};
 pub use crate::request::header_map::Lookup;
 use smallvec::SmallVec;
 
@@ -105,7 +105,7 @@ pub fn applicable(
                     max: max_value_bytes,
                 });
             }
-            if matches!(rule.limit, Limit::Global { .. }) && std::str::from_utf8(&v).is_err() {
+            if rule.limit.is_asked() && std::str::from_utf8(&v).is_err() {
                 return Err(Refusal::NotUtf8 {
                     key: entry.key.clone(),
                 });

@@ -1,9 +1,11 @@
 //! A call to the rate limit service, ready for the host to send: its request headers in
 //! the host's pair encoding and its body, the framed `ShouldRateLimit` request.
 //!
-//! Every call goes to the same cluster with the same gRPC headers; only two vary: the
-//! quota header of a call that asks for leases ([`rls::QUOTA_HEADER`]) and the charge
-//! header of a stream-end charge ([`rls::CHARGE_HEADER`]). So [`CallHeaders`] encodes the
+//! Every call goes to the same cluster with the same gRPC headers; only these vary: the
+//! quota header of a call that asks for leases ([`rls::QUOTA_HEADER`]), the charge
+//! header of a stream-end charge ([`rls::CHARGE_HEADER`]), and the hold and release
+//! headers of fleet-wide concurrency rules, whose value is the request's own hold id (so
+//! those calls encode their own set, [`CallHeaders::hold`], [`CallHeaders::release`]). So [`CallHeaders`] encodes the
 //! plain set and the charge set once, when the configuration is applied, and each call
 //! shares one (a reference count, no copy). A call that asks for quota asks for its first
 //! `n` descriptors, and `n` is fixed by the rules that matched (every global rule leases
@@ -14,6 +16,7 @@ use super::grpc;
 use super::rls;
 use crate::config::RlsConfig;
 use crate::request::header_map::{encode_pairs, HeaderMap, Lookup};
+use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -108,6 +111,24 @@ impl CallHeaders {
     pub fn charge(&self, body: Vec<u8>) -> Call {
         Call {
             headers: Encoded::Shared(Rc::clone(&self.charge)),
+            body,
+        }
+    }
+
+    /// A call of `body` whose concurrency descriptors take their slots under the hold id
+    /// `id` (`x-floodgate-hold`). Its own header set: the id is the request's.
+    pub fn hold(&self, body: Vec<u8>, id: &str) -> Call {
+        Call {
+            headers: Encoded::Own(self.encode(Some((HOLD_HEADER, id)))),
+            body,
+        }
+    }
+
+    /// The release of the hold `id` (`x-floodgate-release`) on the concurrency descriptors
+    /// in `body`, sent when the request's stream ends.
+    pub fn release(&self, body: Vec<u8>, id: &str) -> Call {
+        Call {
+            headers: Encoded::Own(self.encode(Some((RELEASE_HEADER, id)))),
             body,
         }
     }

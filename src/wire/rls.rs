@@ -213,6 +213,17 @@ pub struct Decided {
     pub grants: Vec<Option<Grant>>,
 }
 
+/// Whether the service answered, readably, that the call is over its limit (overall
+/// `OVER_LIMIT`): it then took nothing for the call, a hold included. Any other answer,
+/// a failure too (a call that timed out may have been decided), may have taken one.
+pub fn said_over_limit(answer: &Answer) -> bool {
+    let Answer::Response(bytes) = answer else {
+        return false;
+    };
+    crate::wire::proto::OverallCode::decode(bytes.as_slice())
+        .is_ok_and(|r| r.overall_code == Code::OverLimit as i32)
+}
+
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
 /// request order).
 pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> {

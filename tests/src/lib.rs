@@ -14,6 +14,7 @@ pub mod configs;
 pub mod envoy;
 pub mod examples;
 pub mod fake_rls;
+pub mod holding_rls;
 pub mod istio;
 pub mod kube_validate;
 pub mod lds;

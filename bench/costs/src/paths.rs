@@ -166,6 +166,10 @@ fn bench_limits() -> Vec<Limit> {
             lease: Some((100, 1_000)),
             ..Limit::never_reached("leased")
         },
+        Limit {
+            unit_seconds: 60,
+            ..Limit::never_reached("streams")
+        },
     ]
 }
 
@@ -301,6 +305,14 @@ pub fn all() -> Vec<Path> {
             },
             rejected,
             1,
+        ),
+        one(
+            "global concurrency",
+            "a fleet-wide concurrency rule: the call takes a hold, its release at the stream's end",
+            Module::Floodgate,
+            plugins::global_concurrency(),
+            fwd,
+            2,
         ),
         one(
             "global cached",

@@ -75,6 +75,18 @@ pub fn leased() -> Value {
     plugin
 }
 
+/// A fleet-wide concurrency rule: the call takes a hold under a minted id, and
+/// `proxy_on_delete` sends its release in the background.
+pub fn global_concurrency() -> Value {
+    let mut plugin = global();
+    plugin["rules"][0]["descriptors"] = json!([{"key": "streams", "header": "x-tenant-id"}]);
+    plugin["rules"][0]
+        .as_object_mut()
+        .map(|rule| rule.remove("global"));
+    plugin["rules"][0]["concurrency"] = json!({"global": {}});
+    plugin
+}
+
 /// The response-cost build's local configuration: a token budget per tenant charged the
 /// `usage.total_tokens` of each JSON answer or event stream, never exhausted.
 pub fn llm_local() -> Value {
@@ -101,7 +113,8 @@ pub fn llm_global() -> Value {
 }
 
 /// floodgate-server's configuration for the global cases: `tenant` never reached, `over`
-/// 1 per hour, `leased` never reached and leased 100 hits at a time.
+/// 1 per hour, `leased` never reached and leased 100 hits at a time, `streams` a
+/// concurrency limit never reached.
 pub const SERVER_CONFIG: &str = "
 domain: bench
 descriptors:
@@ -118,4 +131,9 @@ descriptors:
       unit: hour
       requests_per_unit: 4000000000
     quota: { requests: 100, valid_ms: 1000 }
+  - key: streams
+    rate_limit:
+      unit: minute
+      requests_per_unit: 10000
+      algorithm: concurrency
 ";

@@ -29,8 +29,9 @@
 
 use super::{clamp_u32, Decision, Limit};
 
-/// The longest hold id, in bytes.
-pub const MAX_HOLD_ID: usize = 64;
+/// The longest hold id, in bytes (the rule is the shared crate's, which the filter's ids
+/// are minted to).
+pub use floodgate_common::headers::MAX_HOLD_ID;
 
 /// A caller's hold id: 1 to [`MAX_HOLD_ID`] bytes of `[A-Za-z0-9._-]`. Kept inline (no
 /// allocation, `Copy`): a counter keeps one per hold, at most its limit of them.
@@ -45,8 +46,7 @@ impl HoldId {
     /// a byte outside `[A-Za-z0-9._-]` (a client's bytes, never trusted; the charset keeps
     /// ids printable and free of the `:` the Redis member format uses).
     pub fn parse(text: &[u8]) -> Option<HoldId> {
-        let ok = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-');
-        if text.is_empty() || text.len() > MAX_HOLD_ID || !text.iter().all(ok) {
+        if !floodgate_common::headers::is_hold_id(text) {
             return None;
         }
         let mut bytes = [0u8; MAX_HOLD_ID];

@@ -17,15 +17,10 @@ use std::sync::OnceLock;
 use tonic::metadata::MetadataMap;
 use tonic::Status;
 
-/// The request header that takes a hold: its value is the caller's hold id, 1 to 64 bytes
-/// of `[A-Za-z0-9._-]`, sent once. Each concurrency descriptor of the call takes its hits
-/// as slots under that id, all or nothing with the rest of the call.
-pub const HOLD_HEADER: &str = "x-floodgate-hold";
-
-/// The request header that releases a hold: its value is the id the hold was taken under.
-/// The call frees that id's hold on every concurrency limit its descriptors match, decides
-/// and counts nothing else, and answers OK for every descriptor. Idempotent.
-pub const RELEASE_HEADER: &str = "x-floodgate-release";
+/// The request headers of holds, named once in the shared crate that the filter sends
+/// them from: [`HOLD_HEADER`] takes slots under the caller's id with the admission,
+/// [`RELEASE_HEADER`] frees that id's slots (idempotent).
+pub use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 
 /// What a call asks of concurrency limits, from its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -140,10 +140,15 @@ fn concurrency(at: &str, v: Value) -> Result<Concurrency, ConfigError> {
     const FIELDS: &[&str] = &["max", "max_duration_seconds", "global"];
     let mut f = Fields::new(at.to_string(), v, "struct Concurrency", FIELDS)?;
     Ok(Concurrency {
-        max: f.required("max", unsigned)?,
+        max: f.optional("max", unsigned)?,
         max_duration_seconds: f.optional("max_duration_seconds", unsigned)?,
-        global: f.take("global").is_some_and(|v| v != Value::Null),
+        global: f.optional("global", no_fields)?.is_some(),
     })
+}
+
+/// An object that must have no member: `"global": {}`, whose presence is all it says.
+fn no_fields(at: &str, v: Value) -> Result<(), ConfigError> {
+    Fields::new(at.to_string(), v, "struct Global", &[]).map(|_| ())
 }
 
 fn cost(at: &str, v: Value) -> Result<Cost, ConfigError> {
@@ -329,7 +334,10 @@ impl Fields {
             if !known.contains(&key.as_str()) {
                 return Err(ConfigError::new(
                     child(&at, key),
-                    format!("unknown field `{key}`, expected {}", one_of(known)),
+                    match known {
+                        [] => format!("unknown field `{key}`, there are no fields"),
+                        _ => format!("unknown field `{key}`, expected {}", one_of(known)),
+                    },
                 ));
             }
             if members[..i].iter().any(|(k, _)| k == key) {

@@ -8,13 +8,8 @@ const CONC: &str = r#"{"rules":[{"name":"streams",
     "concurrency":{"max":2}}],
     "response":{"headers":"both","body_format":"problem+json"}}"#;
 
-fn admit(
-    l: &Limiter,
-    store: &MemoryShared,
-    tally: &mut Tally,
-    t: &str,
-) -> (Verdict, Vec<SlotHold>) {
-    let mut holds = Vec::new();
+fn admit(l: &Limiter, store: &MemoryShared, tally: &mut Tally, t: &str) -> (Verdict, Slots) {
+    let mut holds = Slots::new();
     let v = l.check_holding(&mut tenant(t), || Some(NOW), store, tally, &mut holds);
     (v, holds)
 }
@@ -128,7 +123,7 @@ fn holds_of_a_vanished_request_are_reclaimed_at_their_deadline() {
     let (_, lost) = admit(&l, &store, &mut tally, "a");
     assert_eq!(lost.len(), 1, "never released: its VM went away");
     assert!(admit(&l, &store, &mut tally, "a").1.is_empty());
-    let mut holds = Vec::new();
+    let mut holds = Slots::new();
     let later = NOW + 2_250_000_000;
     l.check_holding(
         &mut tenant("a"),

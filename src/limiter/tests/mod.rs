@@ -285,6 +285,7 @@ mod concurrency;
 mod denial_sets;
 mod fallback;
 mod fields;
+mod fleet;
 mod global;
 mod leased;
 mod refusal;

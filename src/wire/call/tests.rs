@@ -82,3 +82,22 @@ fn quota_calls_of_one_size_share_a_set_and_larger_ones_own_theirs() {
     );
     assert!(h.quota.borrow().len() <= MAX_SHARED_QUOTA_SETS);
 }
+
+#[test]
+fn a_hold_and_its_release_carry_the_id_and_nothing_of_quota_or_charge() {
+    let h = headers();
+    let hold = h.hold(grpc::frame(b"m"), "fg.0123");
+    assert_eq!(text(&hold, HOLD_HEADER).as_deref(), Some("fg.0123"));
+    assert_eq!(text(&hold, RELEASE_HEADER), None);
+    assert_eq!(text(&hold, ":path").as_deref(), Some(rls::PATH));
+    let release = h.release(grpc::frame(b"m"), "fg.0123");
+    assert_eq!(text(&release, RELEASE_HEADER).as_deref(), Some("fg.0123"));
+    for call in [&hold, &release] {
+        assert_eq!(text(call, rls::QUOTA_HEADER), None);
+        assert_eq!(text(call, rls::CHARGE_HEADER.0), None);
+    }
+    // Plain calls never carry either.
+    let plain = h.plain(grpc::frame(b"m"));
+    assert_eq!(text(&plain, HOLD_HEADER), None);
+    assert_eq!(text(&plain, RELEASE_HEADER), None);
+}

@@ -61,8 +61,8 @@ fn each_refusal_names_its_field() {
             "rules[0].concurrency.max_duration_seconds: must be at most 86400 (one day)",
         ),
         (
-            r#""concurrency":{"max":1,"global":{}}"#,
-            "rules[0].concurrency.global: the fleet-wide form is not supported yet",
+            r#""concurrency":{"global":{}}"#,
+            "rules[0].concurrency.global: needs the top-level `rls` section",
         ),
         (
             r#""concurrency":{"max":1,"burst":2}"#,
@@ -78,6 +78,49 @@ fn each_refusal_names_its_field() {
         ),
     ] {
         let got = error(limit);
+        assert!(got.starts_with(expected), "{limit}: {got}");
+    }
+}
+
+fn fleet(limit: &str) -> Result<Config, String> {
+    let json = format!(
+        r#"{{"rls":{{"cluster":"rl","domain":"d"}},"rules":[{{"name":"s","descriptors":[{{"key":"t","header":"x-t"}}],{limit}}}]}}"#
+    );
+    Config::parse(json.as_bytes()).map_err(|e| e.to_string())
+}
+
+#[test]
+fn the_fleet_wide_form_is_the_services_limit_and_nothing_else() {
+    let config =
+        fleet(r#""concurrency":{"global":{}},"cost":{"header":"x-n"},"shadow":true"#).unwrap();
+    assert_eq!(config.rules[0].limit, Limit::GlobalConcurrency);
+    assert!(config.rules[0].limit.is_asked() && config.rules[0].limit.is_concurrency());
+    assert_eq!(config.rules[0].cost_header.as_deref(), Some("x-n"));
+    // Never leased: the call that takes the hold must be made.
+    assert!(!config.rules[0].asks_for_lease());
+    for (limit, expected) in [
+        (
+            r#""concurrency":{"global":{},"max":3}"#,
+            "rules[0].concurrency.max: the fleet-wide form's limit",
+        ),
+        (
+            r#""concurrency":{"global":{},"max_duration_seconds":3}"#,
+            "rules[0].concurrency.max_duration_seconds: the fleet-wide form's limit",
+        ),
+        (
+            r#""concurrency":{"global":{"quota":false}}"#,
+            "rules[0].concurrency.global.quota: unknown field `quota`, there are no fields",
+        ),
+        (
+            r#""concurrency":{"global":{}},"global":{}"#,
+            "rules[0]: exactly one of `local`",
+        ),
+        (
+            r#""concurrency":{"global":{}},"cost":{"response":{"header":"x-used"}}"#,
+            "rules[0].cost.response: a concurrency rule's cost",
+        ),
+    ] {
+        let got = fleet(limit).unwrap_err();
         assert!(got.starts_with(expected), "{limit}: {got}");
     }
 }
