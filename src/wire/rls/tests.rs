@@ -1,9 +1,13 @@
 use super::*;
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
 use crate::wire::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use crate::wire::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
 use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use proptest::prelude::*;
+use prost::Message;
 
 fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
     Descriptor {
