@@ -9,21 +9,14 @@ use crate::wire::call::Call;
 use crate::wire::rls;
 
 impl Limiter {
-    /// The call for the global rules among `applied` (`costs` in the same order), noting
-    /// in `pending` which rules were asked about and their fallbacks; it asks for quota
-    /// for the descriptors `pending` holds lease keys of. `None` when no global rule
-    /// applies.
+    /// The call for the request's global rules (`global`, with their costs), noting in
+    /// `pending` which rules were asked about and their fallbacks; it asks for quota for
+    /// the descriptors `pending` holds lease keys of. `None` when no global rule applies.
     pub(super) fn global_request(
         &self,
-        applied: &[Applied],
-        costs: &[u32],
+        global: &[(&Applied, u32)],
         pending: &mut Pending,
     ) -> Option<Call> {
-        let global: Vec<(&Applied, u32)> = applied
-            .iter()
-            .zip(costs.iter().copied())
-            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
-            .collect();
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
         let descriptors: Vec<rls::Descriptor<'_>> = global
