@@ -121,13 +121,15 @@ pub fn take_all(
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
-    let mut reads: PerBucket<(Found, Decision)> = PerBucket::new();
+    // What was found and what was decided, side by side (the decisions are returned:
+    // kept apart, they are not copied out of a list of both).
+    let mut found: PerBucket<Found> = PerBucket::new();
+    let mut decisions: PerBucket<Decision> = PerBucket::new();
     for take in takes.iter().map(AsTake::take) {
-        let found = table.find(store, take.fingerprint, now_ns)?;
-        let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
-        reads.push((found, decision));
+        let slot = table.find(store, take.fingerprint, now_ns)?;
+        decisions.push(bucket::decide(slot.state, now_ns, take.quota, take.cost));
+        found.push(slot);
     }
-    let mut decisions: PerBucket<Decision> = reads.iter().map(|(_, d)| *d).collect();
     let denied = |decisions: &[Decision]| {
         takes
             .iter()
@@ -145,7 +147,7 @@ pub fn take_all(
     // 3. Commit each bucket, deciding again on conflict.
     let mut held: PerBucket<Held> = PerBucket::new();
     for (i, take) in takes.iter().map(AsTake::take).enumerate() {
-        match commit(table, store, take, reads[i], now_ns, events) {
+        match commit(table, store, take, (found[i], decisions[i]), now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
                 decisions[i] = decision;
                 held.push(Held { take: *take, index });
