@@ -116,8 +116,14 @@ impl Limiter {
             let now = clock.now();
             self.store_grants(&pending.lease_keys, &decided.grants, now, store, tally);
         }
-        let mut standings = pending.local;
-        standings.extend(decided.standings);
+        // Every standing only for the headers of an allowed request, when it carries them.
+        let standings = if self.config.response.headers_on_allowed {
+            let mut all = pending.local;
+            all.extend(decided.standings);
+            all
+        } else {
+            PerBucket::new()
+        };
         let mut pass = self.pass(&standings, shadow_denied, tally);
         pass.request_headers = decided.request_headers;
         pass.response_headers.extend(decided.response_headers);
