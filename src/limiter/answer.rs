@@ -73,7 +73,8 @@ impl Limiter {
             .iter()
             .map(|&r| self.config.rules[r].shadow)
             .collect();
-        let mut decided = match rls::interpret(&answer, &shadows) {
+        let headers_on_allowed = self.config.response.headers_on_allowed;
+        let mut decided = match rls::interpret_with(&answer, &shadows, headers_on_allowed) {
             Ok(decided) => decided,
             Err(failure) => {
                 record(Outcome::RlsFailed(failure), tally);
@@ -117,7 +118,7 @@ impl Limiter {
             self.store_grants(&pending.lease_keys, &decided.grants, now, store, tally);
         }
         // Every standing only for the headers of an allowed request, when it carries them.
-        let standings = if self.config.response.headers_on_allowed {
+        let standings = if headers_on_allowed {
             let mut all = pending.local;
             all.extend(decided.standings);
             all

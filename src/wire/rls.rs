@@ -191,7 +191,8 @@ pub struct Decided {
     /// Whether an enforced (non-shadow) descriptor is over its limit.
     pub over_limit: bool,
     /// Where each descriptor stands, in request order (empty if the service sent no
-    /// statuses, or not one per descriptor).
+    /// statuses, or not one per descriptor, or, from [`interpret_with`], when the answer
+    /// admits the request and they were not asked for).
     pub standings: Vec<Standing>,
     /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
     /// descriptor: derived from the overall code when statuses are missing.
@@ -212,6 +213,18 @@ pub struct Decided {
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
 /// request order).
 pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> {
+    interpret_with(answer, shadows, true)
+}
+
+/// [`interpret`], with the standings of an answer that admits the request only when
+/// `admitted_standings` (an allowed request's rate-limit headers are their one use):
+/// left out, they cost no vector and no conversion of each status. An answer that says
+/// over limit always has them (its reply and the over-limit cache read them).
+pub fn interpret_with(
+    answer: &Answer,
+    shadows: &[bool],
+    admitted_standings: bool,
+) -> Result<Decided, Failure> {
     let bytes = match answer {
         Answer::NotSent(_) => return Err(Failure::NotSent),
         // The gRPC status is always checked before any body is read.
@@ -229,7 +242,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
     // Quirk: statuses should be one per request descriptor, in order; a service that
     // sends none (or a different number) leaves only the overall code to go by.
     let aligned = response.statuses.len() == shadows.len();
-    let standings: Vec<Standing> = if aligned {
+    let standings: Vec<Standing> = if aligned && (overall_over || admitted_standings) {
         response
             .statuses
             .iter()
@@ -240,7 +253,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         Vec::new()
     };
     let over: Vec<bool> = if aligned {
-        standings.iter().map(|s| !s.allowed).collect()
+        response.statuses.iter().map(is_over).collect()
     } else {
         vec![overall_over; shadows.len()]
     };
@@ -288,9 +301,14 @@ fn failure(status: u32, message: &str) -> Failure {
     }
 }
 
+/// Whether a descriptor's status says it is over its limit.
+fn is_over(status: &Status) -> bool {
+    status.code == Code::OverLimit as i32
+}
+
 /// A descriptor's status as a [`Standing`].
 fn standing(status: &Status, shadow: bool) -> Standing {
-    let over = status.code == Code::OverLimit as i32;
+    let over = is_over(status);
     let reset_ns = status
         .duration_until_reset
         .map(|(seconds, nanos)| floodgate_common::unit::from_parts(seconds, nanos));
