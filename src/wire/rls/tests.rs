@@ -404,7 +404,10 @@ fn check_only_descriptors_send_an_explicit_zero() {
 fn an_admitting_answer_leaves_its_standings_out_unless_asked_and_a_denial_never_does() {
     let ok = answer(response(
         Code::Ok,
-        vec![status(Code::Ok, 7, 30, 10), status(Code::OverLimit, 0, 5, 1)],
+        vec![
+            status(Code::Ok, 7, 30, 10),
+            status(Code::OverLimit, 0, 5, 1),
+        ],
     ));
     let full = interpret(&ok, &[false, true]).unwrap();
     let bare = interpret_with(&ok, &[false, true], false).unwrap();
@@ -414,7 +417,10 @@ fn an_admitting_answer_leaves_its_standings_out_unless_asked_and_a_denial_never_
     assert_eq!(bare.over, vec![false, true]);
     assert_eq!(bare.over_limit, full.over_limit);
     assert!(!bare.over_limit);
-    let denied = answer(response(Code::OverLimit, vec![status(Code::OverLimit, 0, 5, 1)]));
+    let denied = answer(response(
+        Code::OverLimit,
+        vec![status(Code::OverLimit, 0, 5, 1)],
+    ));
     let bare = interpret_with(&denied, &[false], false).unwrap();
     assert_eq!(bare, interpret(&denied, &[false]).unwrap());
     assert!(bare.over_limit);
