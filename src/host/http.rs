@@ -393,7 +393,7 @@ fn send(reply: &Reply) -> Result<(), Status> {
         local.status,
         local.details,
         local.body,
-        &local.headers,
+        local.headers,
         local.grpc_status,
     )
 }

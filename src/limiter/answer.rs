@@ -22,13 +22,16 @@
 
 use super::record::{record, rule_counter, Outcome};
 use super::{client_protocol, Clock, Limiter, Pending, Verdict};
-use crate::config::{FailureMode, Limit};
+use crate::config::{FailureMode, Limit, MAX_RULES};
 use crate::metrics::{PerRule, Tally};
 use crate::reply;
 use crate::request::descriptor::RequestView;
 use crate::shared::local::{self, Held, PerBucket};
 use crate::shared::SharedData;
 use crate::wire::rls::{self, Answer, Decided};
+
+/// The shadow flags of as many rules as a configuration may have, none of them shadow.
+const NOT_SHADOW: [bool; MAX_RULES] = [false; MAX_RULES];
 
 impl Limiter {
     /// The final verdict for a request that waited for the rate limit service. The
@@ -76,12 +79,23 @@ impl Limiter {
             return Verdict::Continue(Default::default());
         };
         let mut clock = Clock::new(now_ns);
-        let shadows: Vec<bool> = pending
-            .rules
-            .iter()
-            .map(|&r| self.config.rules[r].shadow)
-            .collect();
-        let mut decided = match rls::interpret(&answer, &shadows) {
+        // Without a shadow rule among them (the common case), the flags are a slice of
+        // `NOT_SHADOW`, not a vector per answer.
+        let owned: Vec<bool>;
+        let any_shadow = pending.rules.iter().any(|&r| self.config.rules[r].shadow);
+        let shadows: &[bool] = match NOT_SHADOW.get(..pending.rules.len()) {
+            Some(none) if !any_shadow => none,
+            _ => {
+                owned = pending
+                    .rules
+                    .iter()
+                    .map(|&r| self.config.rules[r].shadow)
+                    .collect();
+                &owned
+            }
+        };
+        let headers_on_allowed = self.config.response.headers_on_allowed;
+        let mut decided = match rls::interpret_with(&answer, shadows, headers_on_allowed) {
             Ok(decided) => decided,
             Err(failure) => {
                 record(Outcome::RlsFailed(failure), tally);
@@ -107,7 +121,7 @@ impl Limiter {
             .rules
             .iter()
             .zip(&decided.over)
-            .zip(&shadows)
+            .zip(shadows)
             .map(|((&rule, &over), &shadow)| (rule, rule_counter(!over, shadow)))
             .collect();
         let shadow_denied =
@@ -127,14 +141,20 @@ impl Limiter {
             // Only read the clock when there is a denial to remember or tokens to give back.
             let needs_clock = pending.cache_key.is_some() || !pending.held.is_empty();
             let now = if needs_clock { clock.now() } else { None };
-            return self.rejected(&pending, decided, &shadows, now, store, request, tally);
+            return self.rejected(&pending, decided, shadows, now, store, request, tally);
         }
         if decided.grants.iter().any(Option::is_some) {
             let now = clock.now();
             self.store_grants(&pending.lease_keys, &decided.grants, now, store, tally);
         }
-        let mut standings = pending.local;
-        standings.extend(decided.standings);
+        // Every standing only for the headers of an allowed request, when it carries them.
+        let standings = if headers_on_allowed {
+            let mut all = pending.local;
+            all.extend(decided.standings);
+            all
+        } else {
+            PerBucket::new()
+        };
         let mut pass = self.pass(&standings, shadow_denied, tally);
         pass.request_headers = decided.request_headers;
         pass.response_headers.extend(decided.response_headers);

@@ -10,22 +10,16 @@ use crate::wire::call::{Call, CallHeaders};
 use crate::wire::rls;
 
 impl Limiter {
-    /// The call for the global and fleet-wide concurrency rules among `applied` (`costs`
-    /// in the same order), noting in `pending` which rules were asked about and their
-    /// fallbacks; it asks for quota for the descriptors `pending` holds lease keys of.
-    /// When a fleet-wide concurrency rule applies, the call takes a hold under a fresh id
-    /// and comes with that hold's release. `None` when no such rule applies.
+    /// The call for the request's global and fleet-wide concurrency rules (`global`, with
+    /// their costs), noting in `pending` which rules were asked about and their fallbacks;
+    /// it asks for quota for the descriptors `pending` holds lease keys of. When a
+    /// fleet-wide concurrency rule applies, the call takes a hold under a fresh id and
+    /// comes with that hold's release. `None` when no such rule applies.
     pub(super) fn global_request(
         &self,
-        applied: &[Applied],
-        costs: &[u32],
+        global: &[(&Applied, u32)],
         pending: &mut Pending,
     ) -> Option<(Call, Option<Box<Call>>)> {
-        let global: Vec<(&Applied, u32)> = applied
-            .iter()
-            .zip(costs.iter().copied())
-            .filter(|(a, _)| self.config.rules[a.rule].limit.is_asked())
-            .collect();
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
         let descriptors: Vec<rls::Descriptor<'_>> = global

@@ -106,8 +106,7 @@ impl Limiter {
                 result: Err(BucketFailure::Clock),
             };
         };
-        let only: PerBucket<Take> = takes.iter().map(|(_, t)| *t).collect();
-        let checked = match local::take_all(&self.table, store, &only, now, &mut table) {
+        let checked = match local::take_all(&self.table, store, takes, now, &mut table) {
             Ok(checked) => checked,
             Err(e) => {
                 let failure = match e {

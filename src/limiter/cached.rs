@@ -14,7 +14,6 @@
 use super::ask::admission_hits;
 use super::record::{record, Outcome};
 use super::{client_protocol, Clock, Limiter};
-use crate::config::Limit;
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{Applied, RequestView};
@@ -60,11 +59,11 @@ impl Lookup {
 }
 
 impl Limiter {
-    /// Looks the set of global rules among `applied` up (one shared-data read).
+    /// Looks the set of the request's global rules (`global`, with their costs) up (one
+    /// shared-data read).
     pub(super) fn look_up_denials(
         &self,
-        applied: &[Applied],
-        costs: &[u32],
+        global: &[(&Applied, u32)],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         request: &mut impl RequestView,
@@ -81,18 +80,9 @@ impl Limiter {
         // A fleet-wide concurrency rule's denial is never remembered (a slot frees when
         // some stream ends, not at a reset), and a request it applies to must call to take
         // its slots: no look-up, and no key, so nothing is remembered of its answer.
-        if self.holds_fleet_wide(applied) {
+        if self.holds_fleet_wide(global) {
             return lookup;
         }
-        // The global rules, in descriptor order, with the hits each is asked for.
-        let global: Vec<(&Applied, u32)> = applied
-            .iter()
-            .zip(costs)
-            .filter_map(|(a, &cost)| {
-                let rule = &self.config.rules[a.rule];
-                matches!(rule.limit, Limit::Global { .. }).then(|| (a, admission_hits(rule, cost)))
-            })
-            .collect();
         if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
             return lookup;
         }
@@ -102,7 +92,7 @@ impl Limiter {
         let key = CacheKey {
             fingerprint: {
                 let prefixes = self.prefixes();
-                let single = match global.as_slice() {
+                let single = match global {
                     [(a, _)] => prefixes.single_denial(a.rule).map(|p| (p, a)),
                     _ => None,
                 };
@@ -112,7 +102,11 @@ impl Limiter {
                     (None, None) => prefixes.key.denial(&rls.domain, set),
                 }
             },
-            costs: global.iter().map(|&(_, hits)| hits).collect(),
+            // The hits each is asked for, in descriptor order.
+            costs: global
+                .iter()
+                .map(|&(a, cost)| admission_hits(&self.config.rules[a.rule], cost))
+                .collect(),
         };
         // No clock: nothing to compare with; the call decides.
         let found = clock.now().map(|now| {

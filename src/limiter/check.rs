@@ -11,6 +11,7 @@ use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{self, Applied, RequestView};
 use crate::shared::local::{self, Take};
 use crate::shared::SharedData;
+use smallvec::SmallVec;
 
 impl Limiter {
     /// Decides one request, or says what to ask the rate limit service. `now_ns` is
@@ -49,13 +50,15 @@ impl Limiter {
             Err(refusal) => return refuse(&refusal, request, tally),
         };
         let mut clock = Clock::new(now_ns);
+        let global = self.global_rules(&applied, &costs);
         // The over-limit cache first: a request it rejects takes no local tokens.
-        let mut lookup = self.look_up_denials(&applied, &costs, &mut clock, store, request);
+        let mut lookup = self.look_up_denials(&global, &mut clock, store, request);
         let takes = self.local_takes(&applied, &costs);
         let steps = Steps {
             applied: &applied,
             costs: &costs,
             takes: &takes,
+            global: &global,
         };
         if let Some(verdict) = self.remembered_denial(&mut lookup, &steps, &mut clock, store, tally)
         {
@@ -108,8 +111,7 @@ impl Limiter {
     ) -> Option<Verdict> {
         let reply = lookup.reply.take()?;
         if steps.takes.is_empty() {
-            if let LeaseStep::Decided(refill) =
-                self.spend_leases(steps.applied, steps.costs, clock, store, tally)
+            if let LeaseStep::Decided(refill) = self.spend_leases(steps.global, clock, store, tally)
             {
                 lookup.record(false, tally);
                 let mut pass = self.pass(&[], false, tally);
@@ -241,7 +243,7 @@ impl Limiter {
             pass.meter = pending.meter.take();
             return Verdict::Continue(pass);
         }
-        match self.spend_leases(steps.applied, steps.costs, clock, store, tally) {
+        match self.spend_leases(steps.global, clock, store, tally) {
             LeaseStep::None => {}
             LeaseStep::Decided(refill) => {
                 let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
@@ -251,7 +253,7 @@ impl Limiter {
             }
             LeaseStep::Ask(keys) => pending.lease_keys = keys,
         }
-        match self.global_request(steps.applied, steps.costs, pending) {
+        match self.global_request(steps.global, pending) {
             Some((call, release)) => {
                 record(Outcome::Asked, tally);
                 let pending = std::mem::take(pending);
@@ -267,6 +269,20 @@ impl Limiter {
                 Verdict::Continue(pass)
             }
         }
+    }
+
+    /// The rules among `applied` the service decides (global and fleet-wide concurrency
+    /// rules), with their costs, in descriptor order: listed once per request for the
+    /// cache, the leases and the call (each had made its own list). Empty, with no walk over the rules, without a rate limit service.
+    fn global_rules<'a>(&self, applied: &'a [Applied], costs: &[u32]) -> GlobalRules<'a> {
+        if self.rls().is_none() {
+            return GlobalRules::new();
+        }
+        applied
+            .iter()
+            .zip(costs.iter().copied())
+            .filter(|(a, _)| self.config.rules[a.rule].limit.is_asked())
+            .collect()
     }
 
     /// Counts an allowed request and builds its headers.
@@ -302,4 +318,9 @@ struct Steps<'a> {
     costs: &'a [u32],
     /// The local buckets to take from (rule, bucket).
     takes: &'a [(usize, Take)],
+    /// The global rules among them, with their costs ([`Limiter::global_rules`]).
+    global: &'a [(&'a Applied, u32)],
 }
+
+/// A request's global rules with their costs, in descriptor order (inline for two).
+pub(super) type GlobalRules<'a> = SmallVec<[(&'a Applied, u32); 2]>;

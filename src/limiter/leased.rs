@@ -17,7 +17,6 @@
 
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
-use crate::config::Limit;
 use crate::metrics::Tally;
 use crate::request::descriptor::Applied;
 use crate::shared::lease::{GrantBounds, Stored, Taken};
@@ -37,41 +36,29 @@ pub(super) enum LeaseStep {
 }
 
 impl Limiter {
-    /// The global rules among `applied` with their costs, if every one of them leases.
-    /// A request a fleet-wide concurrency rule applies to never pays from leases: its
-    /// slots are taken by the call, which must be made (and a concurrency descriptor is
-    /// never leased).
-    fn leasing<'a>(
-        &self,
-        applied: &'a [Applied],
-        costs: &[u32],
-    ) -> Option<SmallVec<[(&'a Applied, u32); 2]>> {
-        self.leases.as_ref()?;
-        if self.holds_fleet_wide(applied) {
-            return None;
-        }
-        let global: SmallVec<[(&Applied, u32); 2]> = applied
-            .iter()
-            .zip(costs.iter().copied())
-            .filter(|(a, _)| matches!(self.config.rules[a.rule].limit, Limit::Global { .. }))
-            .collect();
-        let all = global
-            .iter()
-            .all(|(a, _)| self.config.rules[a.rule].asks_for_lease());
-        (!global.is_empty() && all).then_some(global)
+    /// Whether the request's global rules (`global`) are decided from leases: there are
+    /// some, and every one of them leases. A request a fleet-wide concurrency rule applies
+    /// to never pays from leases: its slots are taken by the call, which must be made (and
+    /// a concurrency descriptor is never leased).
+    fn leasing(&self, global: &[(&Applied, u32)]) -> bool {
+        self.leases.is_some()
+            && !global.is_empty()
+            && !self.holds_fleet_wide(global)
+            && global
+                .iter()
+                .all(|(a, _)| self.config.rules[a.rule].asks_for_lease())
     }
 
-    /// Spends the request's grants, or says to call: see the module documentation.
+    /// Spends the grants of the request's global rules (`global`, with their costs), or
+    /// says to call: see the module documentation.
     pub(super) fn spend_leases(
         &self,
-        applied: &[Applied],
-        costs: &[u32],
+        global: &[(&Applied, u32)],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         tally: &mut Tally,
     ) -> LeaseStep {
-        let (Some(leases), Some(rls), Some(global)) =
-            (&self.leases, self.rls(), self.leasing(applied, costs))
+        let (Some(leases), Some(rls), true) = (&self.leases, self.rls(), self.leasing(global))
         else {
             return LeaseStep::None;
         };
@@ -96,7 +83,7 @@ impl Limiter {
         let mut refill: SmallVec<[usize; 2]> = SmallVec::new();
         let mut conflicts = 0;
         let mut failed = 0;
-        for (i, (&key, &(_, cost))) in keys.iter().zip(&global).enumerate() {
+        for (i, (&key, &(_, cost))) in keys.iter().zip(global).enumerate() {
             match leases.spend(store, key, cost, now, flight_ns) {
                 Ok(spent) => {
                     conflicts += spent.conflicts;
@@ -134,7 +121,7 @@ impl Limiter {
         if !decided {
             return LeaseStep::Ask(keys.to_vec());
         }
-        let refill = self.refill(&global, &keys, &refill);
+        let refill = self.refill(global, &keys, &refill);
         LeaseStep::Decided(refill)
     }
 

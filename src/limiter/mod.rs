@@ -230,13 +230,13 @@ impl Limiter {
         self
     }
 
-    /// Whether a fleet-wide concurrency rule is among `applied`: the request's call then
+    /// Whether a fleet-wide concurrency rule is among `global`: the request's call then
     /// takes a hold, and neither leases nor the over-limit cache decide it.
-    fn holds_fleet_wide(&self, applied: &[request::descriptor::Applied]) -> bool {
+    fn holds_fleet_wide(&self, global: &[(&request::descriptor::Applied, u32)]) -> bool {
         self.hold_rules
-            && applied
+            && global
                 .iter()
-                .any(|a| self.config.rules[a.rule].limit == Limit::GlobalConcurrency)
+                .any(|(a, _)| self.config.rules[a.rule].limit == Limit::GlobalConcurrency)
     }
 
     /// The key this limiter's fingerprints are made with.

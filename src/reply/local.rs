@@ -1,7 +1,7 @@
 //! A [`Reply`] as the host's `send_local_response` takes it: one shape for both
 //! protocols, so the host layer only hands the fields over.
 
-use super::Reply;
+use super::{Headers, Reply};
 
 /// The arguments of one local response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,8 +12,9 @@ pub struct LocalResponse<'a> {
     pub details: &'a str,
     /// The body (a gRPC reply's is its `grpc-message`, which Envoy moves there).
     pub body: &'a [u8],
-    /// Headers, or a gRPC reply's metadata.
-    pub headers: Vec<(&'a str, &'a str)>,
+    /// Headers, or a gRPC reply's metadata (the reply's own: encoded from where they
+    /// are, not listed again).
+    pub headers: &'a Headers,
     /// The gRPC status, or -1 for a plain HTTP response.
     pub grpc_status: i32,
 }
@@ -39,7 +40,7 @@ impl Reply {
             status,
             details,
             body,
-            headers: headers.iter().map(|(k, v)| (&**k, v.as_str())).collect(),
+            headers,
             grpc_status,
         }
     }

@@ -110,25 +110,43 @@ impl HeaderMap {
 /// The proxy-wasm encoding of a list of pairs, as [`HeaderMap::decode`] reads it: a count,
 /// every (key, value) length, then every key and value each followed by a NUL byte. All
 /// integers little-endian u32. What the host takes for the headers of a call or a local
-/// reply.
-pub fn encode_pairs<V: AsRef<[u8]>>(pairs: &[(&str, V)]) -> Vec<u8> {
+/// reply (a reply's own [`crate::reply::Headers`] as they are: no list of borrows first).
+///
+/// The buffer is zeroed once, so the NUL bytes are already there and each field is one
+/// copy into place: appending field by field tested the capacity at every step and cost
+/// a local reply about 200 instructions a header.
+pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
     let text: usize = pairs
         .iter()
-        .map(|(k, v)| k.len() + v.as_ref().len() + 2)
+        .map(|pair| {
+            let (k, v) = fields(pair);
+            k.len() + v.len() + 2
+        })
         .sum();
-    let mut out = Vec::with_capacity(4 + 8 * pairs.len() + text);
-    out.extend_from_slice(&(pairs.len() as u32).to_le_bytes());
-    for (k, v) in pairs {
-        out.extend_from_slice(&(k.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(v.as_ref().len() as u32).to_le_bytes());
-    }
-    for (k, v) in pairs {
-        out.extend_from_slice(k.as_bytes());
-        out.push(0);
-        out.extend_from_slice(v.as_ref());
-        out.push(0);
+    let mut out = vec![0; 4 + 8 * pairs.len() + text];
+    let (count, rest) = out.split_at_mut(4);
+    count.copy_from_slice(&(pairs.len() as u32).to_le_bytes());
+    let (mut lengths, mut text) = rest.split_at_mut(8 * pairs.len());
+    for pair in pairs {
+        let (k, v) = fields(pair);
+        let (k_len, rest) = std::mem::take(&mut lengths).split_at_mut(4);
+        let (v_len, rest) = rest.split_at_mut(4);
+        lengths = rest;
+        k_len.copy_from_slice(&(k.len() as u32).to_le_bytes());
+        v_len.copy_from_slice(&(v.len() as u32).to_le_bytes());
+        // Each field, then its NUL (left as zeroed).
+        let (k_text, rest) = std::mem::take(&mut text).split_at_mut(k.len() + 1);
+        let (v_text, rest) = rest.split_at_mut(v.len() + 1);
+        text = rest;
+        k_text[..k.len()].copy_from_slice(k);
+        v_text[..v.len()].copy_from_slice(v);
     }
     out
+}
+
+/// A pair's key and value as bytes.
+fn fields<K: AsRef<str>, V: AsRef<[u8]>>((k, v): &(K, V)) -> (&[u8], &[u8]) {
+    (k.as_ref().as_bytes(), v.as_ref())
 }
 
 #[cfg(test)]

@@ -92,28 +92,49 @@ impl From<StoreError> for LocalError {
     }
 }
 
+/// A bucket to take from: a [`Take`] alone, or beside the rule it is for, as the
+/// limiter lists them (so that it hands its list over as it is, not a copy of the takes).
+pub trait AsTake {
+    /// The take.
+    fn take(&self) -> &Take;
+}
+
+impl AsTake for Take {
+    fn take(&self) -> &Take {
+        self
+    }
+}
+
+impl AsTake for (usize, Take) {
+    fn take(&self) -> &Take {
+        &self.1
+    }
+}
+
 /// Takes `cost` tokens from every bucket in `takes`, or from none if the request is
 /// denied. See the module documentation for the exact guarantees.
 pub fn take_all(
     table: &Table,
     store: &impl SharedData,
-    takes: &[Take],
+    takes: &[impl AsTake],
     now_ns: u64,
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
-    let mut reads: PerBucket<(Found, Decision)> = PerBucket::new();
-    for take in takes {
-        let found = table.find(store, take.fingerprint, now_ns)?;
-        let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
-        reads.push((found, decision));
+    // What was found and what was decided, side by side (the decisions are returned:
+    // kept apart, they are not copied out of a list of both).
+    let mut found: PerBucket<Found> = PerBucket::new();
+    let mut decisions: PerBucket<Decision> = PerBucket::new();
+    for take in takes.iter().map(AsTake::take) {
+        let slot = table.find(store, take.fingerprint, now_ns)?;
+        decisions.push(bucket::decide(slot.state, now_ns, take.quota, take.cost));
+        found.push(slot);
     }
-    let mut decisions: PerBucket<Decision> = reads.iter().map(|(_, d)| *d).collect();
     let denied = |decisions: &[Decision]| {
         takes
             .iter()
             .zip(decisions)
-            .any(|(take, d)| !take.shadow && !d.is_allow())
+            .any(|(take, d)| !take.take().shadow && !d.is_allow())
     };
     // 2. Any enforced denial: the request consumes nothing.
     if denied(&decisions) {
@@ -125,8 +146,8 @@ pub fn take_all(
     }
     // 3. Commit each bucket, deciding again on conflict.
     let mut held: PerBucket<Held> = PerBucket::new();
-    for (i, take) in takes.iter().enumerate() {
-        match commit(table, store, take, reads[i], now_ns, events) {
+    for (i, take) in takes.iter().map(AsTake::take).enumerate() {
+        match commit(table, store, take, (found[i], decisions[i]), now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
                 decisions[i] = decision;
                 held.push(Held { take: *take, index });

@@ -42,7 +42,7 @@ use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
 mod entry;
-pub use entry::{decode_set, encode_set, Denial, Over, ENTRY_MAX};
+pub use entry::{decode_set, encode_set, find_entry, Denial, Over, ENTRY_MAX};
 
 /// Entries one set holds.
 pub const WAYS: u32 = 4;
@@ -100,9 +100,10 @@ impl OverLimitCache {
         let Some(read) = store.get(&self.home(fingerprint))? else {
             return Ok(None);
         };
-        Ok(decode_set(&read.value)
-            .into_iter()
-            .find(|d| d.fingerprint == fingerprint && d.covers(costs, now_ns)))
+        let found = find_entry(&read.value, |d| {
+            d.fingerprint == fingerprint && d.covers(costs, now_ns)
+        });
+        Ok(found)
     }
 
     /// Remembers `denial` (which must [`fit`](Denial::fits)) at `now_ns`: expired entries

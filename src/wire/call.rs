@@ -15,6 +15,7 @@
 use super::grpc;
 use super::rls;
 use crate::config::RlsConfig;
+use crate::reply::Headers;
 use crate::request::header_map::{encode_pairs, HeaderMap, Lookup};
 use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 use std::cell::RefCell;
@@ -165,13 +166,14 @@ impl CallHeaders {
         self.encode(Some((rls::QUOTA_HEADER, &quota)))
     }
 
-    /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded.
-    fn encode(&self, extra: Option<(&str, &str)>) -> Vec<u8> {
+    /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded. Laid out as a
+    /// reply's [`Headers`] are, so that the module carries one `encode_pairs`.
+    fn encode(&self, extra: Option<(&'static str, &str)>) -> Vec<u8> {
         let headers = grpc::request_headers(rls::PATH, &self.cluster, self.timeout_ms);
-        let pairs: Vec<(&str, &str)> = headers
-            .iter()
-            .map(|(k, v)| (*k, v.as_str()))
-            .chain(extra)
+        let pairs: Headers = headers
+            .into_iter()
+            .chain(extra.map(|(k, v)| (k, v.to_owned())))
+            .map(|(k, v)| (k.into(), v))
             .collect();
         encode_pairs(&pairs)
     }

@@ -43,16 +43,6 @@ pub mod envoy {
     }
 }
 
-/// A `RateLimitResponse` read for its overall code alone (every other field skipped):
-/// whether a call took a hold. Its own type, so that the full response's decoding keeps
-/// its one caller (and stays inlined there) on every global path.
-#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
-pub struct OverallCode {
-    /// `RateLimitResponse.overall_code`.
-    #[prost(int32, tag = "1")]
-    pub overall_code: i32,
-}
-
 /// A message the filter does not read (the response's `dynamic_metadata`): decoding it
 /// skips its fields.
 #[derive(Clone, Copy, PartialEq, Eq, prost::Message)]

@@ -6,13 +6,9 @@
 //! Protocol quirks are handled here, each where it matters.
 
 use crate::reply::{Headers, Standing};
-use crate::wire::proto::envoy::config::core::v3::HeaderValue;
-use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
-    Code, DescriptorStatus, RateLimit,
-};
-use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::wire::service_headers;
-use prost::Message;
+use response::{HeaderValue, Limit, Status};
 
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
@@ -195,7 +191,8 @@ pub struct Decided {
     /// Whether an enforced (non-shadow) descriptor is over its limit.
     pub over_limit: bool,
     /// Where each descriptor stands, in request order (empty if the service sent no
-    /// statuses, or not one per descriptor).
+    /// statuses, or not one per descriptor, or, from [`interpret_with`], when the answer
+    /// admits the request and they were not asked for).
     pub standings: Vec<Standing>,
     /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
     /// descriptor: derived from the overall code when statuses are missing.
@@ -220,13 +217,24 @@ pub fn said_over_limit(answer: &Answer) -> bool {
     let Answer::Response(bytes) = answer else {
         return false;
     };
-    crate::wire::proto::OverallCode::decode(bytes.as_slice())
-        .is_ok_and(|r| r.overall_code == Code::OverLimit as i32)
+    response::overall_code(bytes).is_ok_and(|code| code == Code::OverLimit as i32)
 }
 
 /// Interprets an answer for descriptors whose rules are shadow or not (`shadows`, in
 /// request order).
 pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> {
+    interpret_with(answer, shadows, true)
+}
+
+/// [`interpret`], with the standings of an answer that admits the request only when
+/// `admitted_standings` (an allowed request's rate-limit headers are their one use):
+/// left out, they cost no vector and no conversion of each status. An answer that says
+/// over limit always has them (its reply and the over-limit cache read them).
+pub fn interpret_with(
+    answer: &Answer,
+    shadows: &[bool],
+    admitted_standings: bool,
+) -> Result<Decided, Failure> {
     let bytes = match answer {
         Answer::NotSent(_) => return Err(Failure::NotSent),
         // The gRPC status is always checked before any body is read.
@@ -234,7 +242,8 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         Answer::Undecodable => return Err(Failure::BadResponse),
         Answer::Response(bytes) => bytes,
     };
-    let response = RateLimitResponse::decode(bytes.as_slice()).map_err(|_| Failure::BadResponse)?;
+    let mut response = response::Response::default();
+    response::decode(bytes, &mut response).map_err(|_| Failure::BadResponse)?;
     let overall = Code::try_from(response.overall_code).unwrap_or(Code::Unknown);
     if overall == Code::Unknown {
         return Err(Failure::UnknownCode);
@@ -243,7 +252,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
     // Quirk: statuses should be one per request descriptor, in order; a service that
     // sends none (or a different number) leaves only the overall code to go by.
     let aligned = response.statuses.len() == shadows.len();
-    let standings: Vec<Standing> = if aligned {
+    let standings: Vec<Standing> = if aligned && (overall_over || admitted_standings) {
         response
             .statuses
             .iter()
@@ -254,7 +263,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         Vec::new()
     };
     let over: Vec<bool> = if aligned {
-        standings.iter().map(|s| !s.allowed).collect()
+        response.statuses.iter().map(is_over).collect()
     } else {
         vec![overall_over; shadows.len()]
     };
@@ -266,11 +275,11 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
             .zip(shadows)
             .any(|(&is_over, &shadow)| is_over && !shadow);
     let mut dropped_headers = 0;
-    let request_headers = headers(&response.request_headers_to_add, &mut dropped_headers)
+    let request_headers = headers(&response.request_headers, &mut dropped_headers)
         .into_iter()
         .map(|(k, v)| (k.into_owned(), v))
         .collect();
-    let response_headers = headers(&response.response_headers_to_add, &mut dropped_headers);
+    let response_headers = headers(&response.response_headers, &mut dropped_headers);
     let grants = if aligned {
         response.statuses.iter().map(grant).collect()
     } else {
@@ -283,7 +292,7 @@ pub fn interpret(answer: &Answer, shadows: &[bool]) -> Result<Decided, Failure> 
         over,
         request_headers,
         response_headers,
-        raw_body: response.raw_body,
+        raw_body: response.raw_body.to_vec(),
         dropped_headers,
     })
 }
@@ -302,13 +311,17 @@ fn failure(status: u32, message: &str) -> Failure {
     }
 }
 
+/// Whether a descriptor's status says it is over its limit.
+fn is_over(status: &Status) -> bool {
+    status.code == Code::OverLimit as i32
+}
+
 /// A descriptor's status as a [`Standing`].
-fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
-    let over = status.code == Code::OverLimit as i32;
+fn standing(status: &Status, shadow: bool) -> Standing {
+    let over = is_over(status);
     let reset_ns = status
         .duration_until_reset
-        .as_ref()
-        .map(|d| floodgate_common::unit::from_parts(d.seconds, d.nanos));
+        .map(|(seconds, nanos)| floodgate_common::unit::from_parts(seconds, nanos));
     Standing {
         // By position only: the caller knows which rule each descriptor is.
         rule: 0,
@@ -330,7 +343,7 @@ fn standing(status: &DescriptorStatus, shadow: bool) -> Standing {
 /// The length of a limit's window in seconds, the draft-10 `w`: its unit times its
 /// `unit_multiplier` (field 4, absent for one unit), so a limit per 5 minutes says
 /// `w=300`, not `w=60`.
-fn window_seconds(limit: &RateLimit) -> Option<u64> {
+fn window_seconds(limit: &Limit) -> Option<u64> {
     let multiplier = u64::from(limit.unit_multiplier.unwrap_or(1).max(1));
     unit_seconds(limit.unit).map(|s| s.saturating_mul(multiplier))
 }
@@ -356,30 +369,27 @@ fn unit_seconds(unit: i32) -> Option<u64> {
 /// window it was counted in ends), so it is ignored, as is one of 0 requests. The
 /// whole-request `RateLimitResponse.quota` (field 7) is not used: leases are per
 /// descriptor.
-fn grant(status: &DescriptorStatus) -> Option<Grant> {
-    use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quota::ExpirationSpecifier;
-    let quota = status.quota.as_ref().filter(|q| q.requests > 0)?;
-    let Some(ExpirationSpecifier::ValidUntil(t)) = &quota.expiration_specifier else {
-        return None;
-    };
+fn grant(status: &Status) -> Option<Grant> {
+    let quota = status.quota.filter(|q| q.requests > 0)?;
+    let (seconds, nanos) = quota.valid_until?;
     Some(Grant {
         requests: quota.requests,
-        valid_until_ns: floodgate_common::unit::from_parts(t.seconds, t.nanos),
+        valid_until_ns: floodgate_common::unit::from_parts(seconds, nanos),
     })
 }
 
 /// The service's headers that are safe to add, as text: `value`, or `raw_value` when
 /// the service used that instead. Each unsafe one is left out and counted in `dropped`.
-fn headers(values: &[HeaderValue], dropped: &mut u32) -> Headers {
+fn headers(values: &[HeaderValue<'_>], dropped: &mut u32) -> Headers {
     values
         .iter()
         .filter_map(|h| {
             let raw = if h.value.is_empty() {
-                h.raw_value.as_slice()
+                h.raw_value
             } else {
                 h.value.as_bytes()
             };
-            if service_headers::check(&h.key, raw).is_err() {
+            if service_headers::check(h.key, raw).is_err() {
                 *dropped += 1;
                 return None;
             }
@@ -388,6 +398,8 @@ fn headers(values: &[HeaderValue], dropped: &mut u32) -> Headers {
         })
         .collect()
 }
+
+mod response;
 
 #[cfg(test)]
 mod tests;

@@ -107,7 +107,7 @@ pub fn send_local_response(
     status: u32,
     details: &str,
     body: &[u8],
-    headers: &[(&str, &str)],
+    headers: &[(impl AsRef<str>, impl AsRef<[u8]>)],
     grpc_status: i32,
 ) -> Result<(), Status> {
     let headers = encode_pairs(headers);

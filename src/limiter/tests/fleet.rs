@@ -114,7 +114,7 @@ fn a_concurrency_denial_is_not_remembered_and_promises_no_time() {
             panic!("rejected by the service");
         };
         let local = reply.local_response();
-        let names: Vec<&str> = local.headers.iter().map(|(k, _)| *k).collect();
+        let names: Vec<&str> = local.headers.iter().map(|(k, _)| k.as_ref()).collect();
         assert!(!names.contains(&"retry-after"), "{names:?}");
     }
     // Both requests called: the denial was never cached.

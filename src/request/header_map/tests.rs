@@ -52,7 +52,7 @@ fn malformed_encodings_are_refused_not_misread() {
 
 #[test]
 fn an_empty_list_is_a_zero_count() {
-    assert_eq!(encode_pairs::<&str>(&[]), [0, 0, 0, 0]);
+    assert_eq!(encode_pairs::<&str, &str>(&[]), [0, 0, 0, 0]);
 }
 
 #[test]

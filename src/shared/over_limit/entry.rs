@@ -164,6 +164,20 @@ pub fn decode_set(mut bytes: &[u8]) -> Vec<Denial> {
     out
 }
 
+/// The first entry of a set that is `wanted`, read as [`decode_set`] reads them (up to
+/// the first that is not whole): a look-up stops at the one it wants, with no vector of
+/// the others.
+pub fn find_entry(mut bytes: &[u8], wanted: impl Fn(&Denial) -> bool) -> Option<Denial> {
+    while !bytes.is_empty() {
+        let (denial, rest) = decode_entry(bytes)?;
+        if wanted(&denial) {
+            return Some(denial);
+        }
+        bytes = rest;
+    }
+    None
+}
+
 /// What a set of `entries` stores.
 pub fn encode_set(entries: &[Denial]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.iter().map(Denial::encoded_len).sum());

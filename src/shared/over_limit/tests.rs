@@ -131,6 +131,23 @@ fn sets_round_trip_and_stop_at_garbage() {
 }
 
 #[test]
+fn finding_an_entry_reads_the_set_as_decoding_it_does() {
+    let (a, b) = (denial(7, 5, 3), denial(2, 6, 1));
+    let bytes = encode_set(&[a.clone(), b.clone()]);
+    let by = |fingerprint: u128| move |d: &Denial| d.fingerprint == fingerprint;
+    assert_eq!(find_entry(&bytes, by(2)), Some(b.clone()));
+    assert_eq!(find_entry(&bytes, by(7)), Some(a.clone()));
+    assert_eq!(find_entry(&bytes, by(9)), None);
+    // Past a torn entry nothing is found, as nothing is decoded.
+    let mut torn = encode_set(std::slice::from_ref(&a));
+    torn.extend_from_slice(&[1, 2, 3]);
+    torn.extend_from_slice(&encode_set(&[b]));
+    assert_eq!(find_entry(&torn, by(2)), None);
+    assert_eq!(find_entry(&torn, by(7)), Some(a));
+    assert_eq!(find_entry(b"", by(7)), None);
+}
+
+#[test]
 fn entries_are_bounded() {
     let mut d = denial(1, 5, 1);
     d.over.clear();

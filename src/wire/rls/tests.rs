@@ -1,9 +1,13 @@
 use super::*;
+use crate::wire::proto::envoy::config::core::v3::HeaderValue;
 use crate::wire::proto::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use crate::wire::proto::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
 use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitRequest;
+use crate::wire::proto::envoy::service::ratelimit::v3::RateLimitResponse;
 use proptest::prelude::*;
+use prost::Message;
 
 fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
     Descriptor {
@@ -394,4 +398,31 @@ fn check_only_descriptors_send_an_explicit_zero() {
     let bytes = encode_request("", &d);
     assert_eq!(decode(&bytes).descriptors[0].hits_addend, Some(0));
     assert_eq!(decode(&bytes).hits_addend, 0);
+}
+
+#[test]
+fn an_admitting_answer_leaves_its_standings_out_unless_asked_and_a_denial_never_does() {
+    let ok = answer(response(
+        Code::Ok,
+        vec![
+            status(Code::Ok, 7, 30, 10),
+            status(Code::OverLimit, 0, 5, 1),
+        ],
+    ));
+    let full = interpret(&ok, &[false, true]).unwrap();
+    let bare = interpret_with(&ok, &[false, true], false).unwrap();
+    assert!(bare.standings.is_empty());
+    assert_eq!(full.standings.len(), 2);
+    assert_eq!(bare.over, full.over);
+    assert_eq!(bare.over, vec![false, true]);
+    assert_eq!(bare.over_limit, full.over_limit);
+    assert!(!bare.over_limit);
+    let denied = answer(response(
+        Code::OverLimit,
+        vec![status(Code::OverLimit, 0, 5, 1)],
+    ));
+    let bare = interpret_with(&denied, &[false], false).unwrap();
+    assert_eq!(bare, interpret(&denied, &[false]).unwrap());
+    assert!(bare.over_limit);
+    assert_eq!(bare.standings.len(), 1);
 }
