@@ -60,7 +60,7 @@ impl Limiter {
             .collect();
         let body = rls::encode_request(&rls.domain, &descriptors);
         // Only a configuration with a fleet-wide concurrency rule looks for one.
-        if let Some(hold) = self.hold_rules.then(|| self.hold(&global)).flatten() {
+        if let Some(hold) = self.hold_rules.then(|| self.hold(global)).flatten() {
             return Some(hold.calls(calls, body, &rls.domain));
         }
         Some((calls.with_quota(body, pending.lease_keys.len()), None))
