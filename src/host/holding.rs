@@ -8,10 +8,10 @@
 
 use super::background;
 use super::hostcalls;
-use super::release;
 use super::root::Plugin;
 use super::shared::HostShared;
-use crate::limiter::{SlotSink, Slots};
+use super::stream_end;
+use crate::limiter::{SlotSink, Slots, StreamEndCall};
 use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use std::rc::Rc;
@@ -53,7 +53,7 @@ impl Holding {
     pub fn give_back(mut self, plugin: &Rc<Plugin>, waiting: bool) {
         if waiting {
             if let Some(call) = self.release.take() {
-                background::adopt(self.call, release::after_call(plugin, call));
+                background::adopt(self.call, stream_end::release_after(plugin, call));
             }
         }
         if !self.slots.is_empty() {
@@ -64,7 +64,7 @@ impl Holding {
             plugin.limiter.release(&self.slots, now, &HostShared, tally);
         }
         if let Some(call) = &self.release {
-            release::send(plugin, call);
+            stream_end::send(plugin, call, StreamEndCall::Release);
         }
     }
 }

@@ -7,13 +7,14 @@
 //! body and trailers are exported only by the build with the `response-cost` feature
 //! (see the dispatcher).
 
-use super::charge;
 use super::failure::HostFailure;
 use super::hostcalls;
 use super::log;
 use super::root::Plugin;
 use super::shared::HostShared;
+use super::stream_end;
 use crate::host::log_throttle::Cause;
+use crate::limiter::StreamEndCall;
 use crate::request::descriptor::Lookup;
 use crate::usage::{Ended, ResponseMeter, ResponseView};
 use ::log::Level;
@@ -123,6 +124,6 @@ pub fn settle(plugin: &Rc<Plugin>, meter: ResponseMeter, ended: Ended) {
     );
     drop(tally);
     if let Some(call) = global {
-        charge::send(plugin, &call);
+        stream_end::send(plugin, &call, StreamEndCall::Charge);
     }
 }

@@ -39,8 +39,6 @@ pub mod types;
 
 #[cfg(target_arch = "wasm32")]
 pub mod background;
-#[cfg(all(target_arch = "wasm32", feature = "response-cost"))]
-mod charge;
 #[cfg(target_arch = "wasm32")]
 mod dispatcher;
 #[cfg(target_arch = "wasm32")]
@@ -56,12 +54,12 @@ mod metering;
 #[cfg(target_arch = "wasm32")]
 mod refill;
 #[cfg(target_arch = "wasm32")]
-mod release;
-#[cfg(target_arch = "wasm32")]
 mod request;
 #[cfg(target_arch = "wasm32")]
 mod root;
 #[cfg(target_arch = "wasm32")]
 mod shared;
+#[cfg(target_arch = "wasm32")]
+mod stream_end;
 #[cfg(all(target_arch = "wasm32", feature = "trap-on-header"))]
 mod trap;

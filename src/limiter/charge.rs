@@ -8,7 +8,7 @@
 //! and does not wait for: the response has gone on already. The service counts every
 //! descriptor even past its limit (the budget goes into debt), so the next request's
 //! check sees what this one really cost. The answer is only counted
-//! ([`Limiter::charge_answered`]); a charge that fails is counted once and never sent
+//! ([`Limiter::stream_end_answered`]); a charge that fails is counted once and never sent
 //! again: retrying would need to keep it, unbounded, while the service is away.
 
 use super::record::{record, ChargeOutcome, Outcome};
@@ -17,6 +17,41 @@ use crate::metrics::Tally;
 use crate::wire::call::Call;
 use crate::wire::grpc::Answer;
 use crate::wire::rls;
+
+/// A call sent when a stream ends, that no request waits for: both are counted the same
+/// way (sent, failed), each in its own metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamEndCall {
+    /// The charge of a response's real cost ([`Limiter::charge_call`]).
+    Charge,
+    /// A fleet-wide concurrency hold's release.
+    Release,
+}
+
+impl StreamEndCall {
+    /// What a call that cannot be started was for, as its log line says it.
+    pub fn sending(self) -> &'static str {
+        match self {
+            StreamEndCall::Charge => "send a charge to",
+            StreamEndCall::Release => "send a release to",
+        }
+    }
+
+    /// The call, named in the log line of a failed answer.
+    pub fn noun(self) -> &'static str {
+        match self {
+            StreamEndCall::Charge => "a charge",
+            StreamEndCall::Release => "a release",
+        }
+    }
+
+    fn outcome(self, outcome: ChargeOutcome) -> Outcome<'static> {
+        match self {
+            StreamEndCall::Charge => Outcome::Charge(outcome),
+            StreamEndCall::Release => Outcome::Release(outcome),
+        }
+    }
+}
 
 /// One global rule's real cost, once its response is done: what the hook hands over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,41 +103,25 @@ impl Limiter {
             .then(|| calls.charge(rls::encode_request(&rls.domain, &descriptors)))
     }
 
-    /// Counts what the service answered a charge: only whether it was counted (its
-    /// statuses say where the budgets stand, which the next request's check will see).
-    pub fn charge_answered(&self, answer: &Answer, tally: &mut Tally) {
-        let outcome = match rls::interpret(answer, &[]) {
-            Ok(_) => ChargeOutcome::Counted,
-            Err(_) => ChargeOutcome::Failed,
-        };
-        record(Outcome::Charge(outcome), tally);
-    }
-
-    /// Counts what the service answered a hold's release: only whether it failed (its
-    /// statuses are the slots left, which the next request's call will see).
-    pub fn release_answered(&self, answer: &Answer, tally: &mut Tally) {
-        if rls::interpret(answer, &[]).is_err() {
-            record(Outcome::Release(ChargeOutcome::Failed), tally);
-        }
-    }
-
-    /// Counts a hold's release sent, or one that could not be sent.
-    pub fn release_dispatched(&self, sent: bool, tally: &mut Tally) {
+    /// Counts a stream-end call (`kind`) sent, or one that could not be sent.
+    pub fn stream_end_dispatched(&self, kind: StreamEndCall, sent: bool, tally: &mut Tally) {
         let outcome = if sent {
             ChargeOutcome::Sent
         } else {
             ChargeOutcome::Failed
         };
-        record(Outcome::Release(outcome), tally);
+        record(kind.outcome(outcome), tally);
     }
 
-    /// Counts a charge call sent, or one that could not be sent.
-    pub fn charge_dispatched(&self, sent: bool, tally: &mut Tally) {
-        let outcome = if sent {
-            ChargeOutcome::Sent
-        } else {
-            ChargeOutcome::Failed
+    /// Counts what the service answered a stream-end call (`kind`): a charge whether it
+    /// was counted, a release only whether it failed. Their statuses say where the
+    /// budgets and slots stand, which the next request's check will see.
+    pub fn stream_end_answered(&self, kind: StreamEndCall, answer: &Answer, tally: &mut Tally) {
+        let outcome = match (rls::interpret(answer, &[]), kind) {
+            (Err(_), _) => ChargeOutcome::Failed,
+            (Ok(_), StreamEndCall::Charge) => ChargeOutcome::Counted,
+            (Ok(_), StreamEndCall::Release) => return,
         };
-        record(Outcome::Charge(outcome), tally);
+        record(kind.outcome(outcome), tally);
     }
 }

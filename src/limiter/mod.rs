@@ -35,7 +35,7 @@ use crate::shared::table::Table;
 use crate::usage::ResponseMeter;
 use crate::wire::call::{Call, CallHeaders};
 use cached::CacheKey;
-pub use charge::GlobalCharge;
+pub use charge::{GlobalCharge, StreamEndCall};
 pub use concurrency::{SlotHold, SlotSink, Slots};
 pub use hold::HoldIds;
 use prefixes::Prefixes;

@@ -2,7 +2,7 @@
 //! time, and the stream-end charge the host sends without waiting.
 
 use super::*;
-use crate::limiter::GlobalCharge;
+use crate::limiter::{GlobalCharge, StreamEndCall};
 use crate::wire::call::Call;
 use crate::wire::rls;
 
@@ -86,15 +86,19 @@ fn the_charge_is_the_cost_beyond_what_admission_counted() {
 #[test]
 fn charges_are_counted_sent_or_failed_once() {
     let (l, _, mut tally) = limiter(&budget(None));
-    l.charge_dispatched(true, &mut tally);
-    l.charge_answered(&rls_answer(Code::OverLimit, &[Code::OverLimit]), &mut tally);
-    l.charge_dispatched(true, &mut tally);
+    l.stream_end_dispatched(StreamEndCall::Charge, true, &mut tally);
+    l.stream_end_answered(
+        StreamEndCall::Charge,
+        &rls_answer(Code::OverLimit, &[Code::OverLimit]),
+        &mut tally,
+    );
+    l.stream_end_dispatched(StreamEndCall::Charge, true, &mut tally);
     let unavailable = Answer::Status {
         code: 14,
         message: "no healthy upstream".into(),
     };
-    l.charge_answered(&unavailable, &mut tally);
-    l.charge_dispatched(false, &mut tally);
+    l.stream_end_answered(StreamEndCall::Charge, &unavailable, &mut tally);
+    l.stream_end_dispatched(StreamEndCall::Charge, false, &mut tally);
     let counted = counts(&l, &mut tally);
     assert!(
         counted.contains(&("floodgate.rls.charges".into(), 2)),

@@ -3,6 +3,7 @@
 //! over-limit cache ever decide such a request.
 
 use super::*;
+use crate::limiter::StreamEndCall;
 use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 
 /// A fleet-wide concurrency rule beside a leased global rate rule, over-limit cache on.
@@ -141,10 +142,14 @@ fn any_answer_but_over_limit_may_have_taken_the_hold() {
 #[test]
 fn releases_are_counted_sent_and_failed() {
     let (l, _, mut tally) = fleet();
-    l.release_dispatched(true, &mut tally);
-    l.release_dispatched(false, &mut tally);
-    l.release_answered(&rls_answer(Code::Ok, &[Code::Ok]), &mut tally);
-    l.release_answered(&Answer::Undecodable, &mut tally);
+    l.stream_end_dispatched(StreamEndCall::Release, true, &mut tally);
+    l.stream_end_dispatched(StreamEndCall::Release, false, &mut tally);
+    l.stream_end_answered(
+        StreamEndCall::Release,
+        &rls_answer(Code::Ok, &[Code::Ok]),
+        &mut tally,
+    );
+    l.stream_end_answered(StreamEndCall::Release, &Answer::Undecodable, &mut tally);
     let counted = counts(&l, &mut tally);
     assert!(
         counted.contains(&("floodgate.rls.releases".into(), 1)),
