@@ -52,6 +52,20 @@ impl RateLimitService for Service {
     }
 }
 
+/// Serves `service` as the rate limit service on a free loopback port: where it listens,
+/// and the task serving it (a stand-in aborts it when dropped).
+pub async fn serve_rls<S: RateLimitService>(service: S) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let task = tokio::spawn(async move {
+        let _ = tonic::transport::Server::builder()
+            .add_service(RateLimitServiceServer::new(service))
+            .serve_with_incoming(TcpIncoming::from(listener))
+            .await;
+    });
+    (addr, task)
+}
+
 impl Scripted {
     /// Serves `answer` to every call on a free loopback port.
     pub async fn start(answer: RateLimitResponse) -> Scripted {
@@ -64,19 +78,12 @@ impl Scripted {
     }
 
     async fn serve(answer: Result<RateLimitResponse, (tonic::Code, String)>) -> Scripted {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
         let seen = Arc::new(Seen::default());
-        let service = RateLimitServiceServer::new(Service {
+        let (addr, task) = serve_rls(Service {
             answer,
             seen: seen.clone(),
-        });
-        let task = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(TcpIncoming::from(listener))
-                .await;
-        });
+        })
+        .await;
         Scripted { addr, seen, task }
     }
 

@@ -3,17 +3,14 @@
 //! each release (`x-floodgate-release`) arrived: the order the filter's two calls reach a
 //! service in, which the real server cannot show.
 
+use crate::fake_rls::serve_rls;
 use floodgate_server::proto::rls::rate_limit_response::{Code, DescriptorStatus};
-use floodgate_server::proto::rls::rate_limit_service_server::{
-    RateLimitService, RateLimitServiceServer,
-};
+use floodgate_server::proto::rls::rate_limit_service_server::RateLimitService;
 use floodgate_server::proto::rls::{RateLimitRequest, RateLimitResponse};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
-use tonic::transport::server::TcpIncoming;
 
 /// What the service saw of one id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,19 +73,12 @@ impl RateLimitService for Service {
 impl HoldingRls {
     /// Serves on a free loopback port, answering hold calls after `delay`.
     pub async fn start(delay: Duration) -> HoldingRls {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
         let events = Arc::new(Mutex::new(Vec::new()));
-        let service = RateLimitServiceServer::new(Service {
+        let (addr, task) = serve_rls(Service {
             delay,
             events: events.clone(),
-        });
-        let task = tokio::spawn(async move {
-            let _ = tonic::transport::Server::builder()
-                .add_service(service)
-                .serve_with_incoming(TcpIncoming::from(listener))
-                .await;
-        });
+        })
+        .await;
         HoldingRls { addr, events, task }
     }
 
