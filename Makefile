@@ -213,8 +213,16 @@ bench-tools:
 	@command -v wrk >/dev/null || { $(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq wrk; }
 
+# The timings, then the counts of the same modules and the µs model fitted to these
+# timings (the run's output is kept in target/bench-filter.txt for `floodgate-costs --fit`).
 bench: setup bench-tools wasm bench-wasm server
-	FLOODGATE_SERVER=$(abspath $(SERVER)) cargo run -q -p floodgate-integration --bin bench-filter
+	FLOODGATE_SERVER=$(abspath $(SERVER)) cargo run -q -p floodgate-integration --bin bench-filter \
+		> target/bench-filter.txt
+	cat target/bench-filter.txt
+	@echo; echo 'Counts of the same modules (make costs):'; echo
+	-cargo run -q -p floodgate-costs
+	@echo; echo 'The µs model fitted to this run (floodgate-costs --fit target/bench-filter.txt):'; echo
+	-cargo run -q -p floodgate-costs -- --fit target/bench-filter.txt
 
 lint: wasm-target
 	cargo fmt --all -- --check

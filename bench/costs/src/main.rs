@@ -99,7 +99,8 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             };
             model.baseline = calibration::bench_baseline(&output).unwrap_or(f64::NAN);
-            println!("{model:?}\n\n| path | measured µs | expected µs | residual |\n|---|---:|---:|---:|");
+            println!("{}", report::calibration(&model));
+            println!("\n| path | measured µs | expected µs | residual |\n|---|---:|---:|---:|");
             for (name, cost, us) in &rows {
                 let expected = model.expected_us(cost);
                 println!(

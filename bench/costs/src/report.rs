@@ -64,3 +64,28 @@ pub fn table(paths: &[Path], measured: &[Measured]) -> String {
     }
     out
 }
+
+/// The fitted model as the README shows it: each coefficient in the run's µs and as a
+/// share of that run's request with no filter (what carries over to another machine).
+pub fn calibration(model: &calibration::Model) -> String {
+    let mut out = format!(
+        "baseline: a request with no filter cost the worker {:.1} µs in this run\n\n\
+         | per | µs in this run | share of a proxied request |\n|---|---:|---:|\n",
+        model.baseline
+    );
+    for (what, us) in [
+        ("VM entry (callback or allocation)", model.entry),
+        ("host call (other than `proxy_http_call`)", model.call),
+        ("thousand wasm instructions", model.kilo_instructions),
+        (
+            "`proxy_http_call`, Envoy's side of the call included",
+            model.http_call,
+        ),
+    ] {
+        out.push_str(&format!(
+            "| {what} | {us:.3} | {:.2} % |\n",
+            us / model.baseline * 100.0
+        ));
+    }
+    out
+}

@@ -25,6 +25,7 @@
 //! only those configurations, plus "no filter").
 
 mod cases;
+mod provenance;
 mod wrk;
 
 use cases::{
@@ -163,6 +164,7 @@ async fn main() {
         })
         .collect();
     let base = summary[0].cpu_us;
+    println!("\n{}", provenance::line(base));
     println!(
         "\n{rounds} rounds x {seconds}s, wrk -t1 -c{connections}, Envoy 1 worker pinned to CPU 0, \
          wrk and upstream on CPU 1 (medians over rounds)\n"
