@@ -116,6 +116,30 @@ impl HeaderMap {
 /// copy into place: appending field by field tested the capacity at every step and cost
 /// a local reply about 200 instructions a header.
 pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
+    let mut out = vec![0; encoded_len(pairs)];
+    fill_pairs(pairs, &mut out);
+    out
+}
+
+/// [`encode_pairs`] into the start of `buffer` (grown if it is too short), returned: a
+/// caller that encodes often (the local replies of a rejection storm) keeps one buffer
+/// and allocates nothing once it is long enough.
+pub fn encode_pairs_reusing<'b, K: AsRef<str>, V: AsRef<[u8]>>(
+    pairs: &[(K, V)],
+    buffer: &'b mut Vec<u8>,
+) -> &'b [u8] {
+    let len = encoded_len(pairs);
+    if buffer.len() < len {
+        buffer.resize(len, 0);
+    }
+    let out = &mut buffer[..len];
+    out.fill(0);
+    fill_pairs(pairs, out);
+    out
+}
+
+/// The length of the encoding of `pairs`.
+fn encoded_len<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> usize {
     let text: usize = pairs
         .iter()
         .map(|pair| {
@@ -123,7 +147,11 @@ pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> 
             k.len() + v.len() + 2
         })
         .sum();
-    let mut out = vec![0; 4 + 8 * pairs.len() + text];
+    4 + 8 * pairs.len() + text
+}
+
+/// Writes the encoding of `pairs` into `out`, zeroed and [`encoded_len`] long.
+fn fill_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)], out: &mut [u8]) {
     let (count, rest) = out.split_at_mut(4);
     count.copy_from_slice(&(pairs.len() as u32).to_le_bytes());
     let (mut lengths, mut text) = rest.split_at_mut(8 * pairs.len());
@@ -141,7 +169,6 @@ pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> 
         k_text[..k.len()].copy_from_slice(k);
         v_text[..v.len()].copy_from_slice(v);
     }
-    out
 }
 
 /// A pair's key and value as bytes.
