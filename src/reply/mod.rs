@@ -31,6 +31,9 @@ use protocol::Protocol;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 
+use details::details_of;
+pub use details::rejection_details;
+
 /// Response headers: mostly fixed names, sometimes names a rate limit service sent.
 pub type Headers = Vec<(Cow<'static, str>, String)>;
 
@@ -207,16 +210,18 @@ pub fn rejection(
     // Inline, like the request's other per-rule values: a rejection allocates only what
     // it hands to the host (headers, body, details).
     let mut rejecting: SmallVec<[Standing; 2]> = SmallVec::new();
-    for s in in_rule_order(standings.iter().filter(|s| s.rejects())) {
-        rejecting.push(*s);
+    for s in standings.iter().filter(|s| s.rejects()) {
+        insert_in_rule_order(&mut rejecting, *s);
     }
     if config.retry_after_jitter_ppm > 0 {
         jitter::spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
     }
-    let violated: SmallVec<[&str; 2]> = rejecting
-        .iter()
-        .filter_map(|s| rules.get(s.rule).map(|r| r.name.as_str()))
-        .collect();
+    // The rules' names, read where they are for the details (and the problem document).
+    let violated = || {
+        rejecting
+            .iter()
+            .filter_map(|s| rules.get(s.rule).map(|r| r.name.as_str()))
+    };
     let problem = config.body_format == BodyFormat::ProblemJson && protocol == Protocol::Http;
     let mut headers: Headers = Vec::with_capacity(6 + extra.len());
     if problem {
@@ -226,14 +231,16 @@ pub fn rejection(
         headers.push(("retry-after".into(), seconds.to_string()));
     }
     push_header_fields(&mut headers, config, rules, &rejecting);
-    headers.extend(
-        extra
-            .into_iter()
-            .filter(|(name, _)| !(problem && name.eq_ignore_ascii_case("content-type"))),
-    );
+    if !extra.is_empty() {
+        headers.extend(
+            extra
+                .into_iter()
+                .filter(|(name, _)| !(problem && name.eq_ignore_ascii_case("content-type"))),
+        );
+    }
     let body = body.unwrap_or(config.body.as_bytes());
     let http_body = if problem {
-        problem::body(config.status, &violated)
+        problem::body(config.status, &violated().collect::<SmallVec<[&str; 2]>>())
     } else {
         body.to_vec()
     };
@@ -244,8 +251,24 @@ pub fn rejection(
             String::from_utf8_lossy(body).trim_end().to_string()
         }),
         headers,
-        rejection_details(&violated),
+        details_of(violated()),
     )
+}
+
+/// Puts `s` into `sorted` after every standing of a rule not after its own: configuration
+/// order, stable. An insertion sort: a request has a few rules, and the standard sorts
+/// would add kilobytes of code to the module for it.
+fn insert_in_rule_order(sorted: &mut SmallVec<[Standing; 2]>, s: Standing) {
+    let at = sorted
+        .iter()
+        .rposition(|t| t.rule <= s.rule)
+        .map_or(0, |i| i + 1);
+    // Mostly at the end already (one rule, or each group in order): no shifting then.
+    if at == sorted.len() {
+        sorted.push(s);
+    } else {
+        sorted.insert(at, s);
+    }
 }
 
 /// `standings` in configuration order (they arrive grouped: local rules, then global
@@ -261,32 +284,6 @@ fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> SmallVec<
         sorted.insert(at, s);
     }
     sorted
-}
-
-/// The response code details of a rejection by `rules` (in configuration order):
-/// `floodgate_rate_limited{per-tenant,per-route}`, the braces as in Envoy's own details.
-/// Rule names are letters, digits, `-` and `_` (checked in the configuration), so the
-/// details never hold whitespace Envoy would rewrite; past [`MAX_DETAILS_RULES`] names
-/// the rest are counted (`{a,b,c,d,+2}`). Without a rule (the service did not say which
-/// descriptor was over) it is plain `floodgate_rate_limited`.
-pub fn rejection_details(rules: &[&str]) -> Cow<'static, str> {
-    if rules.is_empty() {
-        return Cow::Borrowed(DETAILS);
-    }
-    let mut details = String::with_capacity(DETAILS.len() + 2 + rules.len() * 16);
-    details.push_str(DETAILS);
-    details.push('{');
-    for (i, name) in rules.iter().take(MAX_DETAILS_RULES).enumerate() {
-        if i > 0 {
-            details.push(',');
-        }
-        details.push_str(name);
-    }
-    if rules.len() > MAX_DETAILS_RULES {
-        details.push_str(&format!(",+{}", rules.len() - MAX_DETAILS_RULES));
-    }
-    details.push('}');
-    Cow::Owned(details)
 }
 
 /// The reply rejecting a request because a limiter could not decide
@@ -379,6 +376,7 @@ fn status_reply(
     }
 }
 
+mod details;
 pub mod fields;
 pub mod jitter;
 pub mod local;

@@ -116,6 +116,30 @@ impl HeaderMap {
 /// copy into place: appending field by field tested the capacity at every step and cost
 /// a local reply about 200 instructions a header.
 pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
+    let mut out = vec![0; encoded_len(pairs)];
+    fill_pairs(pairs, &mut out);
+    out
+}
+
+/// [`encode_pairs`] into the start of `buffer` (grown if it is too short), returned: a
+/// caller that encodes often (the local replies of a rejection storm) keeps one buffer
+/// and allocates nothing once it is long enough.
+pub fn encode_pairs_reusing<'b, K: AsRef<str>, V: AsRef<[u8]>>(
+    pairs: &[(K, V)],
+    buffer: &'b mut Vec<u8>,
+) -> &'b [u8] {
+    let len = encoded_len(pairs);
+    if buffer.len() < len {
+        buffer.resize(len, 0);
+    }
+    let out = &mut buffer[..len];
+    out.fill(0);
+    fill_pairs(pairs, out);
+    out
+}
+
+/// The length of the encoding of `pairs`.
+fn encoded_len<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> usize {
     let text: usize = pairs
         .iter()
         .map(|pair| {
@@ -123,25 +147,35 @@ pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> 
             k.len() + v.len() + 2
         })
         .sum();
-    let mut out = vec![0; 4 + 8 * pairs.len() + text];
-    let (count, rest) = out.split_at_mut(4);
-    count.copy_from_slice(&(pairs.len() as u32).to_le_bytes());
-    let (mut lengths, mut text) = rest.split_at_mut(8 * pairs.len());
-    for pair in pairs {
+    4 + 8 * pairs.len() + text
+}
+
+/// Writes the encoding of `pairs` into `out`, zeroed and [`encoded_len`] long: the
+/// lengths through fixed 8-byte slots, the text through one cursor.
+fn fill_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)], out: &mut [u8]) {
+    let Some((count, rest)) = out.split_first_chunk_mut::<4>() else {
+        return;
+    };
+    *count = (pairs.len() as u32).to_le_bytes();
+    let Some((lengths, text)) = rest.split_at_mut_checked(8 * pairs.len()) else {
+        return;
+    };
+    let mut at = 0;
+    for (slot, pair) in lengths.chunks_exact_mut(8).zip(pairs) {
         let (k, v) = fields(pair);
-        let (k_len, rest) = std::mem::take(&mut lengths).split_at_mut(4);
-        let (v_len, rest) = rest.split_at_mut(4);
-        lengths = rest;
+        let (k_len, v_len) = slot.split_at_mut(4);
         k_len.copy_from_slice(&(k.len() as u32).to_le_bytes());
         v_len.copy_from_slice(&(v.len() as u32).to_le_bytes());
         // Each field, then its NUL (left as zeroed).
-        let (k_text, rest) = std::mem::take(&mut text).split_at_mut(k.len() + 1);
-        let (v_text, rest) = rest.split_at_mut(v.len() + 1);
-        text = rest;
-        k_text[..k.len()].copy_from_slice(k);
-        v_text[..v.len()].copy_from_slice(v);
+        if let Some(place) = text.get_mut(at..at + k.len()) {
+            place.copy_from_slice(k);
+        }
+        at += k.len() + 1;
+        if let Some(place) = text.get_mut(at..at + v.len()) {
+            place.copy_from_slice(v);
+        }
+        at += v.len() + 1;
     }
-    out
 }
 
 /// A pair's key and value as bytes.
