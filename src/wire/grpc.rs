@@ -156,9 +156,13 @@ pub fn read_answer(
     }
 }
 
-/// A `grpc-status` value as a code (`None` if it is not a decimal number).
+/// A `grpc-status` value as a code (`None` if it is not a decimal number). One digit,
+/// what every answer carries, is read without the text parser.
 fn parse_code(value: &[u8]) -> Option<u32> {
-    std::str::from_utf8(value).ok()?.trim().parse().ok()
+    match value {
+        [digit @ b'0'..=b'9'] => Some(u32::from(digit - b'0')),
+        _ => std::str::from_utf8(value).ok()?.trim().parse().ok(),
+    }
 }
 
 /// The gRPC code for a non-gRPC HTTP response, as the gRPC protocol document maps them.

@@ -5,10 +5,12 @@
 //! or nothing because the call could not even start) into a decision or a [`Failure`].
 //! Protocol quirks are handled here, each where it matters.
 
+use crate::config::Entry;
 use crate::reply::{Headers, Standing};
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::wire::service_headers;
 use response::{HeaderValue, Limit, Status};
+use smallvec::SmallVec;
 
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
@@ -31,11 +33,18 @@ pub const CHARGE_HEADER: (&str, &str) = (
     floodgate_common::headers::CHARGE_VALUE,
 );
 
-/// One descriptor to send: its entries in order and the request's cost for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One descriptor to send: its rule's entries (their keys) and the request's values for
+/// them, in order, and the request's cost for it. Borrowed as they are, not paired into
+/// a vector of strings: building one per descriptor cost an allocation and a UTF-8 check
+/// of every value on every global request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Descriptor<'a> {
-    /// (key, value) entries.
-    pub entries: Vec<(&'a str, &'a str)>,
+    /// The rule's entries: each one's `key` is sent (paired with `values` by position).
+    pub keys: &'a [Entry],
+    /// One value per entry, as raw bytes. They must be UTF-8 (protobuf strings), which
+    /// `descriptor::applicable` checks for every rule the service is asked about (it
+    /// refuses the request otherwise), so they go on the wire as they are.
+    pub values: &'a [Vec<u8>],
     /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
     /// and granted quota if asked, but not counted.
     pub cost: u32,
@@ -78,8 +87,9 @@ pub struct Decided {
     /// admits the request and they were not asked for).
     pub standings: Vec<Standing>,
     /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
-    /// descriptor: derived from the overall code when statuses are missing.
-    pub over: Vec<bool>,
+    /// descriptor: derived from the overall code when statuses are missing. Inline for
+    /// eight: a vector of its own cost every answer an allocation.
+    pub over: SmallVec<[bool; 8]>,
     /// Headers for the upstream request.
     pub request_headers: Vec<(String, String)>,
     /// Headers for the downstream response.
@@ -89,7 +99,8 @@ pub struct Decided {
     /// Headers the service sent that were dropped as unsafe ([`service_headers`]).
     pub dropped_headers: u32,
     /// Per descriptor, the quota lease granted for it (empty when statuses are not one
-    /// per descriptor).
+    /// per descriptor, and when none carries a usable grant: most answers, which then
+    /// cost no vector).
     pub grants: Vec<Option<Grant>>,
 }
 
@@ -145,10 +156,10 @@ pub fn interpret_with(
     } else {
         Vec::new()
     };
-    let over: Vec<bool> = if aligned {
+    let over: SmallVec<[bool; 8]> = if aligned {
         response.statuses.iter().map(is_over).collect()
     } else {
-        vec![overall_over; shadows.len()]
+        smallvec::smallvec![overall_over; shadows.len()]
     };
     // Shadow rules are sent and counted, never enforced: the request is over limit only
     // if the service says so and an enforced descriptor is among those over.
@@ -163,7 +174,7 @@ pub fn interpret_with(
         .map(|(k, v)| (k.into_owned(), v))
         .collect();
     let response_headers = headers(&response.response_headers, &mut dropped_headers);
-    let grants = if aligned {
+    let grants = if aligned && response.statuses.iter().any(|s| grant(s).is_some()) {
         response.statuses.iter().map(grant).collect()
     } else {
         Vec::new()
