@@ -120,9 +120,9 @@ impl Limiter {
         let rules: PerBucket<(usize, PerRule)> = pending
             .rules
             .iter()
-            .zip(&decided.over)
             .zip(shadows)
-            .map(|((&rule, &over), &shadow)| (rule, rule_counter(!over, shadow)))
+            .enumerate()
+            .map(|(i, (&rule, &shadow))| (rule, rule_counter(!decided.is_over(i), shadow)))
             .collect();
         let shadow_denied =
             pending.shadow_denied || rules.iter().any(|(_, c)| *c == PerRule::ShadowDenied);

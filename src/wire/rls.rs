@@ -10,7 +10,6 @@ use crate::reply::{Headers, Standing};
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::wire::service_headers;
 use response::{HeaderValue, Limit, Status};
-use smallvec::SmallVec;
 
 /// The HTTP/2 path of the `ShouldRateLimit` method (`/package.Service/Method`).
 pub const PATH: &str = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
@@ -86,10 +85,11 @@ pub struct Decided {
     /// statuses, or not one per descriptor, or, from [`interpret_with`], when the answer
     /// admits the request and they were not asked for).
     pub standings: Vec<Standing>,
-    /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
-    /// descriptor: derived from the overall code when statuses are missing. Inline for
-    /// eight: a vector of its own cost every answer an allocation.
-    pub over: SmallVec<[bool; 8]>,
+    /// Per descriptor: whether it is over its limit (its rule's counter), bit `i` for
+    /// descriptor `i` ([`Decided::is_over`]). Always one per descriptor: derived from the
+    /// overall code when statuses are missing. A word, not a vector: a call has at most
+    /// [`crate::config::MAX_RULES`] (64) descriptors.
+    pub over: u64,
     /// Headers for the upstream request.
     pub request_headers: Vec<(String, String)>,
     /// Headers for the downstream response.
@@ -102,6 +102,13 @@ pub struct Decided {
     /// per descriptor, and when none carries a usable grant: most answers, which then
     /// cost no vector).
     pub grants: Vec<Option<Grant>>,
+}
+
+impl Decided {
+    /// Whether descriptor `i` is over its limit (its rule's counter).
+    pub fn is_over(&self, i: usize) -> bool {
+        i < 64 && self.over & (1 << i) != 0
+    }
 }
 
 /// Whether the service answered, readably, that the call is over its limit (overall
@@ -156,18 +163,27 @@ pub fn interpret_with(
     } else {
         Vec::new()
     };
-    let over: SmallVec<[bool; 8]> = if aligned {
-        response.statuses.iter().map(is_over).collect()
+    let over: u64 = if aligned {
+        response
+            .statuses
+            .iter()
+            .enumerate()
+            .filter(|(i, status)| *i < 64 && is_over(status))
+            .fold(0, |bits, (i, _)| bits | 1 << i)
+    } else if overall_over {
+        // Every descriptor's bit.
+        1u64.checked_shl(shadows.len() as u32)
+            .map_or(u64::MAX, |b| b - 1)
     } else {
-        smallvec::smallvec![overall_over; shadows.len()]
+        0
     };
     // Shadow rules are sent and counted, never enforced: the request is over limit only
     // if the service says so and an enforced descriptor is among those over.
     let over_limit = overall_over
-        && over
+        && shadows
             .iter()
-            .zip(shadows)
-            .any(|(&is_over, &shadow)| is_over && !shadow);
+            .enumerate()
+            .any(|(i, &shadow)| i < 64 && over & (1 << i) != 0 && !shadow);
     let mut dropped_headers = 0;
     let request_headers = headers(&response.request_headers, &mut dropped_headers)
         .into_iter()
@@ -275,6 +291,10 @@ fn grant(status: &Status) -> Option<Grant> {
 /// The service's headers that are safe to add, as text: `value`, or `raw_value` when
 /// the service used that instead. Each unsafe one is left out and counted in `dropped`.
 fn headers(values: &[HeaderValue<'_>], dropped: &mut u32) -> Headers {
+    if values.is_empty() {
+        // Most answers add none: no call, no iterator.
+        return Headers::new();
+    }
     values
         .iter()
         .filter_map(|h| {
