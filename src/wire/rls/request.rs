@@ -18,10 +18,16 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
     let uniform = descriptors.iter().all(|d| d.cost == first);
     let request_hits = if uniform && first != 1 { first } else { 0 };
 
-    // Sized exactly first, then written in one pass: no vector of sizes, no growth.
+    // Sized exactly first, then written in one pass: no growth, and no vector of sizes
+    // (those of the first two descriptors, most calls' all, are kept on the stack).
     let mut len = bytes_field_len(domain.len());
-    for d in descriptors {
-        len += delimited_len(descriptor_len(d));
+    let mut sizes = [0usize; 2];
+    for (i, d) in descriptors.iter().enumerate() {
+        let size = descriptor_len(d);
+        if let Some(kept) = sizes.get_mut(i) {
+            *kept = size;
+        }
+        len += delimited_len(size);
     }
     if request_hits != 0 {
         len += 1 + varint_len(u64::from(request_hits));
@@ -29,9 +35,10 @@ pub fn encode_request(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
     let mut body = vec![0; grpc::FRAME_PREFIX + len];
     let mut out = Out(body.get_mut(grpc::FRAME_PREFIX..).unwrap_or_default());
     out.string_field(1, domain.as_bytes());
-    for d in descriptors {
+    for (i, d) in descriptors.iter().enumerate() {
+        let size = sizes.get(i).copied().unwrap_or_else(|| descriptor_len(d));
         out.tag(2, LENGTH_DELIMITED);
-        out.varint(descriptor_len(d) as u64);
+        out.varint(size as u64);
         for (e, value) in d.keys.iter().zip(d.values) {
             let key = e.key.as_bytes();
             out.tag(1, LENGTH_DELIMITED);
