@@ -87,7 +87,10 @@ fn unframe(mut body: Vec<u8>) -> Option<Vec<u8>> {
     if flag != 0 || u32::from_be_bytes([a, b, c, d]) as usize != rest.len() {
         return None;
     }
-    body.drain(..FRAME_PREFIX);
+    // Moved down in place (`drain` does the same through its guard's drop).
+    let message_len = rest.len();
+    body.copy_within(FRAME_PREFIX.., 0);
+    body.truncate(message_len);
     Some(body)
 }
 
