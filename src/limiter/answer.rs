@@ -117,15 +117,14 @@ impl Limiter {
                 standing.retry_ns = None;
             }
         }
-        let rules: PerBucket<(usize, PerRule)> = pending
-            .rules
-            .iter()
-            .zip(&decided.over)
-            .zip(shadows)
-            .map(|((&rule, &over), &shadow)| (rule, rule_counter(!over, shadow)))
-            .collect();
-        let shadow_denied =
-            pending.shadow_denied || rules.iter().any(|(_, c)| *c == PerRule::ShadowDenied);
+        // Pushed one by one: `collect` went through `SmallVec::extend`'s reserve.
+        let mut rules: PerBucket<(usize, PerRule)> = PerBucket::new();
+        let mut shadow_denied = pending.shadow_denied;
+        for (i, (&rule, &shadow)) in pending.rules.iter().zip(shadows).enumerate() {
+            let counter = rule_counter(!decided.is_over(i), shadow);
+            shadow_denied |= counter == PerRule::ShadowDenied;
+            rules.push((rule, counter));
+        }
         let decision = Outcome::RlsDecided {
             rules: &rules,
             dropped_headers: decided.dropped_headers,

@@ -8,6 +8,7 @@ use crate::request::descriptor::Applied;
 use crate::shared::local::Take;
 use crate::wire::call::{Call, CallHeaders};
 use crate::wire::rls;
+use smallvec::SmallVec;
 
 impl Limiter {
     /// The call for the request's global and fleet-wide concurrency rules (`global`, with
@@ -22,7 +23,8 @@ impl Limiter {
     ) -> Option<(Call, Option<Box<Call>>)> {
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
-        let descriptors: Vec<rls::Descriptor<'_>> = global
+        // Inline for two: most requests ask about one or two rules.
+        let descriptors: SmallVec<[rls::Descriptor<'_>; 2]> = global
             .iter()
             .map(|&(a, cost)| {
                 self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost))
@@ -71,7 +73,7 @@ impl Limiter {
     /// is among them (the call takes no hold), or no id can be minted (no nonce: the
     /// service holds under an id of its own).
     fn hold<'a>(&'a self, global: &[(&'a Applied, u32)]) -> Option<Hold<'a>> {
-        let descriptors: Vec<rls::Descriptor<'a>> = global
+        let descriptors: SmallVec<[rls::Descriptor<'a>; 2]> = global
             .iter()
             .filter(|(a, _)| self.config.rules[a.rule].limit == Limit::GlobalConcurrency)
             .map(|&(a, cost)| self.rls_descriptor(a, cost))
@@ -85,20 +87,13 @@ impl Limiter {
         })
     }
 
-    /// A global rule's descriptor as sent, with `cost` (0: check only).
+    /// A global rule's descriptor as sent, with `cost` (0: check only). Its values were
+    /// checked UTF-8 by `descriptor::applicable` (a global rule's value that is not
+    /// refuses the request), so they are sent as they are.
     pub(super) fn rls_descriptor<'a>(&'a self, a: &'a Applied, cost: u32) -> rls::Descriptor<'a> {
         rls::Descriptor {
-            entries: self.config.rules[a.rule]
-                .entries
-                .iter()
-                .map(|e| e.key.as_str())
-                // UTF-8 already checked for global rules by `descriptor::applicable`.
-                .zip(
-                    a.values
-                        .iter()
-                        .map(|v| std::str::from_utf8(v).unwrap_or("")),
-                )
-                .collect(),
+            keys: &self.config.rules[a.rule].entries,
+            values: &a.values,
             cost,
         }
     }
@@ -108,7 +103,7 @@ impl Limiter {
 /// release names again).
 struct Hold<'a> {
     id: String,
-    descriptors: Vec<rls::Descriptor<'a>>,
+    descriptors: SmallVec<[rls::Descriptor<'a>; 2]>,
 }
 
 impl Hold<'_> {

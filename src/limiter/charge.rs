@@ -83,18 +83,10 @@ impl Limiter {
                     .map_or(0, |r| super::ask::admission_hits(rule, r.estimate));
                 let cost = c.cost.saturating_sub(held);
                 // A cost of 0 would be sent as check-only: leave it out.
+                // UTF-8 checked at request time for global rules.
                 (cost > 0).then(|| rls::Descriptor {
-                    entries: rule
-                        .entries
-                        .iter()
-                        .map(|e| e.key.as_str())
-                        // UTF-8 checked at request time for global rules.
-                        .zip(
-                            c.values
-                                .iter()
-                                .map(|v| std::str::from_utf8(v).unwrap_or("")),
-                        )
-                        .collect(),
+                    keys: &rule.entries,
+                    values: c.values,
                     cost,
                 })
             })

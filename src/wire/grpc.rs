@@ -87,7 +87,10 @@ fn unframe(mut body: Vec<u8>) -> Option<Vec<u8>> {
     if flag != 0 || u32::from_be_bytes([a, b, c, d]) as usize != rest.len() {
         return None;
     }
-    body.drain(..FRAME_PREFIX);
+    // Moved down in place (`drain` does the same through its guard's drop).
+    let message_len = rest.len();
+    body.copy_within(FRAME_PREFIX.., 0);
+    body.truncate(message_len);
     Some(body)
 }
 
@@ -156,9 +159,13 @@ pub fn read_answer(
     }
 }
 
-/// A `grpc-status` value as a code (`None` if it is not a decimal number).
+/// A `grpc-status` value as a code (`None` if it is not a decimal number). One digit,
+/// what every answer carries, is read without the text parser.
 fn parse_code(value: &[u8]) -> Option<u32> {
-    std::str::from_utf8(value).ok()?.trim().parse().ok()
+    match value {
+        [digit @ b'0'..=b'9'] => Some(u32::from(digit - b'0')),
+        _ => std::str::from_utf8(value).ok()?.trim().parse().ok(),
+    }
 }
 
 /// The gRPC code for a non-gRPC HTTP response, as the gRPC protocol document maps them.

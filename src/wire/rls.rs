@@ -5,6 +5,7 @@
 //! or nothing because the call could not even start) into a decision or a [`Failure`].
 //! Protocol quirks are handled here, each where it matters.
 
+use crate::config::Entry;
 use crate::reply::{Headers, Standing};
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use crate::wire::service_headers;
@@ -31,11 +32,18 @@ pub const CHARGE_HEADER: (&str, &str) = (
     floodgate_common::headers::CHARGE_VALUE,
 );
 
-/// One descriptor to send: its entries in order and the request's cost for it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One descriptor to send: its rule's entries (their keys) and the request's values for
+/// them, in order, and the request's cost for it. Borrowed as they are, not paired into
+/// a vector of strings: building one per descriptor cost an allocation and a UTF-8 check
+/// of every value on every global request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Descriptor<'a> {
-    /// (key, value) entries.
-    pub entries: Vec<(&'a str, &'a str)>,
+    /// The rule's entries: each one's `key` is sent (paired with `values` by position).
+    pub keys: &'a [Entry],
+    /// One value per entry, as raw bytes. They must be UTF-8 (protobuf strings), which
+    /// `descriptor::applicable` checks for every rule the service is asked about (it
+    /// refuses the request otherwise), so they go on the wire as they are.
+    pub values: &'a [Vec<u8>],
     /// Hits this request adds; 0 is a check-only descriptor (a lease refill): decided,
     /// and granted quota if asked, but not counted.
     pub cost: u32,
@@ -77,9 +85,11 @@ pub struct Decided {
     /// statuses, or not one per descriptor, or, from [`interpret_with`], when the answer
     /// admits the request and they were not asked for).
     pub standings: Vec<Standing>,
-    /// Per descriptor: whether it is over its limit (its rule's counter). Always one per
-    /// descriptor: derived from the overall code when statuses are missing.
-    pub over: Vec<bool>,
+    /// Per descriptor: whether it is over its limit (its rule's counter), bit `i` for
+    /// descriptor `i` ([`Decided::is_over`]). Always one per descriptor: derived from the
+    /// overall code when statuses are missing. A word, not a vector: a call has at most
+    /// [`crate::config::MAX_RULES`] (64) descriptors.
+    pub over: u64,
     /// Headers for the upstream request.
     pub request_headers: Vec<(String, String)>,
     /// Headers for the downstream response.
@@ -89,8 +99,16 @@ pub struct Decided {
     /// Headers the service sent that were dropped as unsafe ([`service_headers`]).
     pub dropped_headers: u32,
     /// Per descriptor, the quota lease granted for it (empty when statuses are not one
-    /// per descriptor).
+    /// per descriptor, and when none carries a usable grant: most answers, which then
+    /// cost no vector).
     pub grants: Vec<Option<Grant>>,
+}
+
+impl Decided {
+    /// Whether descriptor `i` is over its limit (its rule's counter).
+    pub fn is_over(&self, i: usize) -> bool {
+        i < 64 && self.over & (1 << i) != 0
+    }
 }
 
 /// Whether the service answered, readably, that the call is over its limit (overall
@@ -145,25 +163,34 @@ pub fn interpret_with(
     } else {
         Vec::new()
     };
-    let over: Vec<bool> = if aligned {
-        response.statuses.iter().map(is_over).collect()
+    let over: u64 = if aligned {
+        response
+            .statuses
+            .iter()
+            .enumerate()
+            .filter(|(i, status)| *i < 64 && is_over(status))
+            .fold(0, |bits, (i, _)| bits | 1 << i)
+    } else if overall_over {
+        // Every descriptor's bit.
+        1u64.checked_shl(shadows.len() as u32)
+            .map_or(u64::MAX, |b| b - 1)
     } else {
-        vec![overall_over; shadows.len()]
+        0
     };
     // Shadow rules are sent and counted, never enforced: the request is over limit only
     // if the service says so and an enforced descriptor is among those over.
     let over_limit = overall_over
-        && over
+        && shadows
             .iter()
-            .zip(shadows)
-            .any(|(&is_over, &shadow)| is_over && !shadow);
+            .enumerate()
+            .any(|(i, &shadow)| i < 64 && over & (1 << i) != 0 && !shadow);
     let mut dropped_headers = 0;
     let request_headers = headers(&response.request_headers, &mut dropped_headers)
         .into_iter()
         .map(|(k, v)| (k.into_owned(), v))
         .collect();
     let response_headers = headers(&response.response_headers, &mut dropped_headers);
-    let grants = if aligned {
+    let grants = if aligned && response.statuses.iter().any(|s| grant(s).is_some()) {
         response.statuses.iter().map(grant).collect()
     } else {
         Vec::new()
@@ -264,6 +291,10 @@ fn grant(status: &Status) -> Option<Grant> {
 /// The service's headers that are safe to add, as text: `value`, or `raw_value` when
 /// the service used that instead. Each unsafe one is left out and counted in `dropped`.
 fn headers(values: &[HeaderValue<'_>], dropped: &mut u32) -> Headers {
+    if values.is_empty() {
+        // Most answers add none: no call, no iterator.
+        return Headers::new();
+    }
     values
         .iter()
         .filter_map(|h| {

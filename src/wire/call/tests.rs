@@ -101,3 +101,17 @@ fn a_hold_and_its_release_carry_the_id_and_nothing_of_quota_or_charge() {
     assert_eq!(text(&plain, HOLD_HEADER), None);
     assert_eq!(text(&plain, RELEASE_HEADER), None);
 }
+
+/// A hold's and a release's sets, made from the plain set, are the bytes the whole set
+/// encoded with their header gives.
+#[test]
+fn a_hold_set_is_the_plain_set_and_its_header() {
+    let calls = headers();
+    for (name, id) in [
+        (HOLD_HEADER, "abc"),
+        (RELEASE_HEADER, ""),
+        (HOLD_HEADER, "x".repeat(300).as_str()),
+    ] {
+        assert_eq!(calls.plain_and(name, id), calls.encode(Some((name, id))));
+    }
+}

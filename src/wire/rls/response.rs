@@ -261,17 +261,35 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// [`Reader::varint`] of more than one byte (or none).
+    /// [`Reader::varint`] of more than one byte (or none). Up to eight bytes (any
+    /// value below 2^56) are read as one word, their 7-bit groups gathered in three
+    /// steps; longer ones, and one the bytes end in, byte by byte.
     #[inline(never)]
     fn long_varint(&mut self) -> Decoded<u64> {
+        let bytes = self.0;
+        let n = bytes.len().min(8);
+        let mut word = [0u8; 8];
+        word[..n].copy_from_slice(&bytes[..n]);
+        let word = u64::from_le_bytes(word);
+        // A byte without its high bit ends the varint; the zeros past `n` are not bytes.
+        let last = ((!word & 0x8080_8080_8080_8080).trailing_zeros() / 8) as usize;
+        if last < n {
+            let used = u64::MAX >> (8 * (7 - last));
+            let mut value = word & used & 0x7f7f_7f7f_7f7f_7f7f;
+            value = (value & 0x007f_007f_007f_007f) | ((value & 0x7f00_7f00_7f00_7f00) >> 1);
+            value = (value & 0x0000_3fff_0000_3fff) | ((value & 0x3fff_0000_3fff_0000) >> 2);
+            value = (value & 0x0000_0000_0fff_ffff) | ((value & 0x0fff_ffff_0000_0000) >> 4);
+            self.0 = bytes.get(last + 1..).unwrap_or_default();
+            return Ok(value);
+        }
         let mut value = 0u64;
-        for (i, &byte) in self.0.iter().take(10).enumerate() {
+        for (i, &byte) in bytes.iter().take(10).enumerate() {
             value |= u64::from(byte & 0x7f) << (7 * i);
             if byte < 0x80 {
                 if i == 9 && byte > 1 {
                     return Err(Malformed);
                 }
-                self.0 = &self.0[i + 1..];
+                self.0 = &bytes[i + 1..];
                 return Ok(value);
             }
         }

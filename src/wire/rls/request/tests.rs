@@ -8,11 +8,48 @@ use crate::wire::rls::Descriptor;
 use proptest::prelude::*;
 use prost::Message;
 
-fn descriptor<'a>(pairs: &[(&'a str, &'a str)], cost: u32) -> Descriptor<'a> {
-    Descriptor {
-        entries: pairs.to_vec(),
-        cost,
+/// A descriptor's keys and values, owned for a test to borrow as a [`Descriptor`].
+struct Owned {
+    keys: Vec<crate::config::Entry>,
+    values: Vec<Vec<u8>>,
+    cost: u32,
+}
+
+impl Owned {
+    fn new<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)], cost: u32) -> Owned {
+        Owned {
+            keys: pairs
+                .iter()
+                .map(|(k, _)| crate::config::Entry {
+                    key: k.as_ref().to_owned(),
+                    source: crate::config::Source::Path,
+                })
+                .collect(),
+            values: pairs
+                .iter()
+                .map(|(_, v)| v.as_ref().as_bytes().to_vec())
+                .collect(),
+            cost,
+        }
     }
+
+    fn borrow(&self) -> Descriptor<'_> {
+        Descriptor {
+            keys: &self.keys,
+            values: &self.values,
+            cost: self.cost,
+        }
+    }
+}
+
+/// `encode_request` of descriptors given as (key, value) pairs and costs.
+fn encode(domain: &str, descriptors: &[(&[(&str, &str)], u32)]) -> Vec<u8> {
+    let owned: Vec<Owned> = descriptors
+        .iter()
+        .map(|(pairs, cost)| Owned::new(pairs, *cost))
+        .collect();
+    let borrowed: Vec<Descriptor<'_>> = owned.iter().map(Owned::borrow).collect();
+    encode_request(domain, &borrowed)
 }
 
 /// What prost makes of the same request: the reference for our hand-written encoder.
@@ -25,11 +62,12 @@ fn prost_encoding(domain: &str, descriptors: &[Descriptor<'_>]) -> Vec<u8> {
             .iter()
             .map(|d| RateLimitDescriptor {
                 entries: d
-                    .entries
+                    .keys
                     .iter()
+                    .zip(d.values)
                     .map(|(k, v)| Entry {
-                        key: k.to_string(),
-                        value: v.to_string(),
+                        key: k.key.clone(),
+                        value: String::from_utf8(v.clone()).unwrap(),
                     })
                     .collect(),
                 limit: None,
@@ -62,15 +100,13 @@ proptest! {
             0..4,
         ),
     ) {
-        let owned: Vec<Descriptor<'_>> = descriptors
+        let owned: Vec<Owned> = descriptors
             .iter()
-            .map(|(entries, cost)| Descriptor {
-                entries: entries.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
-                cost: *cost,
-            })
+            .map(|(entries, cost)| Owned::new(entries, *cost))
             .collect();
-        let body = encode_request(&domain, &owned);
-        let reference = prost_encoding(&domain, &owned);
+        let borrowed: Vec<Descriptor<'_>> = owned.iter().map(Owned::borrow).collect();
+        let body = encode_request(&domain, &borrowed);
+        let reference = prost_encoding(&domain, &borrowed);
         prop_assert_eq!(unframed(&body), reference.as_slice());
     }
 }
@@ -81,11 +117,11 @@ fn decode(body: &[u8]) -> RateLimitRequest {
 
 #[test]
 fn the_request_carries_domain_and_entries_in_order() {
-    let bytes = encode_request(
+    let bytes = encode(
         "edge",
         &[
-            descriptor(&[("tenant", "acme"), ("path", "/api")], 1),
-            descriptor(&[("client", "10.0.0.1")], 1),
+            (&[("tenant", "acme"), ("path", "/api")], 1),
+            (&[("client", "10.0.0.1")], 1),
         ],
     );
     let request = decode(&bytes);
@@ -118,7 +154,7 @@ fn the_request_carries_domain_and_entries_in_order() {
 /// deliberate (fields 1, 2 with nested entries, 3).
 #[test]
 fn the_wire_format_is_pinned() {
-    let bytes = encode_request("d", &[descriptor(&[("k", "v")], 3)]);
+    let bytes = encode("d", &[(&[("k", "v")], 3)]);
     assert_eq!(
         bytes,
         [
@@ -134,16 +170,10 @@ fn the_wire_format_is_pinned() {
 
 #[test]
 fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
-    let same = decode(&encode_request(
-        "d",
-        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 5)],
-    ));
+    let same = decode(&encode("d", &[(&[("a", "1")], 5), (&[("b", "2")], 5)]));
     assert_eq!(same.hits_addend, 5);
     assert!(same.descriptors.iter().all(|d| d.hits_addend == Some(5)));
-    let mixed = decode(&encode_request(
-        "d",
-        &[descriptor(&[("a", "1")], 5), descriptor(&[("b", "2")], 1)],
-    ));
+    let mixed = decode(&encode("d", &[(&[("a", "1")], 5), (&[("b", "2")], 1)]));
     assert_eq!(mixed.hits_addend, 0);
     assert_eq!(mixed.descriptors[0].hits_addend, Some(5));
     assert_eq!(mixed.descriptors[1].hits_addend, None);
@@ -151,8 +181,7 @@ fn costs_go_per_descriptor_and_on_the_request_when_uniform() {
 
 #[test]
 fn check_only_descriptors_send_an_explicit_zero() {
-    let d = [descriptor(&[("k", "v")], 0)];
-    let bytes = encode_request("", &d);
+    let bytes = encode("", &[(&[("k", "v")], 0)]);
     assert_eq!(decode(&bytes).descriptors[0].hits_addend, Some(0));
     assert_eq!(decode(&bytes).hits_addend, 0);
 }

@@ -203,6 +203,30 @@ fn arb_soup() -> impl Strategy<Value = Vec<u8>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
+    /// A varint of any length (the one-word reader's up to eight bytes, the byte loop's
+    /// longer or cut-off ones), followed by anything, reads as prost reads it: the same
+    /// value and the same bytes left, or refused by both.
+    #[test]
+    fn varints_read_as_prost_reads_them(
+        value in any::<u64>(),
+        bits in 0u32..64,
+        tail in proptest::collection::vec(any::<u8>(), 0..10),
+        soup in proptest::collection::vec(prop_oneof![0x80u8..=0xff, any::<u8>()], 0..12),
+    ) {
+        let mut encoded = Vec::new();
+        prost::encoding::encode_varint(value >> bits, &mut encoded);
+        encoded.extend_from_slice(&tail);
+        for bytes in [encoded, soup] {
+            let mut reader = Reader(&bytes);
+            let mut theirs: &[u8] = &bytes;
+            let expected = prost::encoding::decode_varint(&mut theirs).ok();
+            prop_assert_eq!(reader.varint().ok(), expected);
+            if expected.is_some() {
+                prop_assert_eq!(reader.0, theirs);
+            }
+        }
+    }
+
     #[test]
     fn well_formed_answers_decode_as_prost_decodes_them(bytes in arb_response()) {
         prop_assert!(ours(&bytes).is_some());
