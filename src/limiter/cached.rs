@@ -59,11 +59,12 @@ impl Lookup {
 }
 
 impl Limiter {
-    /// Looks the set of the request's global rules (`global`, with their costs) up (one
-    /// shared-data read).
+    /// Looks the set of the request's global rules (`global`, with their costs; their
+    /// descriptors' identities `identities`) up (one shared-data read).
     pub(super) fn look_up_denials(
         &self,
         global: &[(&Applied, u32)],
+        identities: &[u128],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         request: &mut impl RequestView,
@@ -86,20 +87,16 @@ impl Limiter {
         if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
             return lookup;
         }
-        let set = global
-            .iter()
-            .map(|(a, _)| (self.config.rules[a.rule].name.as_str(), &a.values[..]));
         let key = CacheKey {
-            fingerprint: {
-                let prefixes = self.prefixes();
-                let single = match global {
-                    [(a, _)] => prefixes.single_denial(a.rule).map(|p| (p, a)),
-                    _ => None,
-                };
-                match (single, prefixes.denial()) {
-                    (Some((prefix, a)), _) => prefix.counted_values(&a.values),
-                    (None, Some(prefix)) => prefix.denial(set),
-                    (None, None) => prefixes.key.denial(&rls.domain, set),
+            fingerprint: match identities {
+                // A set of one is its descriptor's identity: no hash at all.
+                [identity] => *identity,
+                _ => {
+                    let prefixes = self.prefixes();
+                    match prefixes.denial() {
+                        Some(prefix) => prefix.denial(identities),
+                        None => prefixes.key.denial(&rls.domain, identities),
+                    }
                 }
             },
             // The hits each is asked for, in descriptor order.

@@ -49,11 +49,13 @@ impl Limiter {
                 .all(|(a, _)| self.config.rules[a.rule].asks_for_lease())
     }
 
-    /// Spends the grants of the request's global rules (`global`, with their costs), or
-    /// says to call: see the module documentation.
+    /// Spends the grants of the request's global rules (`global`, with their costs; their
+    /// lease keys `keys`, the descriptors' identities), or says to call: see the module
+    /// documentation.
     pub(super) fn spend_leases(
         &self,
         global: &[(&Applied, u32)],
+        keys: &[u128],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         tally: &mut Tally,
@@ -62,19 +64,6 @@ impl Limiter {
         else {
             return LeaseStep::None;
         };
-        let prefixes = self.prefixes();
-        let keys: SmallVec<[u128; 2]> = global
-            .iter()
-            .map(|(a, _)| {
-                prefixes.lease(a.rule).map_or_else(
-                    || {
-                        let rule = &self.config.rules[a.rule].name;
-                        prefixes.key.lease(&rls.domain, rule, &a.values)
-                    },
-                    |prefix| prefix.values(&a.values),
-                )
-            })
-            .collect();
         let Some(now) = clock.now() else {
             return LeaseStep::Ask(keys.to_vec());
         };
@@ -121,7 +110,7 @@ impl Limiter {
         if !decided {
             return LeaseStep::Ask(keys.to_vec());
         }
-        let refill = self.refill(global, &keys, &refill);
+        let refill = self.refill(global, keys, &refill);
         LeaseStep::Decided(refill)
     }
 
