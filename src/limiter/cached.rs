@@ -17,7 +17,7 @@ use super::{client_protocol, Clock, Limiter};
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{Applied, RequestView};
-use crate::shared::over_limit::{Denial, Over};
+use crate::shared::over_limit::{Costs, Denial, Over, Overs};
 use crate::shared::SharedData;
 use crate::wire::rls::Decided;
 
@@ -159,7 +159,7 @@ impl Limiter {
             return;
         }
         let mut earliest = u64::MAX;
-        let mut over = Vec::new();
+        let mut over = Overs::new();
         for (position, (standing, &shadow)) in decided.standings.iter().zip(shadows).enumerate() {
             if standing.allowed {
                 continue;
@@ -187,7 +187,7 @@ impl Limiter {
         let denial = Denial {
             fingerprint: key.fingerprint,
             until_ns: now.saturating_add(earliest.min(cap)),
-            costs: key.costs.clone(),
+            costs: Costs::from_slice(&key.costs),
             over,
             body: decided.raw_body.clone(),
             headers: decided

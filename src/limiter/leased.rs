@@ -15,6 +15,7 @@
 //! check-only call (`hits_addend` 0 for each descriptor to refill, with the quota header)
 //! that the host makes in the background.
 
+use super::prefixes::Identities;
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
 use crate::metrics::Tally;
@@ -32,7 +33,7 @@ pub(super) enum LeaseStep {
     Decided(Option<Refill>),
     /// Call, asking for quota for every global descriptor (their lease keys, in
     /// descriptor order).
-    Ask(Vec<u128>),
+    Ask(Identities),
 }
 
 impl Limiter {
@@ -65,7 +66,7 @@ impl Limiter {
             return LeaseStep::None;
         };
         let Some(now) = clock.now() else {
-            return LeaseStep::Ask(keys.to_vec());
+            return LeaseStep::Ask(Identities::from_slice(keys));
         };
         let flight_ns = u64::from(rls.timeout_ms) * 2_000_000;
         let mut taken: SmallVec<[(u128, Taken); 2]> = SmallVec::new();
@@ -108,7 +109,7 @@ impl Limiter {
             tally,
         );
         if !decided {
-            return LeaseStep::Ask(keys.to_vec());
+            return LeaseStep::Ask(Identities::from_slice(keys));
         }
         let refill = self.refill(global, keys, &refill);
         LeaseStep::Decided(refill)
