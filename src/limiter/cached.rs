@@ -17,7 +17,7 @@ use super::{client_protocol, Clock, Limiter};
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{Applied, RequestView};
-use crate::shared::over_limit::{Denial, Over};
+use crate::shared::over_limit::{Costs, Denial, Over, Overs};
 use crate::shared::SharedData;
 use crate::wire::rls::Decided;
 
@@ -59,11 +59,12 @@ impl Lookup {
 }
 
 impl Limiter {
-    /// Looks the set of the request's global rules (`global`, with their costs) up (one
-    /// shared-data read).
+    /// Looks the set of the request's global rules (`global`, with their costs; their
+    /// descriptors' identities `identities`) up (one shared-data read).
     pub(super) fn look_up_denials(
         &self,
         global: &[(&Applied, u32)],
+        identities: &[u128],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         request: &mut impl RequestView,
@@ -86,20 +87,16 @@ impl Limiter {
         if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
             return lookup;
         }
-        let set = global
-            .iter()
-            .map(|(a, _)| (self.config.rules[a.rule].name.as_str(), &a.values[..]));
         let key = CacheKey {
-            fingerprint: {
-                let prefixes = self.prefixes();
-                let single = match global {
-                    [(a, _)] => prefixes.single_denial(a.rule).map(|p| (p, a)),
-                    _ => None,
-                };
-                match (single, prefixes.denial()) {
-                    (Some((prefix, a)), _) => prefix.counted_values(&a.values),
-                    (None, Some(prefix)) => prefix.denial(set),
-                    (None, None) => prefixes.key.denial(&rls.domain, set),
+            fingerprint: match identities {
+                // A set of one is its descriptor's identity: no hash at all.
+                [identity] => *identity,
+                _ => {
+                    let prefixes = self.prefixes();
+                    match prefixes.denial() {
+                        Some(prefix) => prefix.denial(identities),
+                        None => prefixes.key.denial(&rls.domain, identities),
+                    }
                 }
             },
             // The hits each is asked for, in descriptor order.
@@ -162,7 +159,7 @@ impl Limiter {
             return;
         }
         let mut earliest = u64::MAX;
-        let mut over = Vec::new();
+        let mut over = Overs::new();
         for (position, (standing, &shadow)) in decided.standings.iter().zip(shadows).enumerate() {
             if standing.allowed {
                 continue;
@@ -190,7 +187,7 @@ impl Limiter {
         let denial = Denial {
             fingerprint: key.fingerprint,
             until_ns: now.saturating_add(earliest.min(cap)),
-            costs: key.costs.clone(),
+            costs: Costs::from_slice(&key.costs),
             over,
             body: decided.raw_body.clone(),
             headers: decided

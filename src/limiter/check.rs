@@ -4,6 +4,7 @@
 use super::cached::Lookup;
 use super::concurrency::{SlotSink, Slots, SlotsDecided};
 use super::leased::LeaseStep;
+use super::prefixes::Identities;
 use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
 use crate::metrics::Tally;
@@ -51,14 +52,19 @@ impl Limiter {
         };
         let mut clock = Clock::new(now_ns);
         let global = self.global_rules(&applied, &costs);
+        let identities = match self.rls() {
+            Some(_) => self.identities(&global),
+            None => Identities::new(),
+        };
         // The over-limit cache first: a request it rejects takes no local tokens.
-        let mut lookup = self.look_up_denials(&global, &mut clock, store, request);
+        let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
         let takes = self.local_takes(&applied, &costs);
         let steps = Steps {
             applied: &applied,
             costs: &costs,
             takes: &takes,
             global: &global,
+            identities: &identities,
         };
         if let Some(verdict) = self.remembered_denial(&mut lookup, &steps, &mut clock, store, tally)
         {
@@ -111,8 +117,8 @@ impl Limiter {
     ) -> Option<Verdict> {
         let reply = lookup.reply.take()?;
         if steps.takes.is_empty() {
-            if let LeaseStep::Decided(refill) = self.spend_leases(steps.global, clock, store, tally)
-            {
+            let spent = self.spend_leases(steps.global, steps.identities, clock, store, tally);
+            if let LeaseStep::Decided(refill) = spent {
                 lookup.record(false, tally);
                 let mut pass = self.pass(&[], false, tally);
                 pass.refill = refill;
@@ -243,7 +249,7 @@ impl Limiter {
             pass.meter = pending.meter.take();
             return Verdict::Continue(pass);
         }
-        match self.spend_leases(steps.global, clock, store, tally) {
+        match self.spend_leases(steps.global, steps.identities, clock, store, tally) {
             LeaseStep::None => {}
             LeaseStep::Decided(refill) => {
                 let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
@@ -285,6 +291,22 @@ impl Limiter {
             .collect()
     }
 
+    /// The identities of the descriptors of `global` (the request's global rules), hashed
+    /// once for the over-limit cache and the lease table; empty when neither will look
+    /// them up (no cache and no leases, or a fleet-wide concurrency rule applies, which
+    /// both steps skip).
+    fn identities(&self, global: &[(&Applied, u32)]) -> Identities {
+        let Some(rls) = self.rls() else {
+            return Identities::new();
+        };
+        let looked_up = self.over_limit.is_some() || self.leases.is_some();
+        if global.is_empty() || !looked_up || self.holds_fleet_wide(global) {
+            return Identities::new();
+        }
+        self.prefixes()
+            .identities(&self.config.rules, &rls.domain, global)
+    }
+
     /// Counts an allowed request and builds its headers.
     pub(super) fn pass(
         &self,
@@ -320,6 +342,8 @@ struct Steps<'a> {
     takes: &'a [(usize, Take)],
     /// The global rules among them, with their costs ([`Limiter::global_rules`]).
     global: &'a [(&'a Applied, u32)],
+    /// Their descriptors' identities ([`Limiter::identities`]).
+    identities: &'a [u128],
 }
 
 /// A request's global rules with their costs, in descriptor order (inline for two).

@@ -15,6 +15,7 @@
 //! check-only call (`hits_addend` 0 for each descriptor to refill, with the quota header)
 //! that the host makes in the background.
 
+use super::prefixes::Identities;
 use super::record::{record, Outcome};
 use super::{Clock, Limiter, Refill};
 use crate::metrics::Tally;
@@ -32,7 +33,7 @@ pub(super) enum LeaseStep {
     Decided(Option<Refill>),
     /// Call, asking for quota for every global descriptor (their lease keys, in
     /// descriptor order).
-    Ask(Vec<u128>),
+    Ask(Identities),
 }
 
 impl Limiter {
@@ -49,11 +50,13 @@ impl Limiter {
                 .all(|(a, _)| self.config.rules[a.rule].asks_for_lease())
     }
 
-    /// Spends the grants of the request's global rules (`global`, with their costs), or
-    /// says to call: see the module documentation.
+    /// Spends the grants of the request's global rules (`global`, with their costs; their
+    /// lease keys `keys`, the descriptors' identities), or says to call: see the module
+    /// documentation.
     pub(super) fn spend_leases(
         &self,
         global: &[(&Applied, u32)],
+        keys: &[u128],
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
         tally: &mut Tally,
@@ -62,21 +65,8 @@ impl Limiter {
         else {
             return LeaseStep::None;
         };
-        let prefixes = self.prefixes();
-        let keys: SmallVec<[u128; 2]> = global
-            .iter()
-            .map(|(a, _)| {
-                prefixes.lease(a.rule).map_or_else(
-                    || {
-                        let rule = &self.config.rules[a.rule].name;
-                        prefixes.key.lease(&rls.domain, rule, &a.values)
-                    },
-                    |prefix| prefix.values(&a.values),
-                )
-            })
-            .collect();
         let Some(now) = clock.now() else {
-            return LeaseStep::Ask(keys.to_vec());
+            return LeaseStep::Ask(Identities::from_slice(keys));
         };
         let flight_ns = u64::from(rls.timeout_ms) * 2_000_000;
         let mut taken: SmallVec<[(u128, Taken); 2]> = SmallVec::new();
@@ -119,9 +109,9 @@ impl Limiter {
             tally,
         );
         if !decided {
-            return LeaseStep::Ask(keys.to_vec());
+            return LeaseStep::Ask(Identities::from_slice(keys));
         }
-        let refill = self.refill(global, &keys, &refill);
+        let refill = self.refill(global, keys, &refill);
         LeaseStep::Decided(refill)
     }
 

@@ -112,8 +112,8 @@ pub struct Pending {
     /// cache is off, or no enforced global rule applies).
     cache_key: Option<CacheKey>,
     /// The lease keys of the global rules asked about, one per rule, when quota is asked
-    /// for (empty: none asked).
-    lease_keys: Vec<u128>,
+    /// for (empty: none asked). Inline for two: no heap for a call's keys.
+    lease_keys: prefixes::Identities,
     /// The response meter of the request's response-cost rules, for when it goes on.
     meter: Option<Box<ResponseMeter>>,
 }

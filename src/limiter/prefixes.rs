@@ -3,8 +3,14 @@
 //! Built from the limiter's own configuration, so every rule index has its entry; a
 //! caller that finds none (a rule of another kind) hashes the whole input instead.
 
-use crate::config::{Config, Limit};
+use crate::config::{Config, Limit, Rule};
+use crate::request::descriptor::Applied;
 use crate::shared::placement::{PlacementKey, Prefix};
+use smallvec::SmallVec;
+
+/// The identities of a request's global descriptors ([`PlacementKey::lease`]), one per
+/// global rule, in descriptor order (inline for two).
+pub(super) type Identities = SmallVec<[u128; 2]>;
 
 /// The key and, per rule, what its fingerprints start with.
 #[derive(Debug, Clone)]
@@ -26,8 +32,6 @@ struct RulePrefixes {
     fallback: Option<Prefix>,
     /// Its lease.
     lease: Option<Prefix>,
-    /// The over-limit cache's set of this rule's descriptor alone.
-    single_denial: Option<Prefix>,
     /// Its concurrency keys.
     concurrency: Option<Prefix>,
 }
@@ -48,8 +52,6 @@ impl Prefixes {
                     bucket: None,
                     fallback: fallback.map(|quota| key.fallback_prefix(&rule.name, quota)),
                     lease: domain.map(|domain| key.lease_prefix(domain, &rule.name)),
-                    single_denial: domain
-                        .map(|domain| key.single_denial_prefix(domain, &rule.name)),
                     concurrency: None,
                 },
                 Limit::Concurrency(limit) => RulePrefixes {
@@ -82,15 +84,27 @@ impl Prefixes {
         self.rules.get(rule)?.lease.as_ref()
     }
 
-    /// The prefix of the over-limit cache's set of rule `rule`'s descriptor alone
-    /// (`None`: not a global rule).
-    pub fn single_denial(&self, rule: usize) -> Option<&Prefix> {
-        self.rules.get(rule)?.single_denial.as_ref()
-    }
-
     /// The prefix of rule `rule`'s concurrency keys (`None`: not a concurrency rule).
     pub fn concurrency(&self, rule: usize) -> Option<&Prefix> {
         self.rules.get(rule)?.concurrency.as_ref()
+    }
+
+    /// The identity of each of `global`'s descriptors (rules of `rules`, under the
+    /// service's `domain`): hashed once per request, for both the lease table and the
+    /// over-limit cache.
+    pub fn identities(
+        &self,
+        rules: &[Rule],
+        domain: &str,
+        global: &[(&Applied, u32)],
+    ) -> Identities {
+        global
+            .iter()
+            .map(|(a, _)| match self.lease(a.rule) {
+                Some(prefix) => prefix.values(&a.values),
+                None => self.key.lease(domain, &rules[a.rule].name, &a.values),
+            })
+            .collect()
     }
 
     /// The prefix of the over-limit cache's sets (`None`: no service).

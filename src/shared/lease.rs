@@ -53,7 +53,10 @@ pub const SETS_KEY: &[u8] = b"floodgate/v2/lease/sets";
 const WRITE_ATTEMPTS: u32 = 8;
 
 mod entry;
-pub use entry::{decode_set, encode_set, Lease, SubGrant, Taken, ENTRY_LEN, SUB_GRANTS};
+pub use entry::{
+    decode_set, encode_set, find_in_set, replace_in_set, Lease, SubGrant, Taken, ENTRY_LEN,
+    SUB_GRANTS,
+};
 
 /// What a spend did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -190,10 +193,14 @@ impl LeaseTable {
             &self.sets.home(fingerprint),
             WRITE_ATTEMPTS,
             |value| {
-                let mut entries = decode_set(value);
-                let lease = entries.iter_mut().find(|e| e.fingerprint == fingerprint);
-                match lease.and_then(&mut change) {
-                    Some(outcome) => Edit::Write(encode_set(&entries), Some(outcome)),
+                // Only the entry changed is decoded and written back in place.
+                let Some((index, mut lease)) = find_in_set(value, fingerprint) else {
+                    return Edit::Keep(None);
+                };
+                match change(&mut lease) {
+                    Some(outcome) => {
+                        Edit::Write(replace_in_set(value, index, &lease), Some(outcome))
+                    }
                     None => Edit::Keep(None),
                 }
             },

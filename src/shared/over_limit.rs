@@ -42,7 +42,7 @@ use crate::shared::{SharedData, StoreError};
 use std::num::NonZeroU32;
 
 mod entry;
-pub use entry::{decode_set, encode_set, find_entry, Denial, Over, ENTRY_MAX};
+pub use entry::{decode_set, encode_set, find_entry, Costs, Denial, Over, Overs, ENTRY_MAX};
 
 /// Entries one set holds.
 pub const WAYS: u32 = 4;

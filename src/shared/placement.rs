@@ -211,9 +211,11 @@ impl PlacementKey {
         Prefix(h)
     }
 
-    /// The identity of a global rule's descriptor in the lease table: the service's
-    /// domain, the rule and its values. The domain is in it because two plugin
-    /// configurations of one Envoy share its shared data.
+    /// The identity of a global rule's descriptor: the service's domain, the rule and its
+    /// values. The domain is in it because two plugin configurations of one Envoy share
+    /// its shared data. It finds the descriptor's lease, and it is what the over-limit
+    /// cache's set identities are made of ([`PlacementKey::denial`]), so a request hashes
+    /// its descriptor values once for both.
     pub fn lease(&self, domain: &str, rule: &str, values: &[Vec<u8>]) -> u128 {
         self.lease_prefix(domain, rule).values(values)
     }
@@ -226,32 +228,26 @@ impl PlacementKey {
         Prefix(h)
     }
 
-    /// The identity of a call's whole set of global descriptors in the over-limit cache:
-    /// the domain, then each descriptor's rule and values, in the order they are sent.
-    /// The service decides a request from all of its descriptors together, so a denial is
-    /// remembered for the set, never for one of them.
-    pub fn denial<'a>(
-        &self,
-        domain: &str,
-        descriptors: impl ExactSizeIterator<Item = (&'a str, &'a [Vec<u8>])>,
-    ) -> u128 {
-        self.denial_prefix(domain).denial(descriptors)
+    /// The identity of a call's whole set of global descriptors in the over-limit cache,
+    /// from each descriptor's identity ([`PlacementKey::lease`]) in the order they are
+    /// sent. The service decides a request from all of its descriptors together, so a
+    /// denial is remembered for the set, never for one of them.
+    ///
+    /// A set of one descriptor (the common case: one global rule applies) is that
+    /// descriptor's identity itself, with no second hash: the lease table and the cache
+    /// are separate tables that never compare their fingerprints with each other, and the
+    /// identity is as keyed and as unpredictable in one as in the other. A set of several
+    /// is the keyed hash of its domain, its size and their identities, under its own
+    /// purpose, so it is never a descriptor's identity.
+    pub fn denial(&self, domain: &str, identities: &[u128]) -> u128 {
+        self.denial_prefix(domain).denial(identities)
     }
 
-    /// What [`PlacementKey::denial`] hashes before the descriptors, hashed once.
+    /// What [`PlacementKey::denial`] hashes before the identities of a set of several,
+    /// hashed once.
     pub fn denial_prefix(&self, domain: &str) -> Prefix {
-        let mut h = self.hasher(b"denyset1");
+        let mut h = self.hasher(b"denyset2");
         write_field(&mut h, domain.as_bytes());
-        Prefix(h)
-    }
-
-    /// What [`PlacementKey::denial`] hashes before the values of a set of one descriptor,
-    /// of rule `rule` (the common case: one global rule applies), hashed once; finished
-    /// by [`Prefix::counted_values`].
-    pub fn single_denial_prefix(&self, domain: &str, rule: &str) -> Prefix {
-        let mut h = self.denial_prefix(domain).0;
-        h.write_u64(1);
-        write_field(&mut h, rule.as_bytes());
         Prefix(h)
     }
 }
@@ -281,32 +277,16 @@ impl Prefix {
         h.finish128().as_u128()
     }
 
-    /// The fingerprint of a set of one descriptor in the over-limit cache with these
-    /// values, from [`PlacementKey::single_denial_prefix`]: what [`PlacementKey::denial`]
-    /// gives for that set.
-    pub fn counted_values(&self, values: &[Vec<u8>]) -> u128 {
-        let mut h = self.0;
-        h.write_u64(values.len() as u64);
-        for v in values {
-            write_field(&mut h, v);
+    /// The fingerprint of a set of descriptors in the over-limit cache from their
+    /// identities, from [`PlacementKey::denial_prefix`] (see [`PlacementKey::denial`]).
+    pub fn denial(&self, identities: &[u128]) -> u128 {
+        if let [identity] = identities {
+            return *identity;
         }
-        h.finish128().as_u128()
-    }
-
-    /// The fingerprint of a set of descriptors in the over-limit cache, from
-    /// [`PlacementKey::denial_prefix`] (see [`PlacementKey::denial`]).
-    pub fn denial<'a>(
-        &self,
-        descriptors: impl ExactSizeIterator<Item = (&'a str, &'a [Vec<u8>])>,
-    ) -> u128 {
         let mut h = self.0;
-        h.write_u64(descriptors.len() as u64);
-        for (rule, values) in descriptors {
-            write_field(&mut h, rule.as_bytes());
-            h.write_u64(values.len() as u64);
-            for v in values {
-                write_field(&mut h, v);
-            }
+        h.write_u64(identities.len() as u64);
+        for identity in identities {
+            h.write(&identity.to_le_bytes());
         }
         h.finish128().as_u128()
     }

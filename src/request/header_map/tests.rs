@@ -114,3 +114,71 @@ proptest! {
         prop_assert_eq!(encode_pairs_reusing(&pairs, &mut buffer), expected.as_slice());
     }
 }
+
+/// The walk as it was written first, field by field: the one-slice walk must accept,
+/// refuse and read exactly what it did.
+fn reference_lookup(bytes: &[u8], name: &str) -> Lookup {
+    let Some(pairs) = reference_pairs(bytes) else {
+        return Lookup::Absent;
+    };
+    let mut found = pairs
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()));
+    match (found.next(), found.next()) {
+        (None, _) => Lookup::Absent,
+        (Some((_, v)), None) => Lookup::One(v.to_vec()),
+        (Some(_), Some(_)) => Lookup::Repeated,
+    }
+}
+
+/// The pairs as the field-by-field walk read them (`None`: refused).
+fn reference_pairs(bytes: &[u8]) -> Option<Vec<(&[u8], &[u8])>> {
+    fn nul_terminated(text: &[u8], len: usize) -> Option<(&[u8], &[u8])> {
+        match (text.get(..len), text.get(len..)) {
+            (Some(field), Some([0, rest @ ..])) => Some((field, rest)),
+            _ => None,
+        }
+    }
+    let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
+        return bytes.is_empty().then(Vec::new);
+    };
+    let lengths = (u32::from_le_bytes(*count) as usize).checked_mul(8)?;
+    if lengths > rest.len() {
+        return None;
+    }
+    let (lengths, mut text) = rest.split_at(lengths);
+    let mut out = Vec::new();
+    for pair in lengths.chunks_exact(8) {
+        let name_len = u32::from_le_bytes(pair[..4].try_into().ok()?) as usize;
+        let value_len = u32::from_le_bytes(pair[4..].try_into().ok()?) as usize;
+        let (n, rest) = nul_terminated(text, name_len)?;
+        let (v, rest) = nul_terminated(rest, value_len)?;
+        out.push((n, v));
+        text = rest;
+    }
+    Some(out)
+}
+
+proptest! {
+    #[test]
+    fn any_bytes_are_read_as_the_field_by_field_walk_read_them(
+        pairs in prop::collection::vec(("[ab]{0,2}", "[ab]{0,3}"), 0..5),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop_oneof![0u8..6, any::<u8>()]), 0..3),
+        cut in any::<prop::sample::Index>(),
+        trailing in prop::collection::vec(any::<u8>(), 0..3),
+    ) {
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let mut bytes = encode_pairs(&borrowed);
+        for (at, byte) in edits {
+            let at = at.index(bytes.len());
+            bytes[at] = byte;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        bytes.extend_from_slice(&trailing);
+        let map = HeaderMap::from_host(bytes.clone());
+        for name in ["", "a", "b", "ab", "A"] {
+            prop_assert_eq!(map.lookup(name), reference_lookup(&bytes, name), "{}", name);
+        }
+        prop_assert_eq!(HeaderMap::decode(bytes.clone()).is_some(), reference_pairs(&bytes).is_some());
+    }
+}

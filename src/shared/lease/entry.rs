@@ -190,6 +190,34 @@ pub fn decode_set(bytes: &[u8]) -> Vec<Lease> {
         .collect()
 }
 
+/// The first entry of a set's value that is `fingerprint`'s, and its position: only that
+/// one decoded (the others are told apart by their first 16 bytes), as the first such of
+/// [`decode_set`].
+pub fn find_in_set(bytes: &[u8], fingerprint: u128) -> Option<(usize, Lease)> {
+    bytes
+        .chunks_exact(ENTRY_LEN)
+        .enumerate()
+        .find_map(|(index, chunk)| {
+            let entry: &[u8; ENTRY_LEN] = chunk.try_into().ok()?;
+            let head = u128::from_le_bytes(*entry.first_chunk::<16>()?);
+            (head == fingerprint).then(|| (index, Lease::decode(entry)))
+        })
+}
+
+/// The set `bytes` with its entry at `index` (from [`find_in_set`]) now `lease`: what
+/// [`encode_set`] gives for [`decode_set`]'s entries with that one changed (a trailing
+/// partial entry dropped), with no vector of the others decoded and encoded again.
+pub fn replace_in_set(bytes: &[u8], index: usize, lease: &Lease) -> Vec<u8> {
+    let whole = bytes.len() - bytes.len() % ENTRY_LEN;
+    let at = index.saturating_mul(ENTRY_LEN).min(whole);
+    let after = at.saturating_add(ENTRY_LEN).min(whole);
+    let mut out = Vec::with_capacity(whole.max(ENTRY_LEN));
+    out.extend_from_slice(&bytes[..at]);
+    lease.encode_into(&mut out);
+    out.extend_from_slice(&bytes[after..whole]);
+    out
+}
+
 /// What a set of `entries` stores.
 pub fn encode_set(entries: &[Lease]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * ENTRY_LEN);

@@ -269,3 +269,36 @@ proptest! {
         prop_assert!(lease.available(at * S) <= live_granted);
     }
 }
+
+proptest! {
+    /// Changing one entry in place writes what decoding the whole set, changing it and
+    /// encoding them all again wrote (trailing partial entry and repeated fingerprints
+    /// included).
+    #[test]
+    fn an_entry_changed_in_place_is_the_set_decoded_and_encoded_again(
+        bytes in prop::collection::vec(prop_oneof![Just(0u8), Just(1u8), any::<u8>()], 0..(3 * ENTRY_LEN + 7)),
+        heads in prop::collection::vec(0u128..3, 0..4),
+        wanted in 0u128..3,
+        remaining in any::<u32>(),
+    ) {
+        let mut bytes = bytes;
+        for (i, head) in heads.iter().enumerate() {
+            if let Some(slot) = bytes.get_mut(i * ENTRY_LEN..i * ENTRY_LEN + 16) {
+                slot.copy_from_slice(&head.to_le_bytes());
+            }
+        }
+        let mut entries = decode_set(&bytes);
+        let expected = match entries.iter_mut().find(|e| e.fingerprint == wanted) {
+            Some(lease) => {
+                lease.last_grant = remaining;
+                Some(encode_set(&entries))
+            }
+            None => None,
+        };
+        let got = find_in_set(&bytes, wanted).map(|(index, mut lease)| {
+            lease.last_grant = remaining;
+            replace_in_set(&bytes, index, &lease)
+        });
+        prop_assert_eq!(got, expected);
+    }
+}

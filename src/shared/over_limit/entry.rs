@@ -4,6 +4,14 @@
 //! writes by compare-and-swap.
 
 use crate::reply::{Headers, Standing};
+use smallvec::SmallVec;
+
+/// The hits of each descriptor of a set, in order: inline for two, as a request's global
+/// rules are (no heap for the look-up every global request makes).
+pub type Costs = SmallVec<[u32; 2]>;
+
+/// The over descriptors of a denial: inline for two (no heap for a cached rejection).
+pub type Overs = SmallVec<[Over; 2]>;
 
 /// The most bytes one entry takes, the service's body and headers included.
 pub const ENTRY_MAX: usize = 512;
@@ -39,9 +47,9 @@ pub struct Denial {
     pub until_ns: u64,
     /// The hits each descriptor of the set was asked for, in order (the smallest denied
     /// for this set).
-    pub costs: Vec<u32>,
+    pub costs: Costs,
     /// The enforced descriptors the service said were over, for the reply.
-    pub over: Vec<Over>,
+    pub over: Overs,
     /// The service's `raw_body` (empty: the configured body).
     pub body: Vec<u8>,
     /// The service's response headers that passed the safety check.
@@ -228,7 +236,7 @@ fn decode_entry(bytes: &[u8]) -> Option<(Denial, &[u8])> {
     let until_ns = r.u64()?;
     let costs = (0..r.count()?)
         .map(|_| r.u32())
-        .collect::<Option<Vec<_>>>()?;
+        .collect::<Option<Costs>>()?;
     let over = (0..r.count()?)
         .map(|_| {
             Some(Over {
@@ -237,7 +245,7 @@ fn decode_entry(bytes: &[u8]) -> Option<(Denial, &[u8])> {
                 reset_at_ns: r.u64()?,
             })
         })
-        .collect::<Option<Vec<_>>>()?;
+        .collect::<Option<Overs>>()?;
     let body_len = u16::from_le_bytes(r.array()?);
     let body = r.take(usize::from(body_len))?.to_vec();
     let headers = (0..r.count()?)

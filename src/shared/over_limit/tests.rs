@@ -1,6 +1,7 @@
 use super::entry::FIXED_LEN;
 use super::*;
 use crate::testing::MemoryShared;
+use smallvec::smallvec;
 
 const S: u64 = 1_000_000_000;
 
@@ -13,8 +14,8 @@ fn denial(fingerprint: u128, until_ns: u64, cost: u32) -> Denial {
     Denial {
         fingerprint,
         until_ns,
-        costs: vec![cost],
-        over: vec![Over {
+        costs: smallvec![cost],
+        over: smallvec![Over {
             position: 0,
             limit: 10,
             reset_at_ns: until_ns,
@@ -43,8 +44,8 @@ fn entry_format_is_pinned() {
     let d = Denial {
         fingerprint: 0x0102,
         until_ns: 0x0304,
-        costs: vec![5, 6],
-        over: vec![Over {
+        costs: smallvec![5, 6],
+        over: smallvec![Over {
             position: 1,
             limit: 7,
             reset_at_ns: 0x0809,
@@ -66,7 +67,7 @@ fn entry_format_is_pinned() {
 #[test]
 fn the_cost_rule_covers_costlier_requests_of_the_set_until_the_instant() {
     let mut d = denial(1, 100 * S, 10);
-    d.costs = vec![10, 1];
+    d.costs = smallvec![10, 1];
     assert!(d.covers(&[10, 1], 50 * S));
     assert!(d.covers(&[11, 5], 50 * S));
     assert!(
@@ -83,8 +84,8 @@ fn the_cost_rule_covers_costlier_requests_of_the_set_until_the_instant() {
 #[test]
 fn the_standings_count_down_to_the_services_resets() {
     let mut d = denial(1, 60 * S, 1);
-    d.costs = vec![1, 1, 1];
-    d.over = vec![
+    d.costs = smallvec![1, 1, 1];
+    d.over = smallvec![
         Over {
             position: 0,
             limit: 10,
@@ -159,7 +160,7 @@ fn entries_are_bounded() {
     h.headers = vec![("x-a".into(), "v".repeat(ENTRY_MAX))];
     assert!(!h.fits());
     let mut many = denial(1, 5, 1);
-    many.costs = vec![1; 64];
+    many.costs = smallvec![1; 64];
     many.over = (0..64)
         .map(|position| Over {
             position,
@@ -203,7 +204,7 @@ fn a_cheaper_denial_replaces_the_entry_and_a_dominated_one_writes_nothing() {
     c.store(&store, denial(9, 10 * S, 2), S).unwrap();
     assert_eq!(
         c.lookup(&store, 9, &[2], S).unwrap().map(|d| d.costs),
-        Some(vec![2])
+        Some(smallvec![2])
     );
     let set = decode_set(&store.get(b"floodgate/v3/olc/0").unwrap().unwrap().value);
     assert_eq!(set.len(), 1, "one entry per set of descriptors");

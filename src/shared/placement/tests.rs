@@ -211,22 +211,22 @@ fn fingerprints_separate_kinds_rules_values_limits_and_keys() {
 fn a_denial_set_is_told_apart_by_every_descriptor_and_their_order() {
     let k = key(A);
     let (t, p) = (values(&["acme"]), values(&["premium"]));
-    let set = |d: &[(&'static str, &[Vec<u8>])]| k.denial("edge", d.iter().map(|&(r, v)| (r, v)));
-    let alone = set(&[("tenant", &t)]);
-    let both = set(&[("tenant", &t), ("plan", &p)]);
+    let (tenant, plan) = (k.lease("edge", "tenant", &t), k.lease("edge", "plan", &p));
+    let set = |ids: &[u128]| k.denial("edge", ids);
+    let alone = set(&[tenant]);
+    let both = set(&[tenant, plan]);
     assert_ne!(alone, both, "another descriptor beside it is another set");
-    assert_ne!(both, set(&[("plan", &p), ("tenant", &t)]), "order is kept");
+    assert_ne!(both, set(&[plan, tenant]), "order is kept");
+    assert_eq!(alone, tenant, "a set of one is its descriptor's identity");
+    assert_ne!(both, tenant, "a set of several is no descriptor's identity");
+    assert_ne!(both, plan);
     assert_ne!(
-        alone,
-        k.lease("edge", "tenant", &t),
-        "not the descriptor's lease"
-    );
-    assert_ne!(
-        set(&[("r", &values(&["a", "b"]))]),
-        set(&[("r", &values(&["a"])), ("b", &[])]),
+        k.lease("edge", "r", &values(&["a", "b"])),
+        k.lease("edge", "r", &values(&["ab"])),
         "each descriptor's values are counted"
     );
-    assert_ne!(alone, k.denial("edge2", [("tenant", &t[..])].into_iter()));
+    assert_ne!(both, k.denial("edge2", &[tenant, plan]));
+    assert_ne!(both, key(B).denial("edge", &[tenant, plan]));
 }
 
 /// What an attacker with the source computes offline: values landing in the victim's
@@ -263,13 +263,16 @@ fn fingerprints_are_stable_for_a_given_key() {
             k.bucket("all", q, &v),
             k.fallback("all", q, &v),
             k.lease("edge", "all", &v),
-            k.denial("edge", [("all", &v[..])].into_iter()),
+            k.denial(
+                "edge",
+                &[k.lease("edge", "all", &v), k.lease("edge", "r", &v)]
+            ),
         ],
         [
             0xeff4_1124_a702_e9d8_9764_8d48_8d40_cc20,
             0x8398_0d54_eda3_2920_1044_b09b_e7a6_f8d4,
             0x354f_8223_28c9_ec9e_31f8_a80c_9618_e4fa,
-            0x996c_54df_360e_79d9_ff28_6ca9_966e_9d48,
+            0x8611_7d4f_299c_02b4_0899_4def_7565_725e,
         ]
     );
 }
@@ -287,14 +290,9 @@ fn prefixes_finish_to_the_whole_inputs_fingerprints() {
             k.lease_prefix("edge", "r").values(&v),
             k.lease("edge", "r", &v)
         );
-        let alone = k.denial("edge", [("r", &v[..])].into_iter());
-        assert_eq!(
-            k.single_denial_prefix("edge", "r").counted_values(&v),
-            alone
-        );
-        assert_eq!(
-            k.denial_prefix("edge").denial([("r", &v[..])].into_iter()),
-            alone
-        );
+        let ids = [k.lease("edge", "r", &v), k.lease("edge", "s", &v)];
+        for set in [&ids[..1], &ids[..]] {
+            assert_eq!(k.denial_prefix("edge").denial(set), k.denial("edge", set));
+        }
     }
 }

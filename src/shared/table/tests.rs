@@ -270,3 +270,15 @@ proptest::proptest! {
         proptest::prop_assert_eq!(store.keys(), largest + 1);
     }
 }
+
+proptest::proptest! {
+    /// Digits written in place, last first, spell the index as `format!` does.
+    #[test]
+    fn a_slot_key_is_its_prefix_and_the_index_in_decimal(index in proptest::num::u32::ANY) {
+        let expected = format!("floodgate/v2/{index}");
+        proptest::prop_assert_eq!(&*SlotKey::new(index), expected.as_bytes());
+        let longest = b"floodgate/over-limit/x";
+        let key = SlotKey::with_prefix(longest, index);
+        proptest::prop_assert_eq!(&*key, [&longest[..], index.to_string().as_bytes()].concat());
+    }
+}
