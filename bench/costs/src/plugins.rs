@@ -52,6 +52,14 @@ pub fn global_no_cache() -> Value {
     plugin
 }
 
+/// The global configuration on a rule that asks for no lease: no lease look-up, no quota
+/// header on the call.
+pub fn global_no_quota() -> Value {
+    let mut plugin = global();
+    plugin["rules"][0]["global"] = json!({"quota": false});
+    plugin
+}
+
 /// The global configuration with a fallback bucket on its rule: what a fallback costs a
 /// request the service answers.
 pub fn fallback() -> Value {

@@ -79,6 +79,9 @@ pub const FLOODGATE_FALLBACK: &str = "floodgate global with a fallback -> floodg
 /// floodgate global mode with `rls.cache_over_limit: false`: against [`FLOODGATE_GLOBAL`],
 /// what the over-limit cache's look-up (one shared-data read) costs an allowed request.
 pub const FLOODGATE_GLOBAL_NO_CACHE: &str = "floodgate global, cache off -> floodgate-server";
+/// floodgate global mode on a rule that asks for no lease (`"quota": false`): no lease
+/// look-up, no quota header on the call. Beside [`FLOODGATE_GLOBAL`], what asking costs.
+pub const FLOODGATE_NO_QUOTA: &str = "floodgate global, no lease asked -> floodgate-server";
 /// floodgate global mode over its limit: every request but the first rejected from the
 /// over-limit cache, with no call. Paired with [`NATIVE_REJECTED`].
 pub const FLOODGATE_CACHED: &str = "floodgate global, over limit (cached)";
@@ -182,6 +185,11 @@ pub fn global_cases() -> Vec<Case> {
         case(FLOODGATE_GLOBAL, vec![floodgate], false),
         case(FLOODGATE_FALLBACK, vec![fallback], false),
         case(FLOODGATE_GLOBAL_NO_CACHE, vec![no_cache], false),
+        case(
+            FLOODGATE_NO_QUOTA,
+            vec![floodgate_filter(&plugins::global_no_quota())],
+            false,
+        ),
         case(FLOODGATE_CACHED, vec![cached], true),
         case(
             FLOODGATE_LEASED,

@@ -31,8 +31,8 @@ mod wrk;
 use cases::{
     cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
     FLOODGATE_CACHED, FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL,
-    FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_REJECTED, NATIVE_GLOBAL,
-    NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
+    FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED,
+    NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -329,6 +329,7 @@ async fn main() {
             [
                 FLOODGATE_GLOBAL,
                 FLOODGATE_GLOBAL_NO_CACHE,
+                FLOODGATE_NO_QUOTA,
                 FLOODGATE_FALLBACK,
                 FLOODGATE_LEASED,
                 CALL_FLOOR,
