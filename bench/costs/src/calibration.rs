@@ -30,16 +30,18 @@ pub struct Model {
     pub baseline: f64,
 }
 
-/// The model fitted from `make bench` (`docs/costs.md` has the run and
-/// each configuration's residual). The machine was loaded: a request with no filter cost
-/// its worker 91.9 µs, against 29.1 µs on a quiet day, so read these as fractions of
-/// [`Model::baseline`] ([`Model::share`]) rather than as microseconds anywhere else.
+/// The model fitted from `make bench` (`docs/costs.md` has the run and each
+/// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-04, modules from
+/// `01bf14f`, nothing else running, on a slow day (a request with no filter cost its
+/// worker 73.1 µs, against 29.1 µs on the quietest day measured), so read these as
+/// fractions of [`Model::baseline`] ([`Model::share`]) rather than as microseconds
+/// anywhere else.
 pub const FITTED: Option<Model> = Some(Model {
-    entry: 0.372,
-    call: 0.112,
-    kilo_instructions: 1.148,
-    http_call: 119.98,
-    baseline: 91.9,
+    entry: 0.476,
+    call: 2.112,
+    kilo_instructions: 0.279,
+    http_call: 83.548,
+    baseline: 73.1,
 });
 
 /// A cost's figures in the model's order.
