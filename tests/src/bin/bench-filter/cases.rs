@@ -205,6 +205,45 @@ pub fn global_cases() -> Vec<Case> {
     ]
 }
 
+/// The calls each calibration case makes per request.
+pub const CALIBRATION_CALLS: u32 = 16;
+
+/// The host-call kinds `bench/host-calls` prices, as its configuration names them.
+pub const CALIBRATION_KINDS: [&str; 5] = ["header", "pairs", "clock", "shared-get", "shared-set"];
+
+/// The name of the calibration case of `kind` ("none": the module making no call).
+pub fn calibration_case(kind: &str) -> String {
+    if kind == "none" {
+        "host calls: none".to_string()
+    } else {
+        format!("host calls: {kind} x{CALIBRATION_CALLS}")
+    }
+}
+
+/// The host-call calibration (`bench/host-calls`): the module making no call, and making
+/// [`CALIBRATION_CALLS`] calls of one kind per request, each kind in a VM of its own (the
+/// module keeps its plan per VM).
+pub fn calibration_cases() -> Vec<Case> {
+    std::iter::once("none")
+        .chain(CALIBRATION_KINDS)
+        .map(|kind| {
+            let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_host_calls.wasm");
+            assert!(
+                wasm.exists(),
+                "{} missing: run `make bench-wasm`",
+                wasm.display()
+            );
+            let plan = format!("{kind} {CALIBRATION_CALLS}");
+            let filter = configs::wasm_filter(
+                &format!("host-calls-{kind}"),
+                &wasm.display().to_string(),
+                &plan,
+            );
+            case(&calibration_case(kind), vec![filter], false)
+        })
+        .collect()
+}
+
 /// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
 /// with the "allowed" configuration (alone and chained [`STACK`] times, where a small
 /// difference stands out of the noise) and the global one. For trying an optimisation

@@ -29,10 +29,11 @@ mod provenance;
 mod wrk;
 
 use cases::{
-    cases, global_cases, stacked_cases, variants, Case, CALL_FLOOR, FLOODGATE_ALLOWED,
-    FLOODGATE_CACHED, FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL,
-    FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED,
-    NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, SERVER_CONFIG, STACK,
+    calibration_case, calibration_cases, cases, global_cases, stacked_cases, variants, Case,
+    CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED,
+    FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
+    FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
+    RAW_NOOP, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -79,6 +80,7 @@ async fn main() {
         .into_iter()
         .chain(global_cases())
         .chain(stacked_cases())
+        .chain(calibration_cases())
         .chain(variants())
         .enumerate()
         .filter(|(i, c)| only.is_empty() || *i == 0 || only.split(',').any(|w| c.name.contains(w)))
@@ -349,6 +351,21 @@ async fn main() {
                 "{label} minus native ratelimit (median of per-round differences): worker CPU \
                  {cpu:+.1} µs/request, p50 alone {alone:+.0} µs, p50 at -c{connections} {busy:+.0} µs"
             );
+        }
+    }
+    // Each host-call kind alone: its case minus the module making no call, per round.
+    if let Some(none) = index(&calibration_case("none")) {
+        for kind in CALIBRATION_KINDS {
+            if let Some(ours) = index(&calibration_case(kind)) {
+                let each = per_round(&|r| {
+                    (samples[ours][r].cpu_us - samples[none][r].cpu_us)
+                        / f64::from(CALIBRATION_CALLS)
+                });
+                println!(
+                    "host call {kind}: {each:+.3} µs of worker CPU per call (median of per-round \
+                     differences, {CALIBRATION_CALLS} a request, against the same module making none)"
+                );
+            }
         }
     }
 }

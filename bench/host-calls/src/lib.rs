@@ -1,0 +1,221 @@
+//! The host-call calibration module, for `make bench`: each request makes one kind of
+//! proxy-wasm host call N times and nothing else, so that the same module configured
+//! with no calls, run beside it, prices that kind alone.
+//!
+//! The cost model (`bench/costs`) sees one average per host call, because floodgate's
+//! configurations always make the kinds together (a local request reads the header map,
+//! the clock and shared data, and writes it back). The plugin configuration names the
+//! kind and the count, `"<kind> <n>"`: `none`, `header` (a request header that is not
+//! there: no value comes back, so no allocation is entered), `pairs` (the whole header
+//! map: the call and the allocation it enters), `clock`, `shared-get` (a key that is not
+//! there) or `shared-set` (16 bytes, unconditionally). Like `bench/raw-noop` it exports
+//! only what Envoy needs to load and configure it, and `proxy_on_request_headers`.
+
+/// What each request does: a kind of host call, and how many times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// No host call.
+    None,
+    /// `proxy_get_header_map_value` of an absent request header, n times.
+    Header(u32),
+    /// `proxy_get_header_map_pairs` of the request headers, n times.
+    Pairs(u32),
+    /// `proxy_get_current_time_nanoseconds`, n times.
+    Clock(u32),
+    /// `proxy_get_shared_data` of an absent key, n times.
+    SharedGet(u32),
+    /// `proxy_set_shared_data` of 16 bytes, n times.
+    SharedSet(u32),
+}
+
+impl Plan {
+    /// The plan a configuration `"<kind> <n>"` names (`None` for anything else, so a
+    /// configuration mistake measures nothing rather than something else).
+    pub fn parse(text: &[u8]) -> Plan {
+        let text = std::str::from_utf8(text).unwrap_or("").trim();
+        let mut words = text.split_whitespace();
+        let kind = words.next().unwrap_or("none");
+        let n = words.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+        match kind {
+            "header" => Plan::Header(n),
+            "pairs" => Plan::Pairs(n),
+            "clock" => Plan::Clock(n),
+            "shared-get" => Plan::SharedGet(n),
+            "shared-set" => Plan::SharedSet(n),
+            _ => Plan::None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Plan;
+
+    #[test]
+    fn configurations_name_a_kind_and_a_count() {
+        assert_eq!(Plan::parse(b"pairs 16"), Plan::Pairs(16));
+        assert_eq!(Plan::parse(b" shared-set 4 "), Plan::SharedSet(4));
+        assert_eq!(Plan::parse(b"clock"), Plan::Clock(0));
+        assert_eq!(Plan::parse(b"none 16"), Plan::None);
+        assert_eq!(Plan::parse(b"\xff"), Plan::None);
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod filter {
+    use super::Plan;
+    use std::cell::Cell;
+
+    #[link(wasm_import_module = "env")]
+    extern "C" {
+        fn proxy_get_buffer_bytes(
+            buffer_type: u32,
+            start: usize,
+            max_size: usize,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
+        fn proxy_get_header_map_value(
+            map_type: u32,
+            key_data: *const u8,
+            key_size: usize,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
+        fn proxy_get_header_map_pairs(
+            map_type: u32,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
+        fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
+        fn proxy_get_shared_data(
+            key_data: *const u8,
+            key_size: usize,
+            return_value_data: *mut *mut u8,
+            return_value_size: *mut usize,
+            return_cas: *mut u32,
+        ) -> u32;
+        fn proxy_set_shared_data(
+            key_data: *const u8,
+            key_size: usize,
+            value_data: *const u8,
+            value_size: usize,
+            cas: u32,
+        ) -> u32;
+    }
+
+    /// The ABI's buffer type of the plugin configuration.
+    const PLUGIN_CONFIGURATION: u32 = 7;
+    /// The ABI's map type of the request's headers.
+    const REQUEST_HEADERS: u32 = 0;
+    /// The ABI's "continue" action.
+    const CONTINUE: u32 = 0;
+    /// A header no request of the bench carries.
+    const ABSENT_HEADER: &[u8] = b"x-floodgate-calibration";
+    /// The shared-data key the `shared-set` plan writes and no plan reads.
+    const WRITTEN_KEY: &[u8] = b"floodgate-calibration.written";
+    /// The shared-data key the `shared-get` plan reads and nothing writes.
+    const ABSENT_KEY: &[u8] = b"floodgate-calibration.absent";
+
+    thread_local! {
+        static PLAN: Cell<Plan> = const { Cell::new(Plan::None) };
+    }
+
+    /// Takes back a value the host allocated through `proxy_on_memory_allocate`.
+    ///
+    /// # Safety
+    /// `data` is null or a `Vec` of exactly `size` bytes of capacity from
+    /// `proxy_on_memory_allocate(size)`.
+    unsafe fn take(data: *mut u8, size: usize) -> Vec<u8> {
+        if data.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: as the caller promises.
+            unsafe { Vec::from_raw_parts(data, size, size) }
+        }
+    }
+
+    /// Tells Envoy which ABI the module speaks; without it the module does not load.
+    #[no_mangle]
+    pub extern "C" fn proxy_abi_version_0_2_1() {}
+
+    /// Where the host puts the values it hands back.
+    #[no_mangle]
+    pub extern "C" fn proxy_on_memory_allocate(size: usize) -> *mut u8 {
+        let mut buffer = Vec::<u8>::with_capacity(size);
+        let pointer = buffer.as_mut_ptr();
+        std::mem::forget(buffer);
+        pointer
+    }
+
+    /// The plugin configuration names the plan.
+    #[no_mangle]
+    pub extern "C" fn proxy_on_configure(_: u32, size: usize) -> bool {
+        let (mut data, mut len) = (std::ptr::null_mut(), 0);
+        // SAFETY: the host writes a pointer and a length it allocated through
+        // `proxy_on_memory_allocate`, taken back at once.
+        let text = unsafe {
+            proxy_get_buffer_bytes(PLUGIN_CONFIGURATION, 0, size, &mut data, &mut len);
+            take(data, len)
+        };
+        PLAN.with(|p| p.set(Plan::parse(&text)));
+        true
+    }
+
+    /// The one callback a request enters the VM for: the plan's calls, then continue.
+    #[no_mangle]
+    pub extern "C" fn proxy_on_request_headers(_: u32, _: usize, _: bool) -> u32 {
+        let (mut data, mut size) = (std::ptr::null_mut(), 0);
+        let mut cas = 0;
+        let mut now = 0;
+        let value = [7u8; 16];
+        // SAFETY: every pointer is to a live local or constant; values the host hands
+        // back come through `proxy_on_memory_allocate` and are taken back by `take`.
+        unsafe {
+            match PLAN.with(Cell::get) {
+                Plan::None => {}
+                Plan::Header(n) => (0..n).for_each(|_| {
+                    proxy_get_header_map_value(
+                        REQUEST_HEADERS,
+                        ABSENT_HEADER.as_ptr(),
+                        ABSENT_HEADER.len(),
+                        &mut data,
+                        &mut size,
+                    );
+                    drop(take(data, size));
+                    data = std::ptr::null_mut();
+                }),
+                Plan::Pairs(n) => (0..n).for_each(|_| {
+                    proxy_get_header_map_pairs(REQUEST_HEADERS, &mut data, &mut size);
+                    drop(take(data, size));
+                    data = std::ptr::null_mut();
+                }),
+                Plan::Clock(n) => (0..n).for_each(|_| {
+                    proxy_get_current_time_nanoseconds(&mut now);
+                }),
+                Plan::SharedGet(n) => (0..n).for_each(|_| {
+                    proxy_get_shared_data(
+                        ABSENT_KEY.as_ptr(),
+                        ABSENT_KEY.len(),
+                        &mut data,
+                        &mut size,
+                        &mut cas,
+                    );
+                    drop(take(data, size));
+                    data = std::ptr::null_mut();
+                }),
+                Plan::SharedSet(n) => (0..n).for_each(|_| {
+                    proxy_set_shared_data(
+                        WRITTEN_KEY.as_ptr(),
+                        WRITTEN_KEY.len(),
+                        value.as_ptr(),
+                        value.len(),
+                        0,
+                    );
+                }),
+            }
+        }
+        std::hint::black_box(now);
+        CONTINUE
+    }
+}
