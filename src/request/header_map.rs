@@ -191,6 +191,28 @@ fn fill_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)], out: &mut [u8]) {
     }
 }
 
+/// `encoded` (an [`encode_pairs`] list) with (`name`, `value`) added last: the bytes
+/// [`encode_pairs`] gives for the longer list, without decoding the shorter one. `None`
+/// when `encoded` is not in that shape.
+pub fn append_pair(encoded: &[u8], name: &[u8], value: &[u8]) -> Option<Vec<u8>> {
+    let count = u32::from_le_bytes(*encoded.first_chunk::<4>()?) as usize;
+    let (lengths, text) = (
+        encoded.get(4..4 + 8 * count)?,
+        encoded.get(4 + 8 * count..)?,
+    );
+    let mut out = Vec::with_capacity(encoded.len() + 10 + name.len() + value.len());
+    out.extend_from_slice(&(count as u32 + 1).to_le_bytes());
+    out.extend_from_slice(lengths);
+    out.extend_from_slice(&(name.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    out.extend_from_slice(text);
+    out.extend_from_slice(name);
+    out.push(0);
+    out.extend_from_slice(value);
+    out.push(0);
+    Some(out)
+}
+
 /// A pair's key and value as bytes.
 fn fields<K: AsRef<str>, V: AsRef<[u8]>>((k, v): &(K, V)) -> (&[u8], &[u8]) {
     (k.as_ref().as_bytes(), v.as_ref())

@@ -16,7 +16,7 @@ use super::grpc;
 use super::rls;
 use crate::config::RlsConfig;
 use crate::reply::Headers;
-use crate::request::header_map::{encode_pairs, HeaderMap, Lookup};
+use crate::request::header_map::{append_pair, encode_pairs, HeaderMap, Lookup};
 use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -170,25 +170,8 @@ impl CallHeaders {
     /// gives for that extra, from the set encoded once rather than from six new strings
     /// (a hold and its release encode one each, on every request that takes a hold).
     fn plain_and(&self, name: &'static str, value: &str) -> Vec<u8> {
-        let set: &[u8] = &self.plain;
-        let count = set
-            .first_chunk::<4>()
-            .map_or(0, |c| u32::from_le_bytes(*c) as usize);
-        let (Some(lengths), Some(text)) = (set.get(4..4 + 8 * count), set.get(4 + 8 * count..))
-        else {
-            return self.encode(Some((name, value)));
-        };
-        let mut out = Vec::with_capacity(set.len() + 10 + name.len() + value.len());
-        out.extend_from_slice(&(count as u32 + 1).to_le_bytes());
-        out.extend_from_slice(lengths);
-        out.extend_from_slice(&(name.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-        out.extend_from_slice(text);
-        out.extend_from_slice(name.as_bytes());
-        out.push(0);
-        out.extend_from_slice(value.as_bytes());
-        out.push(0);
-        out
+        append_pair(&self.plain, name.as_bytes(), value.as_bytes())
+            .unwrap_or_else(|| self.encode(Some((name, value))))
     }
 
     /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded. Laid out as a

@@ -182,3 +182,17 @@ proptest! {
         prop_assert_eq!(HeaderMap::decode(bytes.clone()).is_some(), reference_pairs(&bytes).is_some());
     }
 }
+
+proptest! {
+    #[test]
+    fn a_pair_appended_encodes_as_the_longer_list(
+        pairs in prop::collection::vec(("[a-z-]{1,12}", "[ -~]{0,20}"), 0..8),
+        name in "[a-z-]{1,12}",
+        value in "[ -~]{0,20}",
+    ) {
+        let mut longer = pairs.clone();
+        longer.push((name.clone(), value.clone()));
+        let appended = append_pair(&encode_pairs(&pairs), name.as_bytes(), value.as_bytes());
+        prop_assert_eq!(appended, Some(encode_pairs(&longer)));
+    }
+}
