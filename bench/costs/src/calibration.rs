@@ -1,29 +1,113 @@
 //! From counts to microseconds: a linear model of Envoy 1.40 (V8) worker CPU per request,
 //! fitted by least squares to `make bench` figures.
 //!
-//! A request's expected added CPU is `entries × e + calls × c + instructions / 1000 × k +
-//! http_calls × h`: `e` per entry into the VM (callbacks and allocations), `c` per host
-//! call other than `proxy_http_call`, `k` per thousand wasm instructions, `h` per
-//! `proxy_http_call`, which includes everything Envoy does for the call (its HTTP/2
-//! client, the codec, the answer). Host calls of other kinds appear together in every
-//! configuration `make bench` runs (a local request always reads the clock and shared
-//! data and writes it back), so their costs cannot be told apart from these runs: `c` is
-//! their average. `fit` prints each configuration's residual, which says how far to trust
-//! the model.
+//! A request's expected added CPU is
+//!
+//! `filters × f + entries × e + Σ priced calls × their price + other calls × c +
+//! instructions / 1000 × k + http_calls × h`:
+//!
+//! - `f` per wasm filter the request passes, whatever the filter does: Envoy makes a
+//!   context per filter per request and runs its C++ side even for callbacks the module
+//!   does not export (without this term the raw-ABI no-op chained ×8 was 22 µs above its
+//!   fit);
+//! - `e` per entry into the VM (callbacks, and allocations other than those a priced
+//!   call's price already holds);
+//! - the host calls floodgate makes on every path are priced one kind at a time
+//!   ([`PRICED`]): `make bench` times a raw-ABI module making 16 calls of one kind per
+//!   request beside itself making none, which tells the kinds apart where the
+//!   configurations cannot (a local request always reads the header map, the clock and
+//!   shared data, and writes it back, so a fit sees only their average);
+//! - `r` per local reply (`proxy_send_local_response`);
+//! - `k` per thousand wasm instructions;
+//! - `h` per `proxy_http_call` and what taking its answer takes ([`ANSWER_CALLS`]: they
+//!   come with every call, so no run can tell them from it), which includes everything
+//!   Envoy does for the call (its HTTP/2 client, the codec, the answer);
+//! - a host call of any other kind at the priced kinds' mean price (no configuration
+//!   `make bench` runs makes one).
+//!
+//! The prices are taken as measured and the rest is fitted. `fit` prints each
+//! configuration's residual, which says how far to trust the model.
 
-use crate::cost::Cost;
-use std::collections::BTreeMap;
+use crate::cost::{Cost, ALLOCATE};
 
-/// The fitted coefficients, µs.
+mod bench;
+pub use bench::{bench_baseline, bench_figures, bench_prices, NATIVE_REJECTED, ROWS};
+
+/// A host-call kind priced alone by `make bench`'s `host calls: KIND x16` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Priced {
+    /// Its name in `make bench`'s output.
+    pub kind: &'static str,
+    /// The import it calls.
+    pub import: &'static str,
+    /// Allocations (VM entries) each call of the priced row made, which its price holds.
+    pub allocations: u64,
+}
+
+/// The kinds priced alone, in `make bench`'s order. The header row reads a missing
+/// header and the shared-data row a missing key (nothing handed back), so a found value's
+/// allocation is an entry of its own; the header map always comes back, allocated.
+pub const PRICED: [Priced; 5] = [
+    Priced {
+        kind: "header",
+        import: "proxy_get_header_map_value",
+        allocations: 0,
+    },
+    Priced {
+        kind: "pairs",
+        import: "proxy_get_header_map_pairs",
+        allocations: 1,
+    },
+    Priced {
+        kind: "clock",
+        import: "proxy_get_current_time_nanoseconds",
+        allocations: 0,
+    },
+    Priced {
+        kind: "shared-get",
+        import: "proxy_get_shared_data",
+        allocations: 0,
+    },
+    Priced {
+        kind: "shared-set",
+        import: "proxy_set_shared_data",
+        allocations: 0,
+    },
+];
+
+/// The host calls that take a call's answer and resume the request: counted in the
+/// `proxy_http_call` coefficient.
+pub const ANSWER_CALLS: [&str; 3] = [
+    "proxy_get_buffer_bytes",
+    "proxy_set_effective_context",
+    "proxy_continue_stream",
+];
+
+/// The local reply's import.
+const LOCAL_REPLY: &str = "proxy_send_local_response";
+
+/// µs per call of each [`PRICED`] kind, in its order.
+pub type Prices = [f64; PRICED.len()];
+
+/// The prices of `BENCH_ONLY="host calls" BENCH_ROUNDS=8 make bench` on 2026-12-04 at
+/// 03:45 UTC, and that run's no-filter baseline (77.2 µs): used, scaled to a run's own
+/// baseline, when that run did not price the kinds itself.
+pub const MEASURED_PRICES: (Prices, f64) = ([1.248, 2.227, 1.116, 0.865, 0.978], 77.2);
+
+/// The model: coefficients in µs of the run it was fitted to.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Model {
-    /// Per VM entry.
+    /// Per wasm filter a request passes.
+    pub per_filter: f64,
+    /// Per VM entry not held in a priced call.
     pub entry: f64,
-    /// Per host call other than `proxy_http_call`.
-    pub call: f64,
+    /// Per call of each [`PRICED`] kind (measured, not fitted).
+    pub prices: Prices,
+    /// Per local reply (`proxy_send_local_response`).
+    pub local_reply: f64,
     /// Per thousand wasm instructions.
     pub kilo_instructions: f64,
-    /// Per `proxy_http_call`, Envoy's side of the call included.
+    /// Per `proxy_http_call` with its [`ANSWER_CALLS`], Envoy's side of the call included.
     pub http_call: f64,
     /// What a request with no filter cost the worker in the same run: the machine's
     /// speed then, against which the coefficients carry over to another machine.
@@ -33,33 +117,83 @@ pub struct Model {
 /// The model fitted from `make bench` (`docs/costs.md` has the run and each
 /// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-04, modules from
 /// `01bf14f`, nothing else running, on a slow day (a request with no filter cost its
-/// worker 73.1 µs, against 29.1 µs on the quietest day measured), so read these as
-/// fractions of [`Model::baseline`] ([`Model::share`]) rather than as microseconds
-/// anywhere else.
+/// worker 73.1 µs, against 29.1 µs on the quietest day measured), with the prices of
+/// [`MEASURED_PRICES`] scaled to it. Read these as fractions of [`Model::baseline`]
+/// ([`Model::share`]) rather than as microseconds anywhere else.
+///
+/// The entry's 0 is the fit's floor, not a measurement of nothing: in that run the SDK
+/// no-op's 6 more entries per filter than the raw-ABI no-op's, with its 1 500 more
+/// instructions, cost 0.49 µs per filter in all.
 pub const FITTED: Option<Model> = Some(Model {
-    entry: 0.476,
-    call: 2.112,
-    kilo_instructions: 0.279,
-    http_call: 83.548,
+    per_filter: 3.829,
+    entry: 0.0,
+    prices: [1.182, 2.109, 1.057, 0.819, 0.926],
+    local_reply: 14.088,
+    kilo_instructions: 0.638,
+    http_call: 90.106,
     baseline: 73.1,
 });
 
-/// A cost's figures in the model's order.
-fn features(cost: &Cost) -> [f64; 4] {
-    let http = cost.host_calls.get("proxy_http_call").copied().unwrap_or(0);
-    [
-        cost.vm_entries() as f64,
-        (cost.calls() - http) as f64,
-        cost.instructions as f64 / 1000.0,
-        http as f64,
-    ]
+/// Features the fit weighs, in this order: filters, entries, local replies, thousands of
+/// instructions, HTTP calls.
+const FITTED_FEATURES: usize = 5;
+
+/// `cost`'s µs at `prices` (fixed), and its fitted features.
+fn features(cost: &Cost, prices: &Prices) -> (f64, [f64; FITTED_FEATURES]) {
+    let count = |import: &str| cost.host_calls.get(import).copied().unwrap_or(0);
+    let http = count("proxy_http_call");
+    let replies = count(LOCAL_REPLY);
+    let answers: u64 = ANSWER_CALLS.iter().map(|import| count(import)).sum();
+    let mut fixed_us = 0.0;
+    let mut priced_calls = 0;
+    let mut held_allocations = 0;
+    for (kind, price) in PRICED.iter().zip(prices) {
+        let n = count(kind.import);
+        fixed_us += n as f64 * price;
+        priced_calls += n;
+        held_allocations += n * kind.allocations;
+    }
+    let others = cost.calls() - http - replies - answers - priced_calls;
+    fixed_us += others as f64 * prices.iter().sum::<f64>() / prices.len() as f64;
+    // A request enters the filter's request headers once per filter it passes.
+    let filters = cost
+        .entries
+        .get("proxy_on_request_headers")
+        .copied()
+        .unwrap_or(0);
+    let allocations = cost.entries.get(ALLOCATE).copied().unwrap_or(0);
+    let entries = cost.vm_entries() - held_allocations.min(allocations);
+    (
+        fixed_us,
+        [
+            filters as f64,
+            entries as f64,
+            replies as f64,
+            cost.instructions as f64 / 1000.0,
+            http as f64,
+        ],
+    )
 }
 
 impl Model {
+    fn coefficients(&self) -> [f64; FITTED_FEATURES] {
+        [
+            self.per_filter,
+            self.entry,
+            self.local_reply,
+            self.kilo_instructions,
+            self.http_call,
+        ]
+    }
+
     /// The expected added worker CPU of `cost`, µs.
     pub fn expected_us(&self, cost: &Cost) -> f64 {
-        let f = features(cost);
-        f[0] * self.entry + f[1] * self.call + f[2] * self.kilo_instructions + f[3] * self.http_call
+        let (priced, f) = features(cost, &self.prices);
+        priced
+            + f.iter()
+                .zip(self.coefficients())
+                .map(|(x, b)| x * b)
+                .sum::<f64>()
     }
 
     /// [`Model::expected_us`] as a share of a request with no filter (1.0: as much again).
@@ -68,21 +202,35 @@ impl Model {
     }
 }
 
-/// The least-squares model for (cost, measured µs) pairs, no coefficient below zero (a
-/// negative cost is noise: that feature is set to 0 and the rest fitted again); `None`
-/// when the pairs cannot determine it (too few, or always in the same proportions).
-pub fn fit(rows: &[(Cost, f64)]) -> Option<Model> {
-    let mut active = [true; 4];
+/// The least-squares model for (cost, measured µs) pairs with the priced kinds at
+/// `prices`, no coefficient below zero (a negative cost is noise: that feature is set to 0
+/// and the rest fitted again); `None` when the pairs cannot determine it (too few, or
+/// always in the same proportions).
+pub fn fit(rows: &[(Cost, f64)], prices: Prices) -> Option<Model> {
+    let xy: Vec<([f64; FITTED_FEATURES], f64)> = rows
+        .iter()
+        .map(|(cost, y)| {
+            let (priced, x) = features(cost, &prices);
+            (x, y - priced)
+        })
+        .collect();
+    // A feature no row has says nothing: its coefficient is 0.
+    let mut active = [false; FITTED_FEATURES];
+    for (i, on) in active.iter_mut().enumerate() {
+        *on = xy.iter().any(|(x, _)| x[i] != 0.0);
+    }
     loop {
-        let b = solve(rows, &active)?;
-        match (0..4).find(|&i| active[i] && b[i] < 0.0) {
+        let b = solve(&xy, &active)?;
+        match (0..FITTED_FEATURES).find(|&i| active[i] && b[i] < 0.0) {
             Some(negative) => active[negative] = false,
             None => {
                 return Some(Model {
-                    entry: b[0],
-                    call: b[1],
-                    kilo_instructions: b[2],
-                    http_call: b[3],
+                    per_filter: b[0],
+                    entry: b[1],
+                    prices,
+                    local_reply: b[2],
+                    kilo_instructions: b[3],
+                    http_call: b[4],
                     baseline: f64::NAN,
                 })
             }
@@ -92,12 +240,14 @@ pub fn fit(rows: &[(Cost, f64)]) -> Option<Model> {
 
 /// Least squares over the `active` features (the others 0): the normal equations
 /// (XᵀX) b = Xᵀy by Gaussian elimination with pivoting.
-fn solve(rows: &[(Cost, f64)], active: &[bool; 4]) -> Option<[f64; 4]> {
-    let index: Vec<usize> = (0..4).filter(|&i| active[i]).collect();
+fn solve(
+    rows: &[([f64; FITTED_FEATURES], f64)],
+    active: &[bool; FITTED_FEATURES],
+) -> Option<[f64; FITTED_FEATURES]> {
+    let index: Vec<usize> = (0..FITTED_FEATURES).filter(|&i| active[i]).collect();
     let n = index.len();
     let mut a = vec![vec![0.0f64; n + 1]; n];
-    for (cost, y) in rows {
-        let x = features(cost);
+    for (x, y) in rows {
         for (r, &i) in index.iter().enumerate() {
             for (c, &j) in index.iter().enumerate() {
                 a[r][c] += x[i] * x[j];
@@ -121,93 +271,11 @@ fn solve(rows: &[(Cost, f64)], active: &[bool; 4]) -> Option<[f64; 4]> {
             }
         }
     }
-    let mut b = [0.0; 4];
+    let mut b = [0.0; FITTED_FEATURES];
     for (r, &i) in index.iter().enumerate() {
         b[i] = a[r][n] / a[r][r];
     }
     Some(b)
-}
-
-/// Which cost path each `make bench` configuration measures, and how its figure is read:
-/// (bench row, path, chained copies). Rejecting rows are taken against the native
-/// `local_ratelimit`'s rejecting row (both send a local reply; the difference is the
-/// filter). Single allowed filters are left out (what they add is the size of the
-/// machine's noise: their chained rows measure the same), and so is the leased row (its
-/// calls are amortised over the requests that spend a grant, at a rate only the run
-/// knows).
-pub const ROWS: &[(&str, &str, u32)] = &[
-    ("floodgate local, all rejected", "local rejected", 1),
-    ("floodgate global -> floodgate-server", "global", 1),
-    (
-        "floodgate global, cache off -> floodgate-server",
-        "global cache off",
-        1,
-    ),
-    (
-        "floodgate global with a fallback -> floodgate-server",
-        "global fallback",
-        1,
-    ),
-    ("floodgate global, over limit (cached)", "global cached", 1),
-    ("wasm call floor -> floodgate-server", "call-floor", 1),
-    ("raw-ABI no-op wasm (reads 1 header) x8", "raw-noop x8", 8),
-    ("no-op wasm (reads 1 header) x8", "sdk-noop x8", 8),
-    ("floodgate local, allowed x8", "local allowed x8", 8),
-];
-
-/// The native rejecting row the rejecting rows are taken against.
-pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
-
-/// The worker CPU of a request with no filter (µs) in `make bench`'s printed table.
-pub fn bench_baseline(output: &str) -> Option<f64> {
-    let line = output.lines().find(|l| l.starts_with("| no filter |"))?;
-    let cell = line.split('|').nth(5)?.trim();
-    cell.trim_end_matches(" µs").parse().ok()
-}
-
-/// Each configuration's added worker CPU per request (µs) from `make bench`'s printed
-/// tables: "CPU added" for allowed rows (× copies for chained ones), CPU per request
-/// minus the native rejecting row's for rejecting ones. Keyed by cost path.
-pub fn bench_figures(output: &str) -> BTreeMap<&'static str, f64> {
-    let cells: BTreeMap<String, Vec<String>> = output
-        .lines()
-        .filter(|l| l.starts_with("| ") && !l.starts_with("|---"))
-        .map(|l| {
-            let cells: Vec<String> = l
-                .trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_string())
-                .collect();
-            (cells[0].clone(), cells[1..].to_vec())
-        })
-        .collect();
-    let micros = |text: &str| {
-        text.trim_end_matches(" µs")
-            .trim_start_matches('+')
-            .parse::<f64>()
-            .ok()
-    };
-    let native_rejected = cells.get(NATIVE_REJECTED).and_then(|c| micros(c.get(3)?));
-    let mut out = BTreeMap::new();
-    for (row, path, copies) in ROWS {
-        let Some(c) = cells.get(*row) else { continue };
-        let figure = if *copies > 1 {
-            c.get(1)
-                .and_then(|v| micros(v))
-                .map(|per| per * f64::from(*copies))
-        } else if c.get(4).map(String::as_str) == Some("-") {
-            c.get(3)
-                .and_then(|v| micros(v))
-                .zip(native_rejected)
-                .map(|(ours, native)| ours - native)
-        } else {
-            c.get(4).and_then(|v| micros(v))
-        };
-        if let Some(figure) = figure {
-            out.insert(*path, figure);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

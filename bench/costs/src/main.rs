@@ -3,8 +3,9 @@
 //! - no argument: print the tables, then what is over or well under budget (exit 1 if
 //!   any path is over);
 //! - `--write-budget`: write the counts as the new budget (`make costs-budget`);
-//! - `--fit FILE`: fit the µs model to a `make bench` output saved in FILE and print it
-//!   with each configuration's residual;
+//! - `--fit FILE`: fit the µs model to a `make bench` output saved in FILE (with the
+//!   host-call prices it printed, or the ones measured before) and print it with each
+//!   configuration's residual;
 //! - `--profile PATH [MODULE]`: where PATH's measured request executes its instructions,
 //!   by function, on MODULE (a build of the path's module that keeps function names) or
 //!   on the path's own module (stripped: functions by index).
@@ -91,7 +92,8 @@ fn main() -> ExitCode {
                 .filter_map(|m| figures.get(m.name).map(|&us| (m.name, m.cost.clone(), us)))
                 .collect();
             let pairs: Vec<_> = rows.iter().map(|(_, c, us)| (c.clone(), *us)).collect();
-            let Some(mut model) = calibration::fit(&pairs) else {
+            let prices = calibration::bench_prices(&output);
+            let Some(mut model) = calibration::fit(&pairs, prices) else {
                 eprintln!(
                     "the bench output does not determine the model ({} rows)",
                     rows.len()

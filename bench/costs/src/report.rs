@@ -73,15 +73,33 @@ pub fn calibration(model: &calibration::Model) -> String {
          | per | µs in this run | share of a proxied request |\n|---|---:|---:|\n",
         model.baseline
     );
-    for (what, us) in [
-        ("VM entry (callback or allocation)", model.entry),
-        ("host call (other than `proxy_http_call`)", model.call),
-        ("thousand wasm instructions", model.kilo_instructions),
+    let mut rows = vec![
+        ("wasm filter a request passes".to_string(), model.per_filter),
+        ("VM entry (callback or allocation)".to_string(), model.entry),
+    ];
+    for (kind, price) in calibration::PRICED.iter().zip(model.prices) {
+        let held = if kind.allocations > 0 {
+            ", its allocation included"
+        } else {
+            ""
+        };
+        rows.push((format!("`{}`{held} (priced alone)", kind.import), price));
+    }
+    rows.extend([
         (
-            "`proxy_http_call`, Envoy's side of the call included",
+            "local reply (`proxy_send_local_response`)".to_string(),
+            model.local_reply,
+        ),
+        (
+            "thousand wasm instructions".to_string(),
+            model.kilo_instructions,
+        ),
+        (
+            "`proxy_http_call` and taking its answer, Envoy's side included".to_string(),
             model.http_call,
         ),
-    ] {
+    ]);
+    for (what, us) in rows {
         out.push_str(&format!(
             "| {what} | {us:.3} | {:.2} % |\n",
             us / model.baseline * 100.0
