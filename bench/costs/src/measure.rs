@@ -4,6 +4,7 @@ use crate::cost::Cost;
 use crate::envoy::{Outcome, Proxy};
 use crate::paths::{bench_request, Measure, Path};
 use crate::rls::Rls;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Time between two requests of a run (the clock moves only when the driver says so).
@@ -54,12 +55,11 @@ fn run(path: &Path, wasm: &[u8], per_function: bool) -> Result<Run, String> {
     let configurations: Vec<String> = path
         .chain
         .iter()
-        .map(|v| {
-            if v.is_null() {
-                String::new()
-            } else {
-                v.to_string()
-            }
+        .map(|v| match v {
+            Value::Null => String::new(),
+            // A plain-text configuration (bench/host-calls' plan), handed over as it is.
+            Value::String(text) => text.clone(),
+            _ => v.to_string(),
         })
         .collect();
     let rls = Rls {

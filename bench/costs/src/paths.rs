@@ -23,6 +23,9 @@ pub enum Module {
     SdkNoop,
     /// `bench/call-floor`: the least a wasm filter does for one call (`make bench-wasm`).
     CallFloor,
+    /// `bench/host-calls`: the host-call calibration and the reject floor, its plan named
+    /// by a configuration string (`make bench-wasm`).
+    HostCalls,
 }
 
 impl Module {
@@ -48,6 +51,7 @@ impl Module {
                 "make bench-wasm",
             ),
             Module::CallFloor => (release.join("floodgate_call_floor.wasm"), "make bench-wasm"),
+            Module::HostCalls => (release.join("floodgate_host_calls.wasm"), "make bench-wasm"),
         }
     }
 }
@@ -237,6 +241,14 @@ pub fn all() -> Vec<Path> {
             none,
             fwd,
             1,
+        ),
+        one(
+            "reject-floor",
+            "raw-ABI reject floor: a local 429, nothing else",
+            Module::HostCalls,
+            Value::String("reply".to_string()),
+            rejected,
+            0,
         ),
         one(
             "local allowed",

@@ -8,8 +8,11 @@
 //! kind and the count, `"<kind> <n>"`: `none`, `header` (a request header that is not
 //! there: no value comes back, so no allocation is entered), `pairs` (the whole header
 //! map: the call and the allocation it enters), `clock`, `shared-get` (a key that is not
-//! there) or `shared-set` (16 bytes, unconditionally). Like `bench/raw-noop` it exports
-//! only what Envoy needs to load and configure it, and `proxy_on_request_headers`.
+//! there) or `shared-set` (16 bytes, unconditionally). `reply` is the reject floor: each
+//! request is answered 429 by a local reply (`proxy_send_local_response`, the body native
+//! `local_ratelimit` sends, no header), the least any wasm filter does to reject, to set
+//! beside native `local_ratelimit` rejecting. Like `bench/raw-noop` it exports only what
+//! Envoy needs to load and configure it, and `proxy_on_request_headers`.
 
 /// What each request does: a kind of host call, and how many times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +29,8 @@ pub enum Plan {
     SharedGet(u32),
     /// `proxy_set_shared_data` of 16 bytes, n times.
     SharedSet(u32),
+    /// One local reply (429), and the request stops there.
+    Reply,
 }
 
 impl Plan {
@@ -42,6 +47,7 @@ impl Plan {
             "clock" => Plan::Clock(n),
             "shared-get" => Plan::SharedGet(n),
             "shared-set" => Plan::SharedSet(n),
+            "reply" => Plan::Reply,
             _ => Plan::None,
         }
     }
@@ -56,6 +62,7 @@ mod tests {
         assert_eq!(Plan::parse(b"pairs 16"), Plan::Pairs(16));
         assert_eq!(Plan::parse(b" shared-set 4 "), Plan::SharedSet(4));
         assert_eq!(Plan::parse(b"clock"), Plan::Clock(0));
+        assert_eq!(Plan::parse(b"reply"), Plan::Reply);
         assert_eq!(Plan::parse(b"none 16"), Plan::None);
         assert_eq!(Plan::parse(b"\xff"), Plan::None);
     }
@@ -102,6 +109,16 @@ mod filter {
             value_size: usize,
             cas: u32,
         ) -> u32;
+        fn proxy_send_local_response(
+            status_code: u32,
+            status_code_details_data: *const u8,
+            status_code_details_size: usize,
+            body_data: *const u8,
+            body_size: usize,
+            additional_headers_map_data: *const u8,
+            additional_headers_size: usize,
+            grpc_status: i32,
+        ) -> u32;
     }
 
     /// The ABI's buffer type of the plugin configuration.
@@ -110,6 +127,14 @@ mod filter {
     const REQUEST_HEADERS: u32 = 0;
     /// The ABI's "continue" action.
     const CONTINUE: u32 = 0;
+    /// The ABI's "stop iteration" action: the local reply answers the request.
+    const STOP: u32 = 1;
+    /// The local reply's details (Envoy's response code details: no spaces).
+    const REPLY_DETAILS: &[u8] = b"reject_floor";
+    /// The body native `local_ratelimit` answers with.
+    const REPLY_BODY: &[u8] = b"local_rate_limited";
+    /// An empty header list in the ABI's encoding (a count of 0).
+    const NO_HEADERS: [u8; 4] = [0; 4];
     /// A header no request of the bench carries.
     const ABSENT_HEADER: &[u8] = b"x-floodgate-calibration";
     /// The shared-data key the `shared-set` plan writes and no plan reads.
@@ -204,6 +229,19 @@ mod filter {
                     drop(take(data, size));
                     data = std::ptr::null_mut();
                 }),
+                Plan::Reply => {
+                    proxy_send_local_response(
+                        429,
+                        REPLY_DETAILS.as_ptr(),
+                        REPLY_DETAILS.len(),
+                        REPLY_BODY.as_ptr(),
+                        REPLY_BODY.len(),
+                        NO_HEADERS.as_ptr(),
+                        NO_HEADERS.len(),
+                        -1,
+                    );
+                    return STOP;
+                }
                 Plan::SharedSet(n) => (0..n).for_each(|_| {
                     proxy_set_shared_data(
                         WRITTEN_KEY.as_ptr(),

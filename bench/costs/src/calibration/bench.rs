@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 /// knows).
 pub const ROWS: &[(&str, &str, u32)] = &[
     ("floodgate local, all rejected", "local rejected", 1),
+    ("raw-ABI reject floor (one local reply)", "reject-floor", 1),
     ("floodgate global -> floodgate-server", "global", 1),
     (
         "floodgate global, cache off -> floodgate-server",

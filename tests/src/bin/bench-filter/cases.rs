@@ -56,6 +56,16 @@ fn raw_noop() -> Value {
     bench_module("raw-noop", "floodgate_raw_noop.wasm")
 }
 
+fn reject_floor() -> Value {
+    let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_host_calls.wasm");
+    assert!(
+        wasm.exists(),
+        "{} missing: run `make bench-wasm`",
+        wasm.display()
+    );
+    configs::wasm_filter("reject-floor", &wasm.display().to_string(), "reply")
+}
+
 // The names the report looks configurations up by.
 /// The SDK no-op (`bench/noop-filter`): the floor the local-mode target is set against.
 pub const NOOP: &str = "no-op wasm (reads 1 header)";
@@ -68,6 +78,9 @@ pub const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
 pub const FLOODGATE_CONCURRENCY: &str = "floodgate local concurrency, allowed";
 /// Envoy's own local rate limit, rejecting every request.
 pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
+/// The least any wasm filter does to reject (`bench/host-calls` with the `reply` plan:
+/// one local reply, nothing else): the floor of the rejecting paths.
+pub const REJECT_FLOOR: &str = "raw-ABI reject floor (one local reply)";
 /// floodgate local mode, rejecting every request.
 pub const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
 /// Envoy's own rate limit filter asking floodgate-server: what the wasm global cases pair with.
@@ -295,6 +308,7 @@ pub fn cases() -> Vec<Case> {
             false,
         ),
         case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
+        case(REJECT_FLOOR, vec![reject_floor()], true),
         case(
             FLOODGATE_REJECTED,
             vec![floodgate_filter(&plugins::local_rejecting())],

@@ -33,7 +33,7 @@ use cases::{
     CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED,
     FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
     FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
-    RAW_NOOP, SERVER_CONFIG, STACK,
+    RAW_NOOP, REJECT_FLOOR, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -273,6 +273,22 @@ async fn main() {
             "floodgate reject path: {ratio:.2} x the native filter's CPU per rejected request \
              (median of per-round ratios; target <= 1.5)"
         );
+    }
+    if let (Some(floor), Some(native)) = (index(REJECT_FLOOR), index(NATIVE_REJECTED)) {
+        let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
+        println!(
+            "raw-ABI reject floor: {ratio:.2} x the native filter's CPU per rejected request \
+             (median of per-round ratios: the least any wasm filter costs to reject)"
+        );
+        for (label, name) in [("reject", FLOODGATE_REJECTED), ("cached", FLOODGATE_CACHED)] {
+            if let Some(ours) = index(name) {
+                let added = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
+                println!(
+                    "floodgate {label} path: {added:+.1} µs of worker CPU per rejected request \
+                     over the reject floor (median of per-round differences)"
+                );
+            }
+        }
     }
     if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
         let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
