@@ -7,6 +7,7 @@ use super::leased::LeaseStep;
 use super::prefixes::Identities;
 use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
+use crate::config::Limit;
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{self, Applied, RequestView};
@@ -105,8 +106,9 @@ impl Limiter {
     /// it does not, and the look-up is left to count). Tokens this Envoy holds as leases
     /// were counted by the service already, so a request that can pay from them is
     /// admitted whatever the cache says (a denial can be remembered while grants are
-    /// held: a call that raced a grant). Only for requests without local rules (see
-    /// docs/leases-and-over-limit-cache.md).
+    /// held: a call that raced a grant). Only for requests without local or concurrency
+    /// rules (see docs/leases-and-over-limit-cache.md): admitted here, one would skip
+    /// its slots.
     fn remembered_denial(
         &self,
         lookup: &mut Lookup,
@@ -116,7 +118,7 @@ impl Limiter {
         tally: &mut Tally,
     ) -> Option<Verdict> {
         let reply = lookup.reply.take()?;
-        if steps.takes.is_empty() {
+        if steps.takes.is_empty() && !self.takes_slots(steps.applied) {
             let spent = self.spend_leases(steps.global, steps.identities, clock, store, tally);
             if let LeaseStep::Decided(refill) = spent {
                 lookup.record(false, tally);
@@ -305,6 +307,15 @@ impl Limiter {
         }
         self.prefixes()
             .identities(&self.config.rules, &rls.domain, global)
+    }
+
+    /// Whether a concurrency rule of this Envoy is among `applied` (one test without
+    /// concurrency rules): the request then takes slots before its leases are spent.
+    fn takes_slots(&self, applied: &[Applied]) -> bool {
+        self.concurrency
+            && applied
+                .iter()
+                .any(|a| matches!(self.config.rules[a.rule].limit, Limit::Concurrency(_)))
     }
 
     /// Counts an allowed request and builds its headers.
