@@ -79,3 +79,80 @@ fn a_remembered_denial_rejects_a_request_with_a_concurrency_rule_before_its_leas
         );
     }
 }
+
+/// The order pinned: with a denial remembered and tokens held, a request that takes
+/// nothing locally reads its lease set and no over-limit cache set; once its tokens are
+/// spent, it reads both and the cached denial rejects it.
+#[test]
+fn a_leased_request_reads_no_cache_set_when_its_leases_decide() {
+    let (l, store, mut tally) = limiter(LEASED_AND_STREAMS);
+    held_and_denied(&l, &store, &mut tally, 1);
+    let before = store.reads();
+    let verdict = l.check(&mut on("/"), || Some(NOW), &store, &mut tally);
+    assert!(matches!(verdict, Verdict::Continue(_)), "{verdict:?}");
+    assert_eq!(store.reads() - before, 1, "the lease set only");
+    let before = store.reads();
+    let verdict = l.check(&mut on("/"), || Some(NOW), &store, &mut tally);
+    assert!(
+        matches!(verdict, Verdict::Reject(_)),
+        "from the cache: {verdict:?}"
+    );
+    assert_eq!(
+        store.reads() - before,
+        2,
+        "the lease set, then the cache set"
+    );
+    let counted = counts(&l, &mut tally);
+    for expected in [
+        ("floodgate.lease.allowed", 1),
+        ("floodgate.over_limit_cached", 1),
+        // The two calls, and the refill the last token's spend started.
+        ("floodgate.lease.refills", 1),
+        ("floodgate.rls.calls", 3),
+    ] {
+        assert!(
+            counted.contains(&(expected.0.into(), expected.1)),
+            "{expected:?} in {counted:?}"
+        );
+    }
+}
+
+/// A global rule that does not lease: its requests read the cache set only, and the
+/// remembered denial rejects them with no call.
+#[test]
+fn a_request_without_leases_still_gets_the_cached_rejection() {
+    let (l, store, mut tally) = limiter(
+        r#"{"rls": {"cluster": "ratelimit", "domain": "edge"},
+        "rules": [{"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
+          "global": {"quota": false}}]}"#,
+    );
+    let call = ask(l.check(&mut on("/"), || Some(NOW), &store, &mut tally));
+    assert_eq!(quota(&call.call), "", "no quota asked");
+    let denial = rls_answer(Code::OverLimit, &[Code::OverLimit]);
+    let verdict = l.answer(
+        call.pending,
+        denial,
+        &mut on("/"),
+        || Some(NOW),
+        &store,
+        &mut tally,
+    );
+    assert!(matches!(verdict, Verdict::Reject(_)), "{verdict:?}");
+    let before = store.reads();
+    let verdict = l.check(&mut on("/"), || Some(NOW), &store, &mut tally);
+    assert!(
+        matches!(verdict, Verdict::Reject(_)),
+        "from the cache: {verdict:?}"
+    );
+    assert_eq!(store.reads() - before, 1, "the cache set only");
+    let counted = counts(&l, &mut tally);
+    for expected in [
+        ("floodgate.over_limit_cached", 1),
+        ("floodgate.rls.calls", 1),
+    ] {
+        assert!(
+            counted.contains(&(expected.0.into(), expected.1)),
+            "{expected:?} in {counted:?}"
+        );
+    }
+}
