@@ -71,7 +71,9 @@ impl Limiter {
         // back what they took, and the step's outcome (the keys to ask quota for) goes on
         // to the call. Such a request has no response meter: no local rule, and a global
         // rule with a response cost never leases.
-        let spent = takes.is_empty() && !self.takes_slots(&applied);
+        // (Without a lease table no lease applies: the test spares local-only
+        // configurations the walk for concurrency rules.)
+        let spent = self.leases.is_some() && takes.is_empty() && !self.takes_slots(&applied);
         let mut lease_keys = Identities::new();
         if spent {
             match self.spend_leases(&global, &identities, &mut clock, store, tally) {
