@@ -9,7 +9,9 @@
 //! global rules. The reply carries the standing of every enforced descriptor the service
 //! said was over (so `retry-after` is the longest wait among them, as in the service's
 //! own answer), and the body and headers the service sent with the denial. A request
-//! whose global rules are all shadow rules is never looked up: it cannot be rejected.
+//! whose global rules are all shadow rules is never looked up: it cannot be rejected;
+//! nor is one with only global rules that its quota leases pay for (they are spent
+//! first, see `check`: tokens the service counted admit it whatever the cache says).
 
 use super::ask::admission_hits;
 use super::record::{record, Outcome};

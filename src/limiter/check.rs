@@ -6,12 +6,14 @@ use super::concurrency::{SlotSink, Slots, SlotsDecided};
 use super::leased::LeaseStep;
 use super::prefixes::Identities;
 use super::record::{record, Outcome};
-use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Verdict};
+use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Refill, Verdict};
+use crate::config::Limit;
 use crate::metrics::Tally;
 use crate::reply::{self, Reply, Standing};
 use crate::request::descriptor::{self, Applied, RequestView};
 use crate::shared::local::{self, Take};
 use crate::shared::SharedData;
+use crate::usage::ResponseMeter;
 use smallvec::SmallVec;
 
 impl Limiter {
@@ -56,23 +58,39 @@ impl Limiter {
             Some(_) => self.identities(&global),
             None => Identities::new(),
         };
-        // The over-limit cache first: a request it rejects takes no local tokens.
-        let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
         let takes = self.local_takes(&applied, &costs);
         let steps = Steps {
             applied: &applied,
             costs: &costs,
-            takes: &takes,
             global: &global,
             identities: &identities,
         };
-        if let Some(verdict) = self.remembered_denial(&mut lookup, &steps, &mut clock, store, tally)
-        {
+        // A request that takes nothing in this Envoy is paid from its leases first: they
+        // admit it whatever the over-limit cache says (the service counted their tokens
+        // already), so when they do, the cache is not read. When they do not, they gave
+        // back what they took, and the step's outcome (the keys to ask quota for) goes on
+        // to the call. Such a request has no response meter: no local rule, and a global
+        // rule with a response cost never leases.
+        // (Without a lease table no lease applies: the test spares local-only
+        // configurations the walk for concurrency rules.)
+        let spent = self.leases.is_some() && takes.is_empty() && !self.takes_slots(&applied);
+        let mut lease_keys = Identities::new();
+        if spent {
+            match self.spend_leases(&global, &identities, &mut clock, store, tally) {
+                LeaseStep::None => {}
+                LeaseStep::Decided(refill) => return self.leased(refill, None, &[], false, tally),
+                LeaseStep::Ask(keys) => lease_keys = keys,
+            }
+        }
+        // The over-limit cache, before local rules: a request it rejects takes nothing.
+        let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
+        if let Some(verdict) = remembered_denial(&mut lookup, tally) {
             return verdict;
         }
         lookup.record(false, tally);
         let mut pending = Pending {
             cache_key: lookup.key.take(),
+            lease_keys,
             ..Pending::default()
         };
         // Local rules: take from the shared buckets.
@@ -98,40 +116,7 @@ impl Limiter {
         if self.response_costs {
             pending.meter = self.meter(&applied, &takes, &pending.held);
         }
-        self.go_global(&steps, &mut pending, &mut clock, store, tally)
-    }
-
-    /// The verdict when the over-limit cache remembers a denial for the request (`None`:
-    /// it does not, and the look-up is left to count). Tokens this Envoy holds as leases
-    /// were counted by the service already, so a request that can pay from them is
-    /// admitted whatever the cache says (a denial can be remembered while grants are
-    /// held: a call that raced a grant). Only for requests without local rules (see
-    /// docs/leases-and-over-limit-cache.md).
-    fn remembered_denial(
-        &self,
-        lookup: &mut Lookup,
-        steps: &Steps<'_>,
-        clock: &mut Clock<impl FnOnce() -> Option<u64>>,
-        store: &impl SharedData,
-        tally: &mut Tally,
-    ) -> Option<Verdict> {
-        let reply = lookup.reply.take()?;
-        if steps.takes.is_empty() {
-            let spent = self.spend_leases(steps.global, steps.identities, clock, store, tally);
-            if let LeaseStep::Decided(refill) = spent {
-                lookup.record(false, tally);
-                let mut pass = self.pass(&[], false, tally);
-                pass.refill = refill;
-                return Some(Verdict::Continue(pass));
-            }
-        }
-        lookup.record(true, tally);
-        let finished = Outcome::Finished {
-            allowed: false,
-            shadow_denied: false,
-        };
-        record(finished, tally);
-        Some(Verdict::Reject(reply))
+        self.go_global(&steps, spent, &mut pending, &mut clock, store, tally)
     }
 
     /// Takes the request's local tokens (`takes`) at `now`, noting in `pending` what it
@@ -236,6 +221,7 @@ impl Limiter {
     fn go_global(
         &self,
         steps: &Steps<'_>,
+        spent: bool,
         pending: &mut Pending,
         clock: &mut Clock<impl FnOnce() -> Option<u64>>,
         store: &impl SharedData,
@@ -249,15 +235,23 @@ impl Limiter {
             pass.meter = pending.meter.take();
             return Verdict::Continue(pass);
         }
-        match self.spend_leases(steps.global, steps.identities, clock, store, tally) {
-            LeaseStep::None => {}
-            LeaseStep::Decided(refill) => {
-                let mut pass = self.pass(&pending.local, pending.shadow_denied, tally);
-                pass.refill = refill;
-                pass.meter = pending.meter.take();
-                return Verdict::Continue(pass);
+        // Spent already when the request takes nothing in this Envoy (and not decided:
+        // the keys to ask quota for are in `pending`).
+        if !spent {
+            match self.spend_leases(steps.global, steps.identities, clock, store, tally) {
+                LeaseStep::None => {}
+                LeaseStep::Decided(refill) => {
+                    let meter = pending.meter.take();
+                    return self.leased(
+                        refill,
+                        meter,
+                        &pending.local,
+                        pending.shadow_denied,
+                        tally,
+                    );
+                }
+                LeaseStep::Ask(keys) => pending.lease_keys = keys,
             }
-            LeaseStep::Ask(keys) => pending.lease_keys = keys,
         }
         match self.global_request(steps.global, pending) {
             Some((call, release)) => {
@@ -307,6 +301,31 @@ impl Limiter {
             .identities(&self.config.rules, &rls.domain, global)
     }
 
+    /// Whether a concurrency rule of this Envoy is among `applied` (one test without
+    /// concurrency rules): the request then takes slots before its leases are spent.
+    fn takes_slots(&self, applied: &[Applied]) -> bool {
+        self.concurrency
+            && applied
+                .iter()
+                .any(|a| matches!(self.config.rules[a.rule].limit, Limit::Concurrency(_)))
+    }
+
+    /// A request its leases decided: allowed, with the local rules' `standings` in its
+    /// headers, the lease `refill` to make and the response `meter`.
+    fn leased(
+        &self,
+        refill: Option<Refill>,
+        meter: Option<Box<ResponseMeter>>,
+        standings: &[Standing],
+        shadow_denied: bool,
+        tally: &mut Tally,
+    ) -> Verdict {
+        let mut pass = self.pass(standings, shadow_denied, tally);
+        pass.refill = refill;
+        pass.meter = meter;
+        Verdict::Continue(pass)
+    }
+
     /// Counts an allowed request and builds its headers.
     pub(super) fn pass(
         &self,
@@ -332,14 +351,28 @@ impl Limiter {
     }
 }
 
+/// The verdict when the over-limit cache remembers a denial for the request (`None`:
+/// it does not, and the look-up is left to count). A request that takes nothing in this
+/// Envoy meets it only when its leases did not decide it (see
+/// docs/leases-and-over-limit-cache.md); one with local or concurrency rules meets it
+/// before it takes anything.
+fn remembered_denial(lookup: &mut Lookup, tally: &mut Tally) -> Option<Verdict> {
+    let reply = lookup.reply.take()?;
+    lookup.record(true, tally);
+    let finished = Outcome::Finished {
+        allowed: false,
+        shadow_denied: false,
+    };
+    record(finished, tally);
+    Some(Verdict::Reject(reply))
+}
+
 /// What a request's first steps found, read by the later ones.
 struct Steps<'a> {
     /// The rules that apply, with their descriptor values.
     applied: &'a [Applied],
     /// Each applied rule's cost, in the same order.
     costs: &'a [u32],
-    /// The local buckets to take from (rule, bucket).
-    takes: &'a [(usize, Take)],
     /// The global rules among them, with their costs ([`Limiter::global_rules`]).
     global: &'a [(&'a Applied, u32)],
     /// Their descriptors' identities ([`Limiter::identities`]).

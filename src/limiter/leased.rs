@@ -10,6 +10,10 @@
 //! is not decided from grants and asks for none: grants taken for it would never be
 //! spent.
 //!
+//! A request that takes nothing in this Envoy (no local or concurrency rule) is spent
+//! from before the over-limit cache is read, and a request its grants decide reads no
+//! cache entry; the others meet the cache first (see `check`).
+//!
 //! When a spend leaves a grant below its low-water mark (half the last grant) and no
 //! refill is in flight, the request goes on at once and carries a [`Refill`]: a
 //! check-only call (`hits_addend` 0 for each descriptor to refill, with the quota header)

@@ -9,7 +9,9 @@
 //! Order: the over-limit cache first (a request it rejects takes no local token and makes
 //! no call; see `cached`), local rules next (cheap; a local rejection means no call to
 //! the service), then the quota leases (a request whose global rules all pay from grants
-//! makes no call; see `leased`), then one `ShouldRateLimit` call for all global rules. A request
+//! makes no call; see `leased`), then one `ShouldRateLimit` call for all global rules. A
+//! request with only global rules spends its leases before the cache instead: they admit
+//! it whatever the cache says, and then it reads no cache entry. A request
 //! rejected by the service gives back the local tokens it took, so a rejected request
 //! consumes nothing locally. The answer's half, and what happens when the service cannot answer (degraded
 //! mode), is in [`answer`](Limiter::answer).

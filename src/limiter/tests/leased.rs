@@ -7,7 +7,7 @@ use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::quot
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::Quota;
 use crate::wire::rls;
 
-const S: u64 = 1_000_000_000;
+pub(super) const S: u64 = 1_000_000_000;
 
 const LEASED: &str = r#"{
   "rls": {"cluster": "ratelimit", "domain": "edge"},
@@ -21,13 +21,13 @@ const LEASED: &str = r#"{
   ]
 }"#;
 
-fn on(path: &str) -> FakeRequest {
+pub(super) fn on(path: &str) -> FakeRequest {
     FakeRequest::new(&[(":path", path), (":method", "GET"), ("x-tenant", "acme")])
 }
 
 /// The service's OK with, per descriptor, a grant of that many requests (0: none)
 /// valid until `until_ns`.
-fn granting(grants: &[u32], until_ns: u64) -> Answer {
+pub(super) fn granting(grants: &[u32], until_ns: u64) -> Answer {
     let Answer::Response(bytes) = rls_answer(Code::Ok, &vec![Code::Ok; grants.len()]) else {
         unreachable!()
     };
@@ -60,7 +60,7 @@ fn through(l: &Limiter, store: &MemoryShared, tally: &mut Tally, path: &str, a: 
 }
 
 /// The quota header a call carries (empty: none, no lease asked for).
-fn quota(call: &Call) -> String {
+pub(super) fn quota(call: &Call) -> String {
     call.header(rls::QUOTA_HEADER)
         .map(|v| String::from_utf8(v).unwrap())
         .unwrap_or_default()

@@ -287,6 +287,7 @@ mod fallback;
 mod fields;
 mod fleet;
 mod global;
+mod lease_order;
 mod leased;
 mod refusal;
 mod trust;
