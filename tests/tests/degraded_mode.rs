@@ -155,7 +155,7 @@ async fn a_restarted_limiter_takes_the_rule_back() {
             "the server's limit"
         );
         // The server's next token, 20 minutes after the first of the 3 (less the seconds
-        // since): not the fallback's, at most 20 s away.
+        // since), not the fallback's (at most 20 s away).
         assert!((21..=1_200).contains(&retry_after(r)), "{r:?}");
     }
     assert_eq!(upstream.count_for("b"), 5 + 3);

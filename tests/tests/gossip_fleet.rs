@@ -142,7 +142,8 @@ async fn spread(leased: bool) -> (usize, usize) {
     }
     let urls: Vec<String> = envoys.iter().map(|e| e.url("ingress", "/")).collect();
     let per_client = 3 * LIMIT / (urls.len() * CLIENTS);
-    // At least 30 s left in the hour: far more than the paced requests take (under 1 s).
+    // At least 30 s left in the hour: far more than the paced requests (under 1 s) and the
+    // spending of the grants after them take. (Grants, too, end at the window's end.)
     wait::clear_of_window_end(Duration::from_secs(3_600), Duration::from_secs(30)).await;
     let started = Instant::now();
     let mut replies = paced(&urls, per_client).await;

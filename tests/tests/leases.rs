@@ -70,7 +70,8 @@ async fn envoy(upstream: SocketAddr, server: &Server) -> Envoy {
 
 /// Returns once at least 30 s are left in the current hour, more than a storm below takes
 /// on a loaded machine: the limits are fixed windows of an hour, whose count would start
-/// afresh at a boundary inside a storm (more than [`LIMIT`] admitted).
+/// afresh at a boundary inside a storm (more than [`LIMIT`] admitted), and whose grants
+/// end at the window's end whatever their `valid_ms` (a grant cut short calls again).
 async fn clear_of_the_hours_end() {
     wait::clear_of_window_end(Duration::from_secs(3_600), Duration::from_secs(30)).await;
 }
@@ -215,6 +216,8 @@ async fn no_request_is_decided_from_a_grant_after_valid_until() {
     let envoy = envoy(upstream.addr(), &server).await;
     let (c, url) = (client(), envoy.url("ingress", "/"));
     let acme = [("x-tenant-id", "acme")];
+    // The grant must live its whole 1.5 s: an hour's end would cut it short.
+    clear_of_the_hours_end().await;
     // One call brings a grant of 100; the next requests spend it with no call.
     assert_eq!(get(&c, &url, &acme).await.status, 200);
     let after_first = calls(&server).await;

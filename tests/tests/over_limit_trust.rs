@@ -32,9 +32,11 @@ fn plugin(extra_rls: Value) -> Value {
     })
 }
 
-/// The limits below are token buckets refilling in an hour what they hold, not the default
-/// fixed windows: a test crossing a window's boundary would find a fixed window's count
-/// started afresh (a request admitted where a denial is asserted, a cached denial's
+/// floodgate-server on `limits`, an upstream, and an Envoy in front with `plugin`.
+///
+/// The limits of this file are token buckets refilling in an hour what they hold, not the
+/// default fixed windows: a test crossing a window's boundary would find a fixed window's
+/// count started afresh (a request admitted where a denial is asserted, a cached denial's
 /// reset cut short), and these buckets give back no whole request within a test.
 async fn start(limits: &str, plugin: &Value) -> (Server, Upstream, Envoy) {
     let server = Server::start(limits, &[]);
