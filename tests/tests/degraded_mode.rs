@@ -11,14 +11,18 @@ use serde_json::{json, Value};
 use std::net::SocketAddr;
 use std::time::Duration;
 
-/// The server's limit: 3 per minute per tenant.
-const THREE_PER_MINUTE: &str = "
+/// The server's limit: a bucket of 3 per tenant, refilling 3 an hour. A token bucket, not
+/// the default fixed window: a test crossing a window's boundary would find a fixed
+/// window's count started afresh (more admitted than the 3), and this bucket gives back
+/// no whole request within a test (one every 20 minutes).
+const THREE_PER_HOUR: &str = "
 domain: edge
 descriptors:
   - key: tenant
     rate_limit:
-      unit: minute
+      unit: hour
       requests_per_unit: 3
+      algorithm: token_bucket
 ";
 
 /// How a burst of 20 fared against a fallback of 5: exactly 5 admitted, the rest 429
@@ -75,7 +79,7 @@ fn retry_after(reply: &Reply) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stopped_limiter_leaves_the_fallback_to_decide() {
-    let mut server = Server::start(THREE_PER_MINUTE, &[]);
+    let mut server = Server::start(THREE_PER_HOUR, &[]);
     let upstream = Upstream::start().await;
     let envoy = envoy(&plugin("deny"), &upstream, server.grpc()).await;
     server.stop();
@@ -108,7 +112,7 @@ async fn a_stopped_limiter_leaves_the_fallback_to_decide() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_restarted_limiter_takes_the_rule_back() {
-    let mut server = Server::start(THREE_PER_MINUTE, &[]);
+    let mut server = Server::start(THREE_PER_HOUR, &[]);
     let upstream = Upstream::start().await;
     let envoy = envoy(&plugin("deny"), &upstream, server.grpc()).await;
     let c = client();
@@ -137,7 +141,7 @@ async fn a_restarted_limiter_takes_the_rule_back() {
     })
     .await;
 
-    // Back: the server's 3 per minute decides b again, whatever its empty fallback says.
+    // Back: the server's bucket of 3 decides b again, whatever its empty fallback says.
     let mut back = Vec::new();
     for _ in 0..5 {
         back.push(get(&c, &url, &[("x-tenant-id", "b")]).await);
@@ -150,7 +154,9 @@ async fn a_restarted_limiter_takes_the_rule_back() {
             Some("3"),
             "the server's limit"
         );
-        assert!((1..=60).contains(&retry_after(r)), "{r:?}");
+        // The server's next token, 20 minutes after the first of the 3 (less the seconds
+        // since), not the fallback's (at most 20 s away).
+        assert!((21..=1_200).contains(&retry_after(r)), "{r:?}");
     }
     assert_eq!(upstream.count_for("b"), 5 + 3);
     // The first rejection is the server's; the second, the over-limit cache's.
@@ -164,7 +170,7 @@ async fn a_restarted_limiter_takes_the_rule_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_rule_without_a_fallback_keeps_the_failure_mode() {
-    let mut server = Server::start(THREE_PER_MINUTE, &[]);
+    let mut server = Server::start(THREE_PER_HOUR, &[]);
     let upstream = Upstream::start().await;
     let closed = envoy(&plugin("deny"), &upstream, server.grpc()).await;
     let open = envoy(&plugin("allow"), &upstream, server.grpc()).await;

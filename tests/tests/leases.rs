@@ -68,6 +68,14 @@ async fn envoy(upstream: SocketAddr, server: &Server) -> Envoy {
     Envoy::start(&yaml, 2).await
 }
 
+/// Returns once at least 30 s are left in the current hour, more than a storm below takes
+/// on a loaded machine: the limits are fixed windows of an hour, whose count would start
+/// afresh at a boundary inside a storm (more than [`LIMIT`] admitted), and whose grants
+/// end at the window's end whatever their `valid_ms` (a grant cut short calls again).
+async fn clear_of_the_hours_end() {
+    wait::clear_of_window_end(Duration::from_secs(3_600), Duration::from_secs(30)).await;
+}
+
 /// Decisions the server made (calls it answered), OK and over limit together.
 async fn calls(server: &Server) -> u64 {
     let ok = server
@@ -124,6 +132,7 @@ async fn two_envoys(servers: [&Server; 2]) {
         envoy(upstream.addr(), servers[1]).await,
     ];
     let urls: Vec<String> = envoys.iter().map(|e| e.url("ingress", "/")).collect();
+    clear_of_the_hours_end().await;
     let replies = storm(&urls, CLIENTS, 1_200).await;
     let counts = statuses(&replies);
     let admitted = counts.get(&200).copied().unwrap_or(0);
@@ -207,6 +216,8 @@ async fn no_request_is_decided_from_a_grant_after_valid_until() {
     let envoy = envoy(upstream.addr(), &server).await;
     let (c, url) = (client(), envoy.url("ingress", "/"));
     let acme = [("x-tenant-id", "acme")];
+    // The grant must live its whole 1.5 s: an hour's end would cut it short.
+    clear_of_the_hours_end().await;
     // One call brings a grant of 100; the next requests spend it with no call.
     assert_eq!(get(&c, &url, &acme).await.status, 200);
     let after_first = calls(&server).await;
@@ -274,6 +285,7 @@ async fn envoys_native_filter_gets_the_same_counts_with_quota_configured() {
             server.grpc(),
         );
         let envoy = Envoy::start(&yaml, 2).await;
+        clear_of_the_hours_end().await;
         let replies = storm(&[envoy.url("ingress", "/")], CLIENTS, 400).await;
         let counts = statuses(&replies);
         seen.push((

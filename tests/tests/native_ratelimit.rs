@@ -3,14 +3,17 @@
 //! never reach the upstream.
 
 use floodgate_integration::client::statuses;
-use floodgate_integration::{burst, client, configs, Envoy, Server, Upstream};
+use floodgate_integration::{burst, client, configs, wait, Envoy, Server, Upstream};
+use std::time::Duration;
 
+/// envoyproxy/ratelimit's own format and algorithm, a fixed window (here of an hour): the
+/// test keeps clear of the window's end, so its count never starts afresh mid-burst.
 const LIMITS: &str = "
 domain: edge
 descriptors:
   - key: tenant
     rate_limit:
-      unit: minute
+      unit: hour
       requests_per_unit: 5
 ";
 
@@ -28,6 +31,8 @@ async fn envoys_own_ratelimit_filter_enforces_floodgate_server_limits() {
     let envoy = Envoy::start(&yaml, 2).await;
     let url = envoy.url("ingress", "/");
 
+    // At least 20 s left in the hour: far more than the burst takes.
+    wait::clear_of_window_end(Duration::from_secs(3_600), Duration::from_secs(20)).await;
     let replies = burst(&client(), &url, &[("x-tenant-id", "acme")], 20).await;
     let counts = statuses(&replies);
     assert_eq!(counts.get(&200), Some(&5), "{counts:?}\n{}", server.log());

@@ -32,6 +32,12 @@ fn plugin(extra_rls: Value) -> Value {
     })
 }
 
+/// floodgate-server on `limits`, an upstream, and an Envoy in front with `plugin`.
+///
+/// The limits of this file are token buckets refilling in an hour what they hold, not the
+/// default fixed windows: a test crossing a window's boundary would find a fixed window's
+/// count started afresh (a request admitted where a denial is asserted, a cached denial's
+/// reset cut short), and these buckets give back no whole request within a test.
 async fn start(limits: &str, plugin: &Value) -> (Server, Upstream, Envoy) {
     let server = Server::start(limits, &[]);
     let upstream = Upstream::start().await;
@@ -57,12 +63,13 @@ async fn a_denial_of_the_default_limit_does_not_reject_what_a_replacing_limit_ad
 domain: edge
 descriptors:
   - key: tenant
-    rate_limit: {name: tenant-default, unit: minute, requests_per_unit: 2}
+    rate_limit: {name: tenant-default, unit: hour, requests_per_unit: 2, algorithm: token_bucket}
   - key: plan
     value: premium
     rate_limit:
-      unit: minute
+      unit: hour
       requests_per_unit: 100
+      algorithm: token_bucket
       replaces: [{name: tenant-default}]
 ",
         &plugin(json!({})),
@@ -89,11 +96,11 @@ descriptors:
   - key: tenant
     value: acme
     quota_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 1}
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: token_bucket}
   - key: plan
     value: burst
     quota_mode: true
-    rate_limit: {unit: minute, requests_per_unit: 100}
+    rate_limit: {unit: hour, requests_per_unit: 100, algorithm: token_bucket}
 ",
         &plugin(json!({})),
     )
@@ -107,12 +114,14 @@ descriptors:
     assert_eq!(upstream.count(), 4);
 }
 
-/// 2 per hour: two requests, then every other is denied for the rest of the hour.
+/// A bucket of 2 refilling 2 an hour: two requests, then every other is denied for half an
+/// hour. (A fixed window of an hour would admit more past its boundary, and within 3 s of
+/// it answer a `retry-after` no longer than the cap.)
 const TWO_PER_HOUR: &str = "
 domain: edge
 descriptors:
   - key: tenant
-    rate_limit: {unit: hour, requests_per_unit: 2}
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: token_bucket}
 ";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -130,13 +139,13 @@ async fn a_restarted_service_is_asked_again_by_every_envoy_within_the_cap() {
     for envoy in &envoys {
         let r = get(&client(), &envoy.url("ingress", "/"), &acme).await;
         assert_eq!(r.status, 429);
-        // The service's own word on when to come back: up to an hour, not the cap.
+        // The service's own word on when to come back: up to half an hour, not the cap.
         let wait: u64 = r
             .header("retry-after")
             .expect("retry-after")
             .parse()
             .expect("s");
-        assert!(wait > CAP_S && wait <= 3_600, "retry-after {wait}");
+        assert!(wait > CAP_S && wait <= 1_800, "retry-after {wait}");
         // Remembered now: rejected from the cache.
         assert_eq!(send(envoy, &acme, 2).await, [429, 429]);
         envoy

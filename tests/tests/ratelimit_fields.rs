@@ -221,12 +221,14 @@ async fn draft11_sends_the_available_quota_and_its_effective_window() {
     assert_eq!(upstream.count(), 2);
 }
 
-const THREE_PER_MINUTE: &str = "
+/// A fixed window of an hour: the test keeps clear of its end, so its count never starts
+/// afresh between the admissions and the denial.
+const THREE_PER_HOUR: &str = "
 domain: edge
 descriptors:
   - key: tenant
     rate_limit:
-      unit: minute
+      unit: hour
       requests_per_unit: 3
 ";
 
@@ -234,7 +236,7 @@ descriptors:
 async fn a_global_rejection_shows_the_services_limit_and_its_rule() {
     let dir = tempfile::tempdir().expect("temp dir");
     let log = dir.path().join("access.log");
-    let server = Server::start(THREE_PER_MINUTE, &[]);
+    let server = Server::start(THREE_PER_HOUR, &[]);
     let upstream = Upstream::start().await;
     let plugin = json!({
         "rls": {"cluster": "ratelimit", "domain": "edge", "timeout_ms": 2000, "failure_mode": "deny"},
@@ -246,11 +248,13 @@ async fn a_global_rejection_shows_the_services_limit_and_its_rule() {
     let bootstrap = configs::floodgate_global(&plugin, upstream.addr(), server.grpc());
     let envoy = Envoy::start(&with_access_log(&bootstrap, &log), 2).await;
     let (c, url) = (client(), envoy.url("ingress", "/"));
+    // At least 20 s left in the hour: far more than the 5 requests take.
+    wait::clear_of_window_end(Duration::from_secs(3_600), Duration::from_secs(20)).await;
     let first = get(&c, &url, &[("x-tenant-id", "acme")]).await;
     assert_eq!(first.status, 200);
     assert_eq!(
         first.header("ratelimit-policy"),
-        Some(r#""per-tenant";q=3;w=60"#)
+        Some(r#""per-tenant";q=3;w=3600"#)
     );
     let limit = parse_list(first.header("ratelimit").unwrap_or_default());
     let [(name, p)] = &limit[..] else {
@@ -259,7 +263,7 @@ async fn a_global_rejection_shows_the_services_limit_and_its_rule() {
     assert_eq!(name, "per-tenant");
     assert_eq!(p[0], ("r".to_string(), 2));
     assert_eq!(p[1].0, "t");
-    assert!((1..=60).contains(&p[1].1), "{p:?}");
+    assert!((1..=3_600).contains(&p[1].1), "{p:?}");
     for _ in 0..2 {
         assert_eq!(get(&c, &url, &[("x-tenant-id", "acme")]).await.status, 200);
     }
@@ -270,11 +274,11 @@ async fn a_global_rejection_shows_the_services_limit_and_its_rule() {
         .header("retry-after")
         .and_then(|s| s.parse().ok())
         .expect("retry-after");
-    assert!((1..=60).contains(&wait), "retry-after {wait}");
-    // The service's answer: its limit per minute, nothing left, back when its window ends.
+    assert!((1..=3_600).contains(&wait), "retry-after {wait}");
+    // The service's answer: its limit per hour, nothing left, back when its window ends.
     assert_eq!(
         denied.header("ratelimit-policy"),
-        Some(r#""per-tenant";q=3;w=60"#)
+        Some(r#""per-tenant";q=3;w=3600"#)
     );
     assert_eq!(
         denied.header("ratelimit"),

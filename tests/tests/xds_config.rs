@@ -55,8 +55,15 @@ fn edge(limits: &[(&str, u32, i32)]) -> Vec<prost_types::Any> {
     }]
 }
 
-/// A day's window: a test never straddles two (unless run across midnight UTC).
+/// A day's window: a test never straddles two, as it starts with [`clear_of_midnight`].
 const DAY: i32 = RateLimitUnit::Day as i32;
+
+/// Returns once at least 2 minutes are left before midnight UTC (a day's window ends):
+/// more than a test here takes. Called before a test's first counted request, so no
+/// count starts afresh mid-test; it waits only in a run started within 2 minutes of it.
+async fn clear_of_midnight() {
+    wait::clear_of_window_end(Duration::from_secs(86_400), Duration::from_secs(120)).await;
+}
 
 /// The next request the management server receives that answers `nonce`.
 async fn answer_to(seen: &mut mpsc::UnboundedReceiver<Seen>, nonce: &str) -> Seen {
@@ -118,6 +125,7 @@ async fn pushes_limit_exactly_across_updates_a_nack_and_a_management_restart() {
     )
     .await;
     let ingress = envoy.url("ingress", "/");
+    clear_of_midnight().await;
 
     // The subscription: our node, our type, wildcard, nothing applied yet.
     let first = tokio::time::timeout(WAIT, seen.recv())

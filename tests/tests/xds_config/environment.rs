@@ -4,7 +4,9 @@
 //! and metrics listener.
 
 use super::ads::{Management, Snapshot};
-use super::{answer_to, client, configs, edge, send, Envoy, Upstream, DAY, WAIT};
+use super::{
+    answer_to, clear_of_midnight, client, configs, edge, send, Envoy, Upstream, DAY, WAIT,
+};
 use floodgate_integration::server::Server;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,6 +68,7 @@ async fn the_reference_variables_alone_configure_the_client() {
     )
     .await;
     let ingress = envoy.url("ingress", "/");
+    clear_of_midnight().await;
     assert_eq!(send(&ingress, "acme", 3).await, (2, 1));
     // An update as Envoy Gateway pushes one when a policy changes: acme's limit is
     // raised (its count starts afresh), globex is new.
