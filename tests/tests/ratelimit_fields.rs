@@ -4,7 +4,7 @@
 //! mode and against the real floodgate-server. Structured fields are checked with a real
 //! parser (`sfv`).
 
-use floodgate_integration::client::get;
+use floodgate_integration::client::{get, Reply};
 use floodgate_integration::{client, configs, wait, Envoy, Server, Upstream};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -47,6 +47,26 @@ fn params(pairs: &[(&str, i64)]) -> Vec<(String, i64)> {
     pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
 }
 
+/// The `t` of a response's `"per-tenant";r=<remaining>;t=<t>` field, checked: the next
+/// token of a bucket refilling one every 50 s, taken from just now. 50 exactly when less
+/// than a second has gone by since the take that started the wait, 49 on a machine slow
+/// enough that one has; never more (a reset is never later than the bucket says).
+fn next_token_in(response: &Reply, remaining: i64) -> i64 {
+    let field = response.header("ratelimit").unwrap_or_default();
+    let items = parse_list(field);
+    let [(name, fields)] = items.as_slice() else {
+        panic!("one policy expected in {field:?}");
+    };
+    assert_eq!(name, "per-tenant", "{field:?}");
+    let [(r, r_value), (t, t_value)] = fields.as_slice() else {
+        panic!("r and t expected in {field:?}");
+    };
+    assert_eq!((r.as_str(), t.as_str()), ("r", "t"), "{field:?}");
+    assert_eq!(*r_value, remaining, "{field:?}");
+    assert!((49..=50).contains(t_value), "{field:?}");
+    *t_value
+}
+
 /// `bootstrap` with a file access log on its first listener writing
 /// `<status> <response code details>` per request to `path`.
 fn with_access_log(bootstrap: &str, path: &Path) -> String {
@@ -86,7 +106,7 @@ async fn a_local_rejection_has_draft10_fields_a_problem_body_and_its_rule_in_the
         "rules": [{
             "name": "per-tenant",
             "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-            "local": {"capacity": 2, "refill_per_second": 0.5}
+            "local": {"capacity": 2, "refill_per_second": 0.02}
         }],
         "response": {"headers": "draft10", "body_format": "problem+json"}
     });
@@ -103,21 +123,22 @@ async fn a_local_rejection_has_draft10_fields_a_problem_body_and_its_rule_in_the
     let denied = get(&c, &url, &[("x-tenant-id", "acme")]).await;
     assert_eq!(denied.status, 429);
     assert_eq!(upstream.count(), 2);
-    // 2 tokens refilled at 0.5 per second: a window of 4 s; the next token 2 s away.
+    // 2 tokens refilled at 0.02 per second: a window of 100 s; the next token 50 s away
+    // (49 once a second has gone by since the first take: a slow machine).
     assert_eq!(
         denied.header("ratelimit-policy"),
-        Some(r#""per-tenant";q=2;w=4"#)
+        Some(r#""per-tenant";q=2;w=100"#)
     );
-    assert_eq!(denied.header("ratelimit"), Some(r#""per-tenant";r=0;t=2"#));
-    assert_eq!(denied.header("retry-after"), Some("2"));
+    let t = next_token_in(&denied, 0);
+    assert_eq!(denied.header("retry-after"), Some(t.to_string().as_str()));
     assert_eq!(denied.header("x-ratelimit-limit"), None);
     assert_eq!(
         parse_list(denied.header("ratelimit-policy").unwrap_or_default()),
-        vec![("per-tenant".into(), params(&[("q", 2), ("w", 4)]))]
+        vec![("per-tenant".into(), params(&[("q", 2), ("w", 100)]))]
     );
     assert_eq!(
         parse_list(denied.header("ratelimit").unwrap_or_default()),
-        vec![("per-tenant".into(), params(&[("r", 0), ("t", 2)]))]
+        vec![("per-tenant".into(), params(&[("r", 0), ("t", t)]))]
     );
     assert_eq!(
         denied.header("content-type"),
@@ -190,33 +211,33 @@ async fn an_allowed_response_shows_every_rule_in_both_field_sets() {
 async fn draft11_sends_the_available_quota_and_its_effective_window() {
     let plugin = json!({
         "rules": [{"name": "per-tenant", "descriptors": [{"key": "tenant", "header": "x-tenant-id"}],
-                   "local": {"capacity": 2, "refill_per_second": 0.5}}],
+                   "local": {"capacity": 2, "refill_per_second": 0.02}}],
         "response": {"headers": "draft11", "headers_on_allowed": true}
     });
     let upstream = Upstream::start().await;
     let envoy = Envoy::start(&configs::floodgate_local(&plugin, upstream.addr()), 2).await;
     let (c, url) = (client(), envoy.url("ingress", "/"));
     let tenant = [("x-tenant-id", "acme")];
-    // One token left, and until the next one (2 s away) it is all there is.
+    // One token left, and until the next one (50 s away) it is all there is.
     let first = get(&c, &url, &tenant).await;
     assert_eq!(first.status, 200);
     assert_eq!(
         first.header("ratelimit-policy"),
-        Some(r#""per-tenant";q=2;w=4"#)
+        Some(r#""per-tenant";q=2;w=100"#)
     );
-    assert_eq!(first.header("ratelimit"), Some(r#""per-tenant";r=1;t=2"#));
+    assert_eq!(first.header("ratelimit"), Some(r#""per-tenant";r=1;t=50"#));
     // Keeping to r within t: admitted.
     let second = get(&c, &url, &tenant).await;
     assert_eq!(second.status, 200);
-    assert_eq!(second.header("ratelimit"), Some(r#""per-tenant";r=0;t=2"#));
+    next_token_in(&second, 0);
     let denied = get(&c, &url, &tenant).await;
     assert_eq!(denied.status, 429);
-    assert_eq!(denied.header("ratelimit"), Some(r#""per-tenant";r=0;t=2"#));
-    assert_eq!(denied.header("retry-after"), Some("2"));
+    let t = next_token_in(&denied, 0);
+    assert_eq!(denied.header("retry-after"), Some(t.to_string().as_str()));
     assert_eq!(denied.header("x-ratelimit-limit"), None);
     assert_eq!(
         parse_list(denied.header("ratelimit-policy").unwrap_or_default()),
-        vec![("per-tenant".into(), params(&[("q", 2), ("w", 4)]))]
+        vec![("per-tenant".into(), params(&[("q", 2), ("w", 100)]))]
     );
     assert_eq!(upstream.count(), 2);
 }
