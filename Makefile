@@ -43,7 +43,7 @@ SUDO          := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # current Rust emits must be enabled, or it refuses the module). It drops the `name`
 # section too and shrinks the filter by about 12 %; no slowdown seen side by side
 # (`BENCH_VARIANTS`, docs/decisions/module-size.md). `--merge-similar-functions` first:
-# functions that differ only in constants (e.g. smallvec's growth per element type)
+# functions that differ only in constants (e.g. smallvec's `try_grow` per element type)
 # become one with those constants as parameters, -2.9 KB of the LLM build, and
 # `make costs` counts two paths 4 instructions more (a forwarding call), none less.
 WASM_FEATURES := --enable-bulk-memory --enable-sign-ext \
