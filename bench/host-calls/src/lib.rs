@@ -11,8 +11,20 @@
 //! there) or `shared-set` (16 bytes, unconditionally). `reply` is the reject floor: each
 //! request is answered 429 by a local reply (`proxy_send_local_response`, the body native
 //! `local_ratelimit` sends, no header), the least any wasm filter does to reject, to set
-//! beside native `local_ratelimit` rejecting. Like `bench/raw-noop` it exports only what
-//! Envoy needs to load and configure it, and `proxy_on_request_headers`.
+//! beside native `local_ratelimit` rejecting.
+//!
+//! `limit` and `limit-reject` are the floors of a shared-data limit: what any filter
+//! keeping one limit across an Envoy's workers must ask the host for, with no logic
+//! around it. `limit` reads the header map (the descriptor's header, seen whole so that a
+//! repeated one is seen), the clock and the bucket's key, and writes the key back with
+//! the read's compare-and-swap token (the clock as the new value): what an admitted
+//! request costs. `limit-reject` makes the same three reads, then answers 429 with
+//! floodgate's default reply (its body and the two draft-03 fields a bucket that never
+//! refills has) and writes nothing: what a rejected request costs. Beside floodgate's
+//! local paths, they tell its own work from what the ABI makes every such filter pay.
+//!
+//! Like `bench/raw-noop` it exports only what Envoy needs to load and configure it, and
+//! `proxy_on_request_headers`.
 
 /// What each request does: a kind of host call, and how many times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +43,11 @@ pub enum Plan {
     SharedSet(u32),
     /// One local reply (429), and the request stops there.
     Reply,
+    /// The limit floor, admitted: the header map, the clock, the bucket's read and its
+    /// compare-and-swap.
+    Limit,
+    /// The limit floor, rejected: the same three reads, then floodgate's default reply.
+    LimitReject,
 }
 
 impl Plan {
@@ -48,6 +65,8 @@ impl Plan {
             "shared-get" => Plan::SharedGet(n),
             "shared-set" => Plan::SharedSet(n),
             "reply" => Plan::Reply,
+            "limit" => Plan::Limit,
+            "limit-reject" => Plan::LimitReject,
             _ => Plan::None,
         }
     }
@@ -63,6 +82,8 @@ mod tests {
         assert_eq!(Plan::parse(b" shared-set 4 "), Plan::SharedSet(4));
         assert_eq!(Plan::parse(b"clock"), Plan::Clock(0));
         assert_eq!(Plan::parse(b"reply"), Plan::Reply);
+        assert_eq!(Plan::parse(b"limit"), Plan::Limit);
+        assert_eq!(Plan::parse(b"limit-reject"), Plan::LimitReject);
         assert_eq!(Plan::parse(b"none 16"), Plan::None);
         assert_eq!(Plan::parse(b"\xff"), Plan::None);
     }
@@ -141,6 +162,16 @@ mod filter {
     const WRITTEN_KEY: &[u8] = b"floodgate-calibration.written";
     /// The shared-data key the `shared-get` plan reads and nothing writes.
     const ABSENT_KEY: &[u8] = b"floodgate-calibration.absent";
+    /// The limit floors' bucket.
+    const BUCKET_KEY: &[u8] = b"floodgate-calibration.bucket";
+    /// The limit reject floor's details, as long as floodgate's for a rule named `bench`.
+    const LIMIT_DETAILS: &[u8] = b"floodgate_rate_limited{bench}";
+    /// floodgate's default rejection body.
+    const LIMIT_BODY: &[u8] = b"rate limited\n";
+    /// floodgate's draft-03 fields for a bucket of 1 that never refills, in the ABI's
+    /// encoding: a count, each (name, value) length, then each name and value with a NUL.
+    const LIMIT_FIELDS: &[u8] = b"\x02\0\0\0\x11\0\0\0\x01\0\0\0\x15\0\0\0\x01\0\0\0\
+        x-ratelimit-limit\x001\x00x-ratelimit-remaining\x000\x00";
 
     thread_local! {
         static PLAN: Cell<Plan> = const { Cell::new(Plan::None) };
@@ -241,6 +272,50 @@ mod filter {
                         -1,
                     );
                     return STOP;
+                }
+                Plan::Limit | Plan::LimitReject => {
+                    proxy_get_header_map_pairs(REQUEST_HEADERS, &mut data, &mut size);
+                    drop(take(data, size));
+                    proxy_get_current_time_nanoseconds(&mut now);
+                    data = std::ptr::null_mut();
+                    size = 0;
+                    proxy_get_shared_data(
+                        BUCKET_KEY.as_ptr(),
+                        BUCKET_KEY.len(),
+                        &mut data,
+                        &mut size,
+                        &mut cas,
+                    );
+                    let found = !data.is_null();
+                    drop(take(data, size));
+                    // The decision's new state: the clock, in a bucket-sized value.
+                    let mut state = [0u8; 16];
+                    state[..8].copy_from_slice(&now.to_le_bytes());
+                    // A rejecting bucket is written once, when the first request finds no
+                    // key (no token: an unconditional write), so every later one reads a
+                    // value as floodgate's rejected requests do.
+                    if PLAN.with(Cell::get) == Plan::LimitReject && found {
+                        proxy_send_local_response(
+                            429,
+                            LIMIT_DETAILS.as_ptr(),
+                            LIMIT_DETAILS.len(),
+                            LIMIT_BODY.as_ptr(),
+                            LIMIT_BODY.len(),
+                            LIMIT_FIELDS.as_ptr(),
+                            LIMIT_FIELDS.len(),
+                            -1,
+                        );
+                        return STOP;
+                    }
+                    // The first request finds no key and no token (0): an unconditional
+                    // write.
+                    proxy_set_shared_data(
+                        BUCKET_KEY.as_ptr(),
+                        BUCKET_KEY.len(),
+                        state.as_ptr(),
+                        state.len(),
+                        cas,
+                    );
                 }
                 Plan::SharedSet(n) => (0..n).for_each(|_| {
                     proxy_set_shared_data(

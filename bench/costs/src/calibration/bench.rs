@@ -14,6 +14,11 @@ use std::collections::BTreeMap;
 pub const ROWS: &[(&str, &str, u32)] = &[
     ("floodgate local, all rejected", "local rejected", 1),
     ("raw-ABI reject floor (one local reply)", "reject-floor", 1),
+    (
+        "raw-ABI limit floor, rejecting (header map, clock, read, reply)",
+        "limit-reject-floor",
+        1,
+    ),
     ("floodgate global -> floodgate-server", "global", 1),
     (
         "floodgate global, cache off -> floodgate-server",
@@ -30,6 +35,11 @@ pub const ROWS: &[(&str, &str, u32)] = &[
     ("raw-ABI no-op wasm (reads 1 header) x8", "raw-noop x8", 8),
     ("no-op wasm (reads 1 header) x8", "sdk-noop x8", 8),
     ("floodgate local, allowed x8", "local allowed x8", 8),
+    (
+        "raw-ABI limit floor (header map, clock, read, write) x8",
+        "limit-floor x8",
+        8,
+    ),
 ];
 
 /// The native rejecting row the rejecting rows are taken against.

@@ -56,14 +56,25 @@ fn raw_noop() -> Value {
     bench_module("raw-noop", "floodgate_raw_noop.wasm")
 }
 
-fn reject_floor() -> Value {
+/// `bench/host-calls` running `plan`, in a VM of its own named `name` (the module keeps
+/// its plan per VM).
+fn host_calls(name: &str, plan: &str) -> Value {
     let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_host_calls.wasm");
     assert!(
         wasm.exists(),
         "{} missing: run `make bench-wasm`",
         wasm.display()
     );
-    configs::wasm_filter("reject-floor", &wasm.display().to_string(), "reply")
+    configs::wasm_filter(name, &wasm.display().to_string(), plan)
+}
+
+fn reject_floor() -> Value {
+    host_calls("reject-floor", "reply")
+}
+
+/// The limit floor: the host calls of a shared-data limit admitting a request.
+fn limit_floor() -> Value {
+    host_calls("limit-floor", "limit")
 }
 
 // The names the report looks configurations up by.
@@ -81,6 +92,15 @@ pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
 /// The least any wasm filter does to reject (`bench/host-calls` with the `reply` plan:
 /// one local reply, nothing else): the floor of the rejecting paths.
 pub const REJECT_FLOOR: &str = "raw-ABI reject floor (one local reply)";
+/// What any filter keeping a shared-data limit must ask the host for on an admitted
+/// request (`bench/host-calls`, plan `limit`): the header map, the clock, the bucket's
+/// read and its compare-and-swap, and nothing else. floodgate's local allowed path over it
+/// is floodgate's own work.
+pub const LIMIT_FLOOR: &str = "raw-ABI limit floor (header map, clock, read, write)";
+/// The same on a rejected request (plan `limit-reject`): the three reads, then floodgate's
+/// default reply (its body and draft-03 fields).
+pub const LIMIT_REJECT_FLOOR: &str =
+    "raw-ABI limit floor, rejecting (header map, clock, read, reply)";
 /// floodgate local mode, rejecting every request.
 pub const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
 /// Envoy's own rate limit filter asking floodgate-server: what the wasm global cases pair with.
@@ -147,6 +167,7 @@ pub fn stacked_cases() -> Vec<Case> {
         ),
         (NOOP, noop()),
         (RAW_NOOP, raw_noop()),
+        (LIMIT_FLOOR, limit_floor()),
         (
             FLOODGATE_ALLOWED,
             floodgate_filter(&plugins::local_allowed()),
@@ -240,18 +261,8 @@ pub fn calibration_cases() -> Vec<Case> {
     std::iter::once("none")
         .chain(CALIBRATION_KINDS)
         .map(|kind| {
-            let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_host_calls.wasm");
-            assert!(
-                wasm.exists(),
-                "{} missing: run `make bench-wasm`",
-                wasm.display()
-            );
             let plan = format!("{kind} {CALIBRATION_CALLS}");
-            let filter = configs::wasm_filter(
-                &format!("host-calls-{kind}"),
-                &wasm.display().to_string(),
-                &plan,
-            );
+            let filter = host_calls(&format!("host-calls-{kind}"), &plan);
             case(&calibration_case(kind), vec![filter], false)
         })
         .collect()
@@ -297,6 +308,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case(NOOP, vec![noop()], false),
         case(RAW_NOOP, vec![raw_noop()], false),
+        case(LIMIT_FLOOR, vec![limit_floor()], false),
         case(
             FLOODGATE_ALLOWED,
             vec![floodgate_filter(&plugins::local_allowed())],
@@ -309,6 +321,11 @@ pub fn cases() -> Vec<Case> {
         ),
         case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
         case(REJECT_FLOOR, vec![reject_floor()], true),
+        case(
+            LIMIT_REJECT_FLOOR,
+            vec![host_calls("limit-reject-floor", "limit-reject")],
+            true,
+        ),
         case(
             FLOODGATE_REJECTED,
             vec![floodgate_filter(&plugins::local_rejecting())],

@@ -32,8 +32,8 @@ use cases::{
     calibration_case, calibration_cases, cases, global_cases, stacked_cases, variants, Case,
     CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED,
     FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
-    FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP,
-    RAW_NOOP, REJECT_FLOOR, SERVER_CONFIG, STACK,
+    FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR,
+    NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, REJECT_FLOOR, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -245,6 +245,35 @@ async fn main() {
             }
         }
     }
+    // Against the limit floor: the host calls any shared-data limit makes, and nothing
+    // else; what floodgate adds over it is its own code and the callbacks it exports.
+    for (label, ours, floor, per) in [
+        (
+            "one filter",
+            index(FLOODGATE_ALLOWED),
+            index(LIMIT_FLOOR),
+            1.0,
+        ),
+        (
+            "chained, per filter",
+            index(&stacked_name(FLOODGATE_ALLOWED)),
+            index(&stacked_name(LIMIT_FLOOR)),
+            STACK as f64,
+        ),
+    ] {
+        if let (Some(ours), Some(floor)) = (ours, floor) {
+            let ratio = per_round(&|r| {
+                let none = samples[0][r].cpu_us;
+                (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
+            });
+            let added = per_round(&|r| (samples[ours][r].cpu_us - samples[floor][r].cpu_us) / per);
+            println!(
+                "floodgate allowed path ({label}): {ratio:.2} x the raw-ABI limit floor's added \
+                 CPU, {added:+.2} µs of worker CPU over it (medians of per-round ratios and \
+                 differences)"
+            );
+        }
+    }
     for (label, held, plain, per) in [
         (
             "one filter",
@@ -288,6 +317,21 @@ async fn main() {
                      over the reject floor (median of per-round differences)"
                 );
             }
+        }
+    }
+    if let (Some(floor), Some(native)) = (index(LIMIT_REJECT_FLOOR), index(NATIVE_REJECTED)) {
+        let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
+        println!(
+            "raw-ABI limit floor, rejecting: {ratio:.2} x the native filter's CPU per rejected \
+             request (median of per-round ratios: the host calls of a shared-data limit and \
+             floodgate's reply, with no logic)"
+        );
+        if let Some(ours) = index(FLOODGATE_REJECTED) {
+            let added = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
+            println!(
+                "floodgate reject path: {added:+.1} µs of worker CPU per rejected request over \
+                 the limit floor, rejecting (median of per-round differences)"
+            );
         }
     }
     if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
