@@ -30,6 +30,7 @@ pub const REMAINING: &str = "x-ratelimit-remaining";
 /// The reset's field.
 pub const RESET: &str = "x-ratelimit-reset";
 
+use crate::decimal::decimal;
 use crate::unit::NANOS_PER_SECOND;
 
 /// One enforced limit as the fields describe it.
@@ -60,10 +61,10 @@ pub fn fields(
     let Some(s) = tightest(standings) else {
         return;
     };
-    push(LIMIT, s.limit.to_string());
-    push(REMAINING, s.remaining.to_string());
+    push(LIMIT, decimal(u64::from(s.limit)));
+    push(REMAINING, decimal(u64::from(s.remaining)));
     if let Some(reset) = s.reset_ns {
-        push(RESET, seconds_ceil(reset).to_string());
+        push(RESET, decimal(seconds_ceil(reset)));
     }
 }
 

@@ -37,7 +37,7 @@ pub(super) fn details_of<'a>(mut rules: impl Iterator<Item = &'a str>) -> Cow<'s
     }
     if more > 0 {
         details.push_str(",+");
-        details.push_str(&more.to_string());
+        floodgate_common::decimal::push_decimal(&mut details, more as u64);
     }
     details.push('}');
     Cow::Owned(details)

@@ -47,6 +47,7 @@
 use super::{Headers, Standing};
 use crate::bucket::seconds_ceil;
 use crate::config::Rule;
+use floodgate_common::decimal::push_decimal;
 
 /// The largest Integer a Structured Field can carry (15 decimal digits).
 pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
@@ -124,7 +125,7 @@ fn push_param(out: &mut String, key: &str, value: u64) {
     out.push(';');
     out.push_str(key);
     out.push('=');
-    out.push_str(&value.min(SF_INTEGER_MAX).to_string());
+    push_decimal(out, value.min(SF_INTEGER_MAX));
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@
 use crate::bucket::{seconds_ceil, Decision, Quota};
 use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::request::descriptor::Refusal;
+use floodgate_common::decimal::decimal;
 use floodgate_common::draft03;
 use protocol::code;
 use protocol::Protocol;
@@ -228,7 +229,7 @@ pub fn rejection(
         headers.push(("content-type".into(), problem::CONTENT_TYPE.to_string()));
     }
     if let Some(seconds) = retry_after_seconds(&rejecting) {
-        headers.push(("retry-after".into(), seconds.to_string()));
+        headers.push(("retry-after".into(), decimal(seconds)));
     }
     push_header_fields(&mut headers, config, rules, &rejecting);
     if !extra.is_empty() {

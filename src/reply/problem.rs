@@ -27,7 +27,7 @@ pub fn body(status: u16, violated: &[&str]) -> Vec<u8> {
     out.push_str(",\"title\":");
     push_json_string(&mut out, TITLE);
     out.push_str(",\"status\":");
-    out.push_str(&status.to_string());
+    floodgate_common::decimal::push_decimal(&mut out, u64::from(status));
     if !violated.is_empty() {
         out.push_str(",\"violated-policies\":[");
         for (i, name) in violated.iter().enumerate() {
