@@ -20,11 +20,22 @@ pub(super) fn details_of<'a>(mut rules: impl Iterator<Item = &'a str>) -> Cow<'s
     let Some(first) = rules.next() else {
         return Cow::Borrowed(DETAILS);
     };
-    let mut details = String::with_capacity(DETAILS.len() + 2 + first.len() + 16);
+    let Some(second) = rules.next() else {
+        // One rule, the usual rejection: one allocation of the exact length, no growth.
+        let mut details = String::with_capacity(DETAILS.len() + 2 + first.len());
+        details.push_str(DETAILS);
+        details.push('{');
+        details.push_str(first);
+        details.push('}');
+        return Cow::Owned(details);
+    };
+    let mut details = String::with_capacity(DETAILS.len() + 3 + first.len() + second.len() + 16);
     details.push_str(DETAILS);
     details.push('{');
     details.push_str(first);
-    let mut listed = 1;
+    details.push(',');
+    details.push_str(second);
+    let mut listed = 2;
     let mut more = 0usize;
     for name in rules {
         if listed < MAX_DETAILS_RULES {

@@ -217,6 +217,8 @@ pub fn rejection(
     if config.retry_after_jitter_ppm > 0 {
         jitter::spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
     }
+    // Read as a slice from here on: one look at where the SmallVec keeps its items.
+    let rejecting = rejecting.as_slice();
     // The rules' names, read where they are for the details (and the problem document).
     let violated = || {
         rejecting
@@ -228,10 +230,10 @@ pub fn rejection(
     if problem {
         headers.push(("content-type".into(), problem::CONTENT_TYPE.to_string()));
     }
-    if let Some(seconds) = retry_after_seconds(&rejecting) {
+    if let Some(seconds) = retry_after_seconds(rejecting) {
         headers.push(("retry-after".into(), decimal(seconds)));
     }
-    push_header_fields(&mut headers, config, rules, &rejecting);
+    push_header_fields(&mut headers, config, rules, rejecting);
     if !extra.is_empty() {
         headers.extend(
             extra
@@ -240,10 +242,13 @@ pub fn rejection(
         );
     }
     let body = body.unwrap_or(config.body.as_bytes());
-    let http_body = if problem {
-        problem::body(config.status, &violated().collect::<SmallVec<[&str; 2]>>())
-    } else {
-        body.to_vec()
+    // Made only for an HTTP reply: a gRPC one has its message instead.
+    let http_body = || {
+        if problem {
+            problem::body(config.status, &violated().collect::<SmallVec<[&str; 2]>>())
+        } else {
+            body.to_vec()
+        }
     };
     status_reply(
         protocol,
@@ -293,7 +298,7 @@ pub fn failure(status: u16, protocol: Protocol) -> Reply {
     const MESSAGE: &str = "rate limiter unavailable";
     status_reply(
         protocol,
-        (status, format!("{MESSAGE}\n").into_bytes()),
+        (status, || format!("{MESSAGE}\n").into_bytes()),
         (code::UNAVAILABLE, || MESSAGE.to_string()),
         Vec::new(),
         Cow::Borrowed(FAILURE_DETAILS),
@@ -322,9 +327,10 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
             INVALID_DESCRIPTOR_DETAILS,
         ),
     };
+    let body = format!("{message}\n").into_bytes();
     status_reply(
         protocol,
-        (400, format!("{message}\n").into_bytes()),
+        (400, move || body),
         (code::INVALID_ARGUMENT, || message),
         Vec::new(),
         Cow::Borrowed(details),
@@ -332,11 +338,11 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
 }
 
 /// One reply in the client's protocol: `http` (status, body) for plain HTTP, `grpc`
-/// (status, message) for gRPC and gRPC-Web, with `headers` either way. The message is
-/// made only for a gRPC reply: an HTTP one never shows it.
+/// (status, message) for gRPC and gRPC-Web, with `headers` either way. The body is made
+/// only for an HTTP reply and the message only for a gRPC one: neither shows the other.
 fn status_reply(
     protocol: Protocol,
-    http: (u16, Vec<u8>),
+    http: (u16, impl FnOnce() -> Vec<u8>),
     grpc: (u32, impl FnOnce() -> String),
     headers: Headers,
     details: Cow<'static, str>,
@@ -346,7 +352,7 @@ fn status_reply(
         Protocol::Http => Reply::Http {
             status: http.0,
             headers,
-            body: http.1,
+            body: (http.1)(),
             details,
         },
         Protocol::Grpc => {

@@ -365,5 +365,25 @@ fn details_name_the_rules_and_stay_short() {
     );
 }
 
+proptest::proptest! {
+    /// The details are the old construction's: the prefix, then the first four names
+    /// and a count of the rest, in braces.
+    #[test]
+    fn details_are_the_names_in_braces_then_a_count(
+        names in proptest::collection::vec("[a-z0-9_-]{0,12}", 0..8),
+    ) {
+        let borrowed: Vec<&str> = names.iter().map(String::as_str).collect();
+        let expected = if names.is_empty() {
+            DETAILS.to_string()
+        } else {
+            let listed = names.len().min(MAX_DETAILS_RULES);
+            let more = names.len() - listed;
+            let count = if more > 0 { format!(",+{more}") } else { String::new() };
+            format!("{DETAILS}{{{}{count}}}", names[..listed].join(","))
+        };
+        proptest::prop_assert_eq!(rejection_details(&borrowed), expected);
+    }
+}
+
 mod jitter;
 mod problem;

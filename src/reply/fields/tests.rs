@@ -153,6 +153,16 @@ fn names_are_always_well_formed_strings() {
 }
 
 proptest! {
+    /// The window in u64 is the exact ceiling the u128 arithmetic gave.
+    #[test]
+    fn the_window_is_the_exact_ceiling(capacity in any::<u32>(), rate_micro in any::<u64>()) {
+        let exact = (rate_micro > 0)
+            .then(|| (u128::from(capacity) * 1_000_000).div_ceil(u128::from(rate_micro)))
+            .and_then(|s| u64::try_from(s).ok())
+            .filter(|&s| s <= SF_INTEGER_MAX);
+        prop_assert_eq!(bucket_window_s(capacity, rate_micro), exact);
+    }
+
     /// The mapping's promise: a client that sends at most `q` requests in any `w`
     /// seconds, as greedily as that allows, is never rejected by the bucket.
     #[test]
