@@ -55,7 +55,7 @@ pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 /// `RateLimit-Policy` and `RateLimit` for `standings`: one item per enforced rule, in
 /// configuration order. Empty when no enforced rule has a limit to show.
 pub fn structured_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
-    let shown = super::in_rule_order(standings.iter().filter(|s| shows(s)));
+    let shown = super::order::in_rule_order(standings.iter().filter(|s| shows(s)));
     if shown.is_empty() {
         return Vec::new();
     }

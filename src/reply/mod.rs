@@ -208,17 +208,23 @@ pub fn rejection(
     protocol: Protocol,
     seed: u64,
 ) -> Reply {
-    // Inline, like the request's other per-rule values: a rejection allocates only what
-    // it hands to the host (headers, body, details).
-    let mut rejecting: SmallVec<[Standing; 2]> = SmallVec::new();
-    for s in standings.iter().filter(|s| s.rejects()) {
-        insert_in_rule_order(&mut rejecting, *s);
-    }
-    if config.retry_after_jitter_ppm > 0 {
-        jitter::spread(&mut rejecting, config.retry_after_jitter_ppm, seed);
-    }
-    // Read as a slice from here on: one look at where the SmallVec keeps its items.
-    let rejecting = rejecting.as_slice();
+    // Usually every standing rejects and they are in rule order already (one rule, or
+    // each group in order): they are read where they are. Otherwise (or to spread the
+    // waits) a copy, inline like the request's other per-rule values: a rejection
+    // allocates only what it hands to the host (headers, body, details).
+    let mut copied: SmallVec<[Standing; 2]> = SmallVec::new();
+    let rejecting: &[Standing] =
+        if config.retry_after_jitter_ppm == 0 && order::all_reject_in_rule_order(standings) {
+            standings
+        } else {
+            for s in standings.iter().filter(|s| s.rejects()) {
+                order::insert_in_rule_order(&mut copied, *s);
+            }
+            if config.retry_after_jitter_ppm > 0 {
+                jitter::spread(&mut copied, config.retry_after_jitter_ppm, seed);
+            }
+            &copied
+        };
     // The rules' names, read where they are for the details (and the problem document).
     let violated = || {
         rejecting
@@ -259,37 +265,6 @@ pub fn rejection(
         headers,
         details_of(violated()),
     )
-}
-
-/// Puts `s` into `sorted` after every standing of a rule not after its own: configuration
-/// order, stable. An insertion sort: a request has a few rules, and the standard sorts
-/// would add kilobytes of code to the module for it.
-fn insert_in_rule_order(sorted: &mut SmallVec<[Standing; 2]>, s: Standing) {
-    let at = sorted
-        .iter()
-        .rposition(|t| t.rule <= s.rule)
-        .map_or(0, |i| i + 1);
-    // Mostly at the end already (one rule, or each group in order): no shifting then.
-    if at == sorted.len() {
-        sorted.push(s);
-    } else {
-        sorted.insert(at, s);
-    }
-}
-
-/// `standings` in configuration order (they arrive grouped: local rules, then global
-/// ones). An insertion sort, stable: a request has a few rules, and the standard sorts
-/// would add kilobytes of code to the module for it.
-fn in_rule_order<'a>(standings: impl Iterator<Item = &'a Standing>) -> SmallVec<[&'a Standing; 4]> {
-    let mut sorted: SmallVec<[&Standing; 4]> = SmallVec::new();
-    for s in standings {
-        let at = sorted
-            .iter()
-            .rposition(|t| t.rule <= s.rule)
-            .map_or(0, |i| i + 1);
-        sorted.insert(at, s);
-    }
-    sorted
 }
 
 /// The reply rejecting a request because a limiter could not decide
@@ -387,6 +362,7 @@ mod details;
 pub mod fields;
 pub mod jitter;
 pub mod local;
+mod order;
 pub mod problem;
 pub mod protocol;
 

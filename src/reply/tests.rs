@@ -386,4 +386,5 @@ proptest::proptest! {
 }
 
 mod jitter;
+mod order;
 mod problem;
