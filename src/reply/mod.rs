@@ -146,20 +146,28 @@ pub fn ratelimit_headers(standings: &[Standing]) -> Headers {
 
 /// [`ratelimit_headers`], appended to `headers` (no vector of its own).
 fn push_ratelimit_headers(headers: &mut Headers, standings: &[Standing]) {
-    let enforced = standings
-        .iter()
-        .filter(|s| !s.shadow)
-        .map(|s| draft03::Standing {
-            limit: s.limit,
-            remaining: s.remaining,
-            reset_ns: s.reset_ns,
-        });
-    draft03::fields(enforced, |name, value| headers.push((name.into(), value)));
+    let draft03 = |s: &Standing| draft03::Standing {
+        limit: s.limit,
+        remaining: s.remaining,
+        reset_ns: s.reset_ns,
+    };
+    let push = |name: &'static str, value| headers.push((name.into(), value));
+    match standings {
+        // One limit, the usual rejection: it is the tightest, no search.
+        [one] if !one.shadow => draft03::fields([draft03(one)], push),
+        _ => draft03::fields(standings.iter().filter(|s| !s.shadow).map(draft03), push),
+    }
 }
 
 /// Seconds until every enforced limit that rejected the request would admit it: the
 /// longest wait, rounded up. `None` when one of them never will.
 pub fn retry_after_seconds(standings: &[Standing]) -> Option<u64> {
+    if let [one] = standings {
+        if one.rejects() {
+            // One limit, the usual rejection: its own wait.
+            return one.retry_ns.map(seconds_ceil);
+        }
+    }
     standings
         .iter()
         .filter(|s| s.rejects())
@@ -263,7 +271,11 @@ pub fn rejection(
             String::from_utf8_lossy(body).trim_end().to_string()
         }),
         headers,
-        details_of(violated()),
+        match rejecting {
+            // One rule, the usual rejection: its name read directly, no iterator.
+            [one] => details_of(rules.get(one.rule).map(|r| r.name.as_str()).into_iter()),
+            _ => details_of(violated()),
+        },
     )
 }
 

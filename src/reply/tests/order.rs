@@ -1,5 +1,6 @@
 //! A rejection whose standings all reject, in rule order, is built from them as they are;
-//! any other is built from a sorted copy of the rejecting ones. Both ways give one reply.
+//! any other is built from a sorted copy of the rejecting ones. Both ways give one reply;
+//! and the parts that read one limit directly say what their search over several says.
 
 use super::*;
 use proptest::prelude::*;
@@ -69,5 +70,15 @@ proptest! {
         let expected = reply(&sorted);
         prop_assert_eq!(&reply(&standings), &expected);
         prop_assert_eq!(&reply(&with_allowed), &expected);
+    }
+
+    #[test]
+    fn one_limit_read_directly_is_what_the_search_finds(s in standing()) {
+        // A shadow limit is never shown, an admitting one never waited for: each makes
+        // the list two long without changing what it says.
+        let shadow = Standing { shadow: true, ..s };
+        let admits = Standing { allowed: true, shadow: false, ..s };
+        prop_assert_eq!(ratelimit_headers(&[s]), ratelimit_headers(&[s, shadow]));
+        prop_assert_eq!(retry_after_seconds(&[s]), retry_after_seconds(&[s, admits]));
     }
 }
