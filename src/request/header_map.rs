@@ -94,17 +94,23 @@ impl<'a> Pair<'a> {
     }
 }
 
-/// `a.eq_ignore_ascii_case(b)`, testing plain equality first, eight bytes at a time:
-/// header names are lower case on both sides (Envoy's maps and the configuration's
-/// names), so the case is folded only when the bytes differ.
+/// `a.eq_ignore_ascii_case(b)`, testing plain equality first, eight bytes at a time (a
+/// name of eight bytes or more as whole words, the last one overlapping the one before
+/// it, so no tail is compared byte by byte): header names are lower case on both sides
+/// (Envoy's maps and the configuration's names), so the case is folded only when the
+/// bytes differ.
 fn same_name(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_tail, b_tail) = (a_words.remainder(), b_words.remainder());
-    let same = a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
-        && a_tail.iter().zip(b_tail).all(|(x, y)| x == y);
+    let same = match (a.last_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(a_last), Some(b_last)) => {
+            let mut words = a.chunks_exact(8).zip(b.chunks_exact(8));
+            words.all(|(x, y)| word(x) == word(y))
+                && u64::from_ne_bytes(*a_last) == u64::from_ne_bytes(*b_last)
+        }
+        _ => a.iter().zip(b).all(|(x, y)| x == y),
+    };
     same || a.eq_ignore_ascii_case(b)
 }
 
