@@ -8,6 +8,8 @@
 //! request and tells one value from several. [`encode_pairs`] writes the same encoding,
 //! for the headers the module hands the host.
 
+use std::cell::Cell;
+
 /// What a request carries under one header name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
@@ -21,10 +23,25 @@ pub enum Lookup {
 
 /// Every header of a request: the host's encoded pairs, checked once and walked in place
 /// for each look-up (no vector of spans, no copy of the list).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct HeaderMap {
     bytes: Vec<u8>,
+    /// Whether a walk has found `bytes` whole and in the host's encoding, so that
+    /// [`HeaderMap::content_type`] (a rejection's, after the rule's look-up) can walk
+    /// them without the checks. Only set by a walk that checked these bytes, which
+    /// nothing changes afterwards.
+    checked: Cell<bool>,
 }
+
+/// Two maps are the same when they hold the same list: whether a walk has checked it
+/// yet is only a shortcut for the next one.
+impl PartialEq for HeaderMap {
+    fn eq(&self, other: &HeaderMap) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for HeaderMap {}
 
 /// Calls `each(pair)` for every pair of the proxy-wasm encoding in `bytes`, in order.
 /// `None` when the bytes are not in that shape (found only once the walk reaches the
@@ -38,7 +55,11 @@ pub struct HeaderMap {
 /// length alone. A header whose name is not the one looked up costs ~52 instructions;
 /// shrinking the text past each field with a check of its own cost ~65, splitting each
 /// field and its NUL off separately ~110.
-fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(Pair<'a>)) -> Option<()> {
+///
+/// `CHECK` false skips the ends' test and the NULs, for bytes a walk with `CHECK` true
+/// has accepted: the fields are still sliced with [`slice::get`], so even bytes that
+/// were never checked could not be read outside themselves.
+fn walk<'a, const CHECK: bool>(bytes: &'a [u8], mut each: impl FnMut(Pair<'a>)) -> Option<()> {
     let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
         return bytes.is_empty().then_some(());
     };
@@ -50,22 +71,24 @@ fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(Pair<'a>)) -> Option<()> {
         let pair = u64::from_le_bytes(*pair.first_chunk::<8>()?);
         let name_end = at + (pair & 0xffff_ffff);
         let value_end = name_end + 1 + (pair >> 32);
-        // Both ends inside the text (so the casts below are exact), each on a NUL.
-        if name_end >= len || value_end >= len {
-            return None;
+        if CHECK {
+            // Both ends inside the text (so the casts below are exact), each on a NUL.
+            if name_end >= len || value_end >= len {
+                return None;
+            }
+            let (Some(0), Some(0)) = (text.get(name_end as usize), text.get(value_end as usize))
+            else {
+                return None;
+            };
         }
-        let (name_end, value_end) = (name_end as usize, value_end as usize);
-        let (Some(0), Some(0)) = (text.get(name_end), text.get(value_end)) else {
-            return None;
-        };
         each(Pair {
             text,
             name_len: pair as u32 as usize,
             at: at as usize,
-            name_end,
-            value_end,
+            name_end: name_end as usize,
+            value_end: value_end as usize,
         });
-        at = value_end as u64 + 1;
+        at = value_end + 1;
     }
     Some(())
 }
@@ -125,15 +148,21 @@ impl HeaderMap {
     /// by a NUL byte. `None` when the bytes are not in that shape. For tests and tools:
     /// the request path takes the host's bytes as they are ([`HeaderMap::from_host`]).
     pub fn decode(bytes: Vec<u8>) -> Option<HeaderMap> {
-        walk(&bytes, |_| {})?;
-        Some(HeaderMap { bytes })
+        walk::<true>(&bytes, |_| {})?;
+        Some(HeaderMap {
+            bytes,
+            checked: Cell::new(true),
+        })
     }
 
     /// The host's encoded list, not checked here: every [`HeaderMap::lookup`] walks the
     /// whole list anyway (a repeat can come last), and checks it on the way, so checking
     /// it first as well would walk it twice.
     pub fn from_host(bytes: Vec<u8>) -> HeaderMap {
-        HeaderMap { bytes }
+        HeaderMap {
+            bytes,
+            checked: Cell::new(false),
+        }
     }
 
     /// The values under `name` (compared without regard to ASCII case). A list not in
@@ -144,12 +173,13 @@ impl HeaderMap {
         let name = name.as_bytes();
         let mut found: Option<&[u8]> = None;
         let mut repeated = false;
-        let walked = walk(&self.bytes, |pair| {
+        let walked = walk::<true>(&self.bytes, |pair| {
             if pair.name_len == name.len() && same_name(pair.name(), name) {
                 repeated |= found.is_some();
                 found = Some(pair.value());
             }
         });
+        self.checked.set(walked.is_some());
         match (walked, repeated, found) {
             (None, _, _) => Lookup::Absent,
             (Some(()), true, _) => Lookup::Repeated,
@@ -157,6 +187,51 @@ impl HeaderMap {
             (Some(()), false, None) => Lookup::Absent,
         }
     }
+
+    /// `lookup("content-type")`, to frame a reply. Once a look-up has checked the list,
+    /// walked without the checks and tested with [`is_content_type`] (~30 instructions a
+    /// header, where a look-up's walk costs ~52): a rejection reads it after the rule's
+    /// own look-up. Never inlined: its caller, which most often answers without it, stays
+    /// small enough to inline.
+    #[inline(never)]
+    pub fn content_type(&self) -> Lookup {
+        if !self.checked.get() {
+            return self.lookup("content-type");
+        }
+        let mut found: Option<&[u8]> = None;
+        let mut repeated = false;
+        let _ = walk::<false>(&self.bytes, |pair| {
+            if pair.name_len == 12 && is_content_type(pair.name()) {
+                repeated |= found.is_some();
+                found = Some(pair.value());
+            }
+        });
+        match (repeated, found) {
+            (true, _) => Lookup::Repeated,
+            (false, Some(v)) => Lookup::One(v.to_vec()),
+            (false, None) => Lookup::Absent,
+        }
+    }
+}
+
+/// `name.eq_ignore_ascii_case(b"content-type")` in two comparisons: each letter's case
+/// bit (0x20) set before comparing with the lower-case name, the `-` compared as it is
+/// (its byte with 0x20 set would also match a carriage return).
+fn is_content_type(name: &[u8]) -> bool {
+    // 0x20 (a space) under each letter of `content-type`, 0 under its `-`.
+    const FOLD: [u8; 12] = *b"       \0    ";
+    let Some(name) = name.first_chunk::<12>().filter(|_| name.len() == 12) else {
+        return false;
+    };
+    let halves = |w: [u8; 12]| {
+        let (head, tail) = w.split_at(8);
+        (
+            word(head),
+            tail.first_chunk::<4>().map(|t| u32::from_ne_bytes(*t)),
+        )
+    };
+    let ((h, t), (fh, ft), (ch, ct)) = (halves(*name), halves(FOLD), halves(*b"content-type"));
+    h.zip(fh).map(|(h, f)| h | f) == ch && t.zip(ft).map(|(t, f)| t | f) == ct
 }
 
 /// The proxy-wasm encoding of a list of pairs, as [`HeaderMap::decode`] reads it: a count,
