@@ -8,6 +8,8 @@
 //! request and tells one value from several. [`encode_pairs`] writes the same encoding,
 //! for the headers the module hands the host.
 
+use std::cell::Cell;
+
 /// What a request carries under one header name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Lookup {
@@ -21,57 +23,117 @@ pub enum Lookup {
 
 /// Every header of a request: the host's encoded pairs, checked once and walked in place
 /// for each look-up (no vector of spans, no copy of the list).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct HeaderMap {
     bytes: Vec<u8>,
+    /// Whether a walk has found `bytes` whole and in the host's encoding, so that
+    /// [`HeaderMap::content_type`] (a rejection's, after the rule's look-up) can walk
+    /// them without the checks. Only set by a walk that checked these bytes, which
+    /// nothing changes afterwards.
+    checked: Cell<bool>,
 }
 
-/// Calls `each(name, value)` for every pair of the proxy-wasm encoding in `bytes`, in
-/// order. `None` when the bytes are not in that shape (found only once the walk reaches
-/// the fault: a caller must not act on what it saw before); empty bytes are an empty list.
+/// Two maps are the same when they hold the same list: whether a walk has checked it
+/// yet is only a shortcut for the next one.
+impl PartialEq for HeaderMap {
+    fn eq(&self, other: &HeaderMap) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for HeaderMap {}
+
+/// Calls `each(pair)` for every pair of the proxy-wasm encoding in `bytes`, in order.
+/// `None` when the bytes are not in that shape (found only once the walk reaches the
+/// fault: a caller must not act on what it saw before); empty bytes are an empty list.
 ///
-/// Each field is tested once against what is left of the text (its length, then its NUL),
-/// and the text shrinks past it: the walk cost ~110 instructions a header when each
-/// field and its NUL were split off with a check of their own.
-fn walk<'a>(bytes: &'a [u8], mut each: impl FnMut(&'a [u8], &'a [u8])) -> Option<()> {
+/// A field's place is an offset into the text, in 64-bit arithmetic (two u32 lengths and
+/// an offset into a slice cannot overflow it): the pair's ends compared with the text's
+/// length (one test in the module: the name's end is before the value's), then its two
+/// NUL bytes read in place. The fields are sliced only when
+/// the caller asks ([`Pair::name`], [`Pair::value`]): most names are told apart by their
+/// length alone. A header whose name is not the one looked up costs ~52 instructions;
+/// shrinking the text past each field with a check of its own cost ~65, splitting each
+/// field and its NUL off separately ~110.
+///
+/// `CHECK` false skips the ends' test and the NULs, for bytes a walk with `CHECK` true
+/// has accepted: the fields are still sliced with [`slice::get`], so even bytes that
+/// were never checked could not be read outside themselves.
+fn walk<'a, const CHECK: bool>(bytes: &'a [u8], mut each: impl FnMut(Pair<'a>)) -> Option<()> {
     let Some((count, rest)) = bytes.split_first_chunk::<4>() else {
         return bytes.is_empty().then_some(());
     };
     let lengths = (u32::from_le_bytes(*count) as usize).checked_mul(8)?;
-    let (lengths, mut text) = rest.split_at_checked(lengths)?;
+    let (lengths, text) = rest.split_at_checked(lengths)?;
+    let (mut at, len) = (0u64, text.len() as u64);
     for pair in lengths.chunks_exact(8) {
         // Both lengths in one load: the name's in the low half, the value's in the high.
         let pair = u64::from_le_bytes(*pair.first_chunk::<8>()?);
-        let name_len = pair as u32 as usize;
-        let value_len = (pair >> 32) as u32 as usize;
-        let (name, rest) = nul_terminated(text, name_len)?;
-        let (value, rest) = nul_terminated(rest, value_len)?;
-        each(name, value);
-        text = rest;
+        let name_end = at + (pair & 0xffff_ffff);
+        let value_end = name_end + 1 + (pair >> 32);
+        if CHECK {
+            // Both ends inside the text (so the casts below are exact), each on a NUL.
+            if name_end >= len || value_end >= len {
+                return None;
+            }
+            let (Some(0), Some(0)) = (text.get(name_end as usize), text.get(value_end as usize))
+            else {
+                return None;
+            };
+        }
+        each(Pair {
+            text,
+            name_len: pair as u32 as usize,
+            at: at as usize,
+            name_end: name_end as usize,
+            value_end: value_end as usize,
+        });
+        at = value_end + 1;
     }
     Some(())
 }
 
-/// The first `len` bytes of `text` and what follows the NUL byte that must end them:
-/// one comparison of `len` with what is left, then the NUL read in place.
-fn nul_terminated(text: &[u8], len: usize) -> Option<(&[u8], &[u8])> {
-    if len >= text.len() || text[len] != 0 {
-        return None;
-    }
-    Some((&text[..len], &text[len + 1..]))
+/// One pair met by [`walk`]: where its fields lie in the text, checked to be inside it.
+#[derive(Clone, Copy)]
+struct Pair<'a> {
+    text: &'a [u8],
+    name_len: usize,
+    at: usize,
+    name_end: usize,
+    value_end: usize,
 }
 
-/// `a.eq_ignore_ascii_case(b)`, testing plain equality first, eight bytes at a time:
-/// header names are lower case on both sides (Envoy's maps and the configuration's
-/// names), so the case is folded only when the bytes differ.
+impl<'a> Pair<'a> {
+    /// The name (empty only if [`walk`] let an impossible place through).
+    fn name(&self) -> &'a [u8] {
+        self.text.get(self.at..self.name_end).unwrap_or_default()
+    }
+
+    /// The value, between the name's NUL and its own.
+    fn value(&self) -> &'a [u8] {
+        self.text
+            .get(self.name_end + 1..self.value_end)
+            .unwrap_or_default()
+    }
+}
+
+/// `a.eq_ignore_ascii_case(b)`, testing plain equality first, eight bytes at a time (a
+/// name of eight bytes or more as whole words, the last one overlapping the one before
+/// it, so no tail is compared byte by byte): header names are lower case on both sides
+/// (Envoy's maps and the configuration's names), so the case is folded only when the
+/// bytes differ.
 fn same_name(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
-    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (a_tail, b_tail) = (a_words.remainder(), b_words.remainder());
-    let same = a_words.zip(b_words).all(|(x, y)| word(x) == word(y))
-        && a_tail.iter().zip(b_tail).all(|(x, y)| x == y);
+    let same = match (a.last_chunk::<8>(), b.last_chunk::<8>()) {
+        (Some(a_last), Some(b_last)) => {
+            let mut words = a.chunks_exact(8).zip(b.chunks_exact(8));
+            words.all(|(x, y)| word(x) == word(y))
+                && u64::from_ne_bytes(*a_last) == u64::from_ne_bytes(*b_last)
+        }
+        _ => a.iter().zip(b).all(|(x, y)| x == y),
+    };
     same || a.eq_ignore_ascii_case(b)
 }
 
@@ -86,15 +148,21 @@ impl HeaderMap {
     /// by a NUL byte. `None` when the bytes are not in that shape. For tests and tools:
     /// the request path takes the host's bytes as they are ([`HeaderMap::from_host`]).
     pub fn decode(bytes: Vec<u8>) -> Option<HeaderMap> {
-        walk(&bytes, |_, _| {})?;
-        Some(HeaderMap { bytes })
+        walk::<true>(&bytes, |_| {})?;
+        Some(HeaderMap {
+            bytes,
+            checked: Cell::new(true),
+        })
     }
 
     /// The host's encoded list, not checked here: every [`HeaderMap::lookup`] walks the
     /// whole list anyway (a repeat can come last), and checks it on the way, so checking
     /// it first as well would walk it twice.
     pub fn from_host(bytes: Vec<u8>) -> HeaderMap {
-        HeaderMap { bytes }
+        HeaderMap {
+            bytes,
+            checked: Cell::new(false),
+        }
     }
 
     /// The values under `name` (compared without regard to ASCII case). A list not in
@@ -105,12 +173,13 @@ impl HeaderMap {
         let name = name.as_bytes();
         let mut found: Option<&[u8]> = None;
         let mut repeated = false;
-        let walked = walk(&self.bytes, |n, v| {
-            if same_name(n, name) {
+        let walked = walk::<true>(&self.bytes, |pair| {
+            if pair.name_len == name.len() && same_name(pair.name(), name) {
                 repeated |= found.is_some();
-                found = Some(v);
+                found = Some(pair.value());
             }
         });
+        self.checked.set(walked.is_some());
         match (walked, repeated, found) {
             (None, _, _) => Lookup::Absent,
             (Some(()), true, _) => Lookup::Repeated,
@@ -118,6 +187,51 @@ impl HeaderMap {
             (Some(()), false, None) => Lookup::Absent,
         }
     }
+
+    /// `lookup("content-type")`, to frame a reply. Once a look-up has checked the list,
+    /// walked without the checks and tested with [`is_content_type`] (~30 instructions a
+    /// header, where a look-up's walk costs ~52): a rejection reads it after the rule's
+    /// own look-up. Never inlined: its caller, which most often answers without it, stays
+    /// small enough to inline.
+    #[inline(never)]
+    pub fn content_type(&self) -> Lookup {
+        if !self.checked.get() {
+            return self.lookup("content-type");
+        }
+        let mut found: Option<&[u8]> = None;
+        let mut repeated = false;
+        let _ = walk::<false>(&self.bytes, |pair| {
+            if pair.name_len == 12 && is_content_type(pair.name()) {
+                repeated |= found.is_some();
+                found = Some(pair.value());
+            }
+        });
+        match (repeated, found) {
+            (true, _) => Lookup::Repeated,
+            (false, Some(v)) => Lookup::One(v.to_vec()),
+            (false, None) => Lookup::Absent,
+        }
+    }
+}
+
+/// `name.eq_ignore_ascii_case(b"content-type")` in two comparisons: each letter's case
+/// bit (0x20) set before comparing with the lower-case name, the `-` compared as it is
+/// (its byte with 0x20 set would also match a carriage return).
+fn is_content_type(name: &[u8]) -> bool {
+    // 0x20 (a space) under each letter of `content-type`, 0 under its `-`.
+    const FOLD: [u8; 12] = *b"       \0    ";
+    let Some(name) = name.first_chunk::<12>().filter(|_| name.len() == 12) else {
+        return false;
+    };
+    let halves = |w: [u8; 12]| {
+        let (head, tail) = w.split_at(8);
+        (
+            word(head),
+            tail.first_chunk::<4>().map(|t| u32::from_ne_bytes(*t)),
+        )
+    };
+    let ((h, t), (fh, ft), (ch, ct)) = (halves(*name), halves(FOLD), halves(*b"content-type"));
+    h.zip(fh).map(|(h, f)| h | f) == ch && t.zip(ft).map(|(t, f)| t | f) == ct
 }
 
 /// The proxy-wasm encoding of a list of pairs, as [`HeaderMap::decode`] reads it: a count,

@@ -173,3 +173,18 @@ fn global_rules_refuse_non_utf8_values_local_ones_keep_them() {
 fn rules_of(json: &str) -> Vec<Rule> {
     rules(json)
 }
+
+proptest::proptest! {
+    #[test]
+    fn is_utf8_is_what_from_utf8_says(value in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12)) {
+        proptest::prop_assert_eq!(is_utf8(&value), std::str::from_utf8(&value).is_ok());
+    }
+}
+
+#[test]
+fn is_utf8_takes_ascii_and_multibyte_text_and_refuses_the_rest() {
+    assert!(is_utf8(b"bench"));
+    assert!(is_utf8("t\u{e9}nant".as_bytes()));
+    assert!(!is_utf8(b"t\xffnant"));
+    assert!(!is_utf8(b"\xc3"));
+}

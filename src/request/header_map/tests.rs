@@ -196,3 +196,74 @@ proptest! {
         prop_assert_eq!(appended, Some(encode_pairs(&longer)));
     }
 }
+
+#[test]
+fn content_type_is_compared_as_eq_ignore_ascii_case_does() {
+    // Every byte value at every place, and the name's own cases.
+    for at in 0..12 {
+        for byte in 0..=255u8 {
+            let mut name = *b"content-type";
+            name[at] = byte;
+            assert_eq!(
+                is_content_type(&name),
+                name.eq_ignore_ascii_case(b"content-type"),
+                "{name:?}"
+            );
+        }
+    }
+    assert!(is_content_type(b"Content-Type"));
+    assert!(is_content_type(b"CONTENT-TYPE"));
+    assert!(!is_content_type(b"content-typ"));
+    assert!(!is_content_type(b"content-types"));
+}
+
+proptest! {
+    #[test]
+    fn content_type_is_what_its_own_lookup_would_find(
+        names in prop::collection::vec(prop::sample::select(vec!["content-type", "Content-Type", "x-request-id", "content-typf", "ab"]), 0..5),
+        values in prop::collection::vec("[ab]{0,3}", 5),
+        edits in prop::collection::vec((any::<prop::sample::Index>(), prop_oneof![0u8..6, any::<u8>()]), 0..2),
+        cut in any::<prop::sample::Index>(),
+        first in prop::sample::select(vec!["", "ab", "x-request-id", "content-type", "CONTENT-TYPE"]),
+    ) {
+        // Before any look-up (a checked walk of its own), and after one (a walk without
+        // the checks when that one found the list well formed): the reference's answer,
+        // for well formed and broken lists alike.
+        let borrowed: Vec<(&str, &str)> = names.iter().zip(&values).map(|(k, v)| (*k, v.as_str())).collect();
+        let mut bytes = encode_pairs(&borrowed);
+        for (at, byte) in edits {
+            let at = at.index(bytes.len());
+            bytes[at] = byte;
+        }
+        bytes.truncate(cut.index(bytes.len() + 1));
+        let expected = reference_lookup(&bytes, "content-type");
+        prop_assert_eq!(HeaderMap::from_host(bytes.clone()).content_type(), expected.clone());
+        let map = HeaderMap::from_host(bytes.clone());
+        prop_assert_eq!(map.lookup(first), reference_lookup(&bytes, first));
+        prop_assert_eq!(map.content_type(), expected.clone());
+        prop_assert_eq!(map.lookup("content-type"), expected);
+    }
+}
+
+#[test]
+fn content_type_after_a_lookup_is_one_repeated_or_absent() {
+    let one = HeaderMap::from_host(encode(&[
+        ("x-tenant-id", b"t"),
+        ("Content-Type", b"application/grpc"),
+    ]));
+    assert_eq!(one.lookup("x-tenant-id"), Lookup::One(b"t".to_vec()));
+    assert_eq!(
+        one.content_type(),
+        Lookup::One(b"application/grpc".to_vec())
+    );
+    let twice = HeaderMap::from_host(encode(&[
+        ("content-type", b"a"),
+        ("x-tenant-id", b"t"),
+        ("content-type", b"b"),
+    ]));
+    assert_eq!(twice.lookup("x-tenant-id"), Lookup::One(b"t".to_vec()));
+    assert_eq!(twice.content_type(), Lookup::Repeated);
+    let none = HeaderMap::from_host(encode(&[("x-request-id", b"r"), ("x-tenant-id", b"t")]));
+    assert_eq!(none.lookup("x-tenant-id"), Lookup::One(b"t".to_vec()));
+    assert_eq!(none.content_type(), Lookup::Absent);
+}
