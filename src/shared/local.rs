@@ -120,6 +120,20 @@ pub fn take_all(
     now_ns: u64,
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
+    match takes {
+        [take] => take_one(table, store, take.take(), now_ns, events),
+        takes => take_many(table, store, takes, now_ns, events),
+    }
+}
+
+/// [`take_all`] for any number of buckets.
+fn take_many(
+    table: &Table,
+    store: &impl SharedData,
+    takes: &[impl AsTake],
+    now_ns: u64,
+    events: &mut TableEvents,
+) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
     // What was found and what was decided, side by side (the decisions are returned:
     // kept apart, they are not copied out of a list of both).
@@ -173,6 +187,39 @@ pub fn take_all(
         allowed: true,
         decisions,
         held,
+    })
+}
+
+/// [`take_all`] for a request that takes from one bucket, the common case, with the same
+/// steps (read, decide, nothing written on a denial, commit deciding again on conflict)
+/// and none of the lists a request of several buckets needs to decide all before
+/// writing any.
+fn take_one(
+    table: &Table,
+    store: &impl SharedData,
+    take: &Take,
+    now_ns: u64,
+    events: &mut TableEvents,
+) -> Result<Checked, LocalError> {
+    let found = table.find(store, take.fingerprint, now_ns)?;
+    let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
+    let (allowed, decision, held) = if !take.shadow && !decision.is_allow() {
+        (false, decision, None)
+    } else {
+        match commit(table, store, take, (found, decision), now_ns, events)? {
+            Committed::Written { index, decision } => {
+                (true, decision, Some(Held { take: *take, index }))
+            }
+            // A shadow rule's denial never rejects; an enforced one does.
+            Committed::Denied(decision) => (take.shadow, decision, None),
+        }
+    };
+    let mut decisions = PerBucket::new();
+    decisions.push(decision);
+    Ok(Checked {
+        allowed,
+        decisions,
+        held: held.into_iter().collect(),
     })
 }
 
