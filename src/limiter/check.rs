@@ -83,13 +83,18 @@ impl Limiter {
             }
         }
         // The over-limit cache, before local rules: a request it rejects takes nothing.
-        let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
-        if let Some(verdict) = remembered_denial(&mut lookup, tally) {
-            return verdict;
+        // (Without a cache there is nothing to look up, and nothing to count.)
+        let mut cache_key = None;
+        if self.over_limit.is_some() {
+            let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
+            if let Some(verdict) = remembered_denial(&mut lookup, tally) {
+                return verdict;
+            }
+            lookup.record(false, tally);
+            cache_key = lookup.key.take();
         }
-        lookup.record(false, tally);
         let mut pending = Pending {
-            cache_key: lookup.key.take(),
+            cache_key,
             lease_keys,
             ..Pending::default()
         };
