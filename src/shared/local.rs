@@ -161,7 +161,7 @@ fn take_many(
     // 3. Commit each bucket, deciding again on conflict.
     let mut held: PerBucket<Held> = PerBucket::new();
     for (i, take) in takes.iter().map(AsTake::take).enumerate() {
-        match commit(table, store, take, (found[i], decisions[i]), now_ns, events) {
+        match commit(table, store, take, &found[i], decisions[i], now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
                 decisions[i] = decision;
                 held.push(Held { take: *take, index });
@@ -206,7 +206,7 @@ fn take_one(
     let (allowed, decision, held) = if !take.shadow && !decision.is_allow() {
         (false, decision, None)
     } else {
-        match commit(table, store, take, (found, decision), now_ns, events)? {
+        match commit(table, store, take, &found, decision, now_ns, events)? {
             Committed::Written { index, decision } => {
                 (true, decision, Some(Held { take: *take, index }))
             }
@@ -231,15 +231,20 @@ enum Committed {
     Denied(Decision),
 }
 
-/// Writes one bucket's new state, reading and deciding again on each conflict.
+/// Writes one bucket's new state (`found` as read, `decision` made on it), reading and
+/// deciding again on each conflict. The slot as read is borrowed, not copied: it is
+/// read again only after a conflict.
 fn commit(
     table: &Table,
     store: &impl SharedData,
     take: &Take,
-    (mut found, mut decision): (Found, Decision),
+    found: &Found,
+    mut decision: Decision,
     now_ns: u64,
     events: &mut TableEvents,
 ) -> Result<Committed, LocalError> {
+    let mut read_again: Found;
+    let mut found = found;
     for _ in 0..MAX_ATTEMPTS {
         let Decision::Allow { new_state, .. } = decision else {
             return Ok(Committed::Denied(decision));
@@ -249,7 +254,7 @@ fn commit(
             tat: new_state,
             rate_micro: take.quota.rate_micro(),
         };
-        match table.write_found(store, &found, &slot) {
+        match table.write_found(store, found, &slot) {
             Ok(()) => {
                 match found.origin {
                     Origin::Empty => events.new_buckets += 1,
@@ -263,7 +268,8 @@ fn commit(
             }
             Err(SetError::Conflict) => {
                 events.conflicts += 1;
-                found = table.find(store, take.fingerprint, now_ns)?;
+                read_again = table.find(store, take.fingerprint, now_ns)?;
+                found = &read_again;
                 decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
             }
             Err(SetError::Store(e)) => return Err(LocalError::Store(e)),
