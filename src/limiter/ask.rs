@@ -23,13 +23,13 @@ impl Limiter {
     ) -> Option<(Call, Option<Box<Call>>)> {
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
-        // Inline for two: most requests ask about one or two rules.
-        let descriptors: SmallVec<[rls::Descriptor<'_>; 2]> = global
-            .iter()
-            .map(|&(a, cost)| {
-                self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost))
-            })
-            .collect();
+        // Inline for two: most requests ask about one or two rules. (Pushed in a loop: a
+        // collect through `SmallVec::extend` counted more.)
+        let mut descriptors: SmallVec<[rls::Descriptor<'_>; 2]> = SmallVec::new();
+        for &(a, cost) in global {
+            descriptors
+                .push(self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost)));
+        }
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
         pending.fallbacks = global
             .iter()

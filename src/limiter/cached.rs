@@ -90,6 +90,12 @@ impl Limiter {
         if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
             return lookup;
         }
+        // The hits each is asked for, in descriptor order (pushed in a loop: a collect
+        // through `SmallVec::extend` counted more).
+        let mut costs = Costs::new();
+        for &(a, cost) in global {
+            costs.push(admission_hits(&self.config.rules[a.rule], cost));
+        }
         let key = CacheKey {
             fingerprint: match identities {
                 // A set of one is its descriptor's identity: no hash at all.
@@ -102,11 +108,7 @@ impl Limiter {
                     }
                 }
             },
-            // The hits each is asked for, in descriptor order.
-            costs: global
-                .iter()
-                .map(|&(a, cost)| admission_hits(&self.config.rules[a.rule], cost))
-                .collect(),
+            costs,
         };
         // No clock: nothing to compare with; the call decides.
         let found = clock.now().map(|now| {

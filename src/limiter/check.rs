@@ -283,11 +283,14 @@ impl Limiter {
         if self.rls().is_none() {
             return GlobalRules::new();
         }
-        applied
-            .iter()
-            .zip(costs.iter().copied())
-            .filter(|(a, _)| self.config.rules[a.rule].limit.is_asked())
-            .collect()
+        let mut global = GlobalRules::new();
+        // Pushed in a loop: a collect through `SmallVec::extend` counted more.
+        for (a, &cost) in applied.iter().zip(costs) {
+            if self.config.rules[a.rule].limit.is_asked() {
+                global.push((a, cost));
+            }
+        }
+        global
     }
 
     /// The identities of the descriptors of `global` (the request's global rules), hashed
