@@ -169,8 +169,8 @@ impl Http {
         let State::Passed(headers, meter) = std::mem::replace(&mut self.state, State::Done) else {
             return;
         };
-        for (name, value) in headers {
-            if let Err(status) = hostcalls::add_response_header(&name, &value) {
+        for (name, value) in &headers {
+            if let Err(status) = hostcalls::add_response_header(name, value) {
                 log::throttled(Level::Warn, Cause::AddHeader, || {
                     format!("cannot add response header {name} (status {status})")
                 });
