@@ -10,37 +10,12 @@
 use super::background;
 use super::hostcalls;
 use super::http::{Flow, Http};
+use super::id_map::IdMap;
 use super::memory;
 use super::root::Root;
 use super::types::Action;
 use crate::wire::grpc::{self, Part};
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
-/// Hashes the host's context ids and call tokens: small sequential numbers chosen by the
-/// host, not by clients, so a multiply is enough (SipHash would cost every callback).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | u64::from(b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        }
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A map keyed by host-chosen ids.
-type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 /// Every live context of this VM. The VM is single-threaded: one thread, one VM.
 struct Contexts {
@@ -51,31 +26,26 @@ struct Contexts {
     calls: IdMap<u32>,
 }
 
-/// An empty map, in a constant.
-const fn id_map<V>() -> IdMap<V> {
-    HashMap::with_hasher(BuildHasherDefault::new())
-}
-
 thread_local! {
     /// Built in a constant, not on first use: a lazily built thread-local is checked at
     /// every callback and brought its initialiser into the module (1 KB).
     static CONTEXTS: RefCell<Contexts> = const {
         RefCell::new(Contexts {
-            roots: id_map(),
-            http: id_map(),
-            calls: id_map(),
+            roots: IdMap::new(),
+            http: IdMap::new(),
+            calls: IdMap::new(),
         })
     };
 }
 
 /// Runs `f` on the root context `id`, if it exists.
 fn with_root<T>(id: u32, f: impl FnOnce(&mut Root) -> T) -> Option<T> {
-    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.roots.get_mut(&id).map(f))
+    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.roots.get_mut(id).map(f))
 }
 
 /// Runs `f` on the HTTP context `id`, if it exists.
 fn with_http<T>(id: u32, f: impl FnOnce(&mut Http) -> T) -> Option<T> {
-    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.http.get_mut(&id).map(f))
+    CONTEXTS.with(|c| c.try_borrow_mut().ok()?.http.get_mut(id).map(f))
 }
 
 /// Marks the ABI version this module speaks.
@@ -111,7 +81,7 @@ pub extern "C" fn proxy_on_context_create(context_id: u32, parent_id: u32) {
         if parent_id == 0 {
             c.roots.insert(context_id, Root::default());
         } else {
-            let plugin = c.roots.get(&parent_id).and_then(Root::plugin);
+            let plugin = c.roots.get(parent_id).and_then(Root::plugin);
             c.http.insert(context_id, Http::new(plugin));
         }
     });
@@ -144,7 +114,7 @@ pub extern "C" fn proxy_on_request_headers(context_id: u32, _headers: usize, _en
         let Ok(mut c) = c.try_borrow_mut() else {
             return Action::Continue;
         };
-        let Some(http) = c.http.get_mut(&context_id) else {
+        let Some(http) = c.http.get_mut(context_id) else {
             return Action::Continue;
         };
         match http.on_request_headers() {
@@ -178,7 +148,7 @@ pub extern "C" fn proxy_on_http_call_response(
             Part::Body => hostcalls::http_call_body(body_size).ok(),
         })
     };
-    let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(&token)) else {
+    let Some(context_id) = CONTEXTS.with(|c| c.try_borrow_mut().ok()?.calls.remove(token)) else {
         // Not a request's call: a background call's handler, or nobody (the request is
         // gone, its context deleted).
         if let Some(handler) = background::take(token) {
@@ -231,7 +201,7 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
         let Ok(mut c) = c.try_borrow_mut() else {
             return;
         };
-        match c.http.remove(&context_id) {
+        match c.http.remove(context_id) {
             // A call still in flight finds nobody when it answers. (ABI 0.2.1 cannot
             // cancel an HTTP call; it ends at its timeout at the latest.) Only a request
             // deleted while it waits (its client went away) pays for the search.
@@ -240,11 +210,11 @@ pub extern "C" fn proxy_on_delete(context_id: u32) {
                 // `proxy_on_delete` for every context, so no other export is needed).
                 http.on_delete();
                 if http.is_waiting() {
-                    c.calls.retain(|_, waiting| *waiting != context_id);
+                    c.calls.retain(|waiting| *waiting != context_id);
                 }
             }
             None => {
-                c.roots.remove(&context_id);
+                c.roots.remove(context_id);
             }
         }
     });

@@ -39,16 +39,15 @@ pub enum Flow {
     WaitingOn(u32),
 }
 
-/// Where a request stands.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "lives in the context map, as the waiting fields did before; a box would cost an allocation per global request"
-)]
+/// Where a request stands. Small (the waiting request's `Pending` stays in the box its
+/// verdict came in): every context is moved into the dispatcher's map and out of it
+/// again, and a large state was copied whole both ways on every request.
 enum State {
     /// Not decided yet.
     Idle,
-    /// Paused for the rate limit service, with what its answer needs.
-    Waiting(Pending),
+    /// Paused for the rate limit service, with what its answer needs (the call's
+    /// `pending`; its body is freed once sent).
+    Waiting(Box<Ask>),
     /// Let through: headers to add to the response when it comes, and the meter of
     /// its response-cost rules, if any.
     Passed(Headers, Option<Box<ResponseMeter>>),
@@ -129,7 +128,7 @@ impl Http {
     /// The rate limit service answered this request's call, and this context is current
     /// again: resume or reject the request.
     pub fn on_rls_answer(&mut self, answer: Answer) {
-        let (Some(plugin), State::Waiting(pending)) = (
+        let (Some(plugin), State::Waiting(ask)) = (
             self.plugin.clone(),
             std::mem::replace(&mut self.state, State::Done),
         ) else {
@@ -143,7 +142,7 @@ impl Http {
         if let Some(holding) = &mut self.holding {
             holding.answered(&plugin, &answer);
         }
-        let Some(verdict) = decide_answer(&plugin, pending, answer) else {
+        let Some(verdict) = decide_answer(&plugin, ask.pending, answer) else {
             self.cannot_carry_out(&plugin, HostFailure::TallyBusy, None, Phase::Paused);
             return;
         };
@@ -170,8 +169,8 @@ impl Http {
         let State::Passed(headers, meter) = std::mem::replace(&mut self.state, State::Done) else {
             return;
         };
-        for (name, value) in headers {
-            if let Err(status) = hostcalls::add_response_header(&name, &value) {
+        for (name, value) in &headers {
+            if let Err(status) = hostcalls::add_response_header(name, value) {
                 log::throttled(Level::Warn, Cause::AddHeader, || {
                     format!("cannot add response header {name} (status {status})")
                 });
@@ -270,23 +269,25 @@ impl Http {
                     }
                 }
             }
-            Verdict::Ask(ask) => self.ask(plugin, *ask, phase),
+            Verdict::Ask(ask) => self.ask(plugin, ask, phase),
         }
     }
 
     /// Makes the request's call to the rate limit service and waits for it; a call that
     /// cannot be made is decided as the limiter says for one.
-    fn ask(&mut self, plugin: &Plugin, ask: Ask, phase: Phase) -> Flow {
+    fn ask(&mut self, plugin: &Plugin, mut ask: Box<Ask>, phase: Phase) -> Flow {
         let Some(rls) = plugin.limiter.rls() else {
             return Flow::Continue;
         };
         match background::start(rls, &ask.call, "call") {
             Ok(token) => {
-                if let Some(release) = ask.release {
+                if let Some(release) = ask.release.take() {
                     let holding = self.holding.get_or_insert_with(Box::default);
                     (holding.release, holding.call) = (Some(release), token);
                 }
-                self.state = State::Waiting(ask.pending);
+                // Sent: only `pending` is needed until the answer.
+                ask.call.body = Vec::new();
+                self.state = State::Waiting(ask);
                 Flow::WaitingOn(token)
             }
             Err(status) => match decide_answer(plugin, ask.pending, Answer::NotSent(status.0)) {

@@ -19,7 +19,8 @@
 //! - `refill`, `charge` and `release`: a lease refill, the stream-end charge of a response
 //!   cost and the stream-end release of a fleet-wide concurrency hold, three such calls.
 //!
-//! [`types`], [`memory`] (host buffers), [`heap`] (the module's allocator), [`failure`] (what to do
+//! [`types`], [`memory`] (host buffers), [`heap`] (the module's allocator), [`id_map`] (the
+//! dispatcher's contexts by host id), [`failure`] (what to do
 //! when a verdict cannot be carried out) and [`log_throttle`] (one log line per failure
 //! cause and period) make no host call: they are compiled and tested on every target.
 //! The rest is compiled for wasm32 only.
@@ -33,6 +34,7 @@
 
 pub mod failure;
 pub mod heap;
+pub mod id_map;
 pub mod log_throttle;
 pub mod memory;
 pub mod types;

@@ -23,43 +23,42 @@ impl Limiter {
     ) -> Option<(Call, Option<Box<Call>>)> {
         let rls = self.rls().filter(|_| !global.is_empty())?;
         let calls = self.calls.as_ref()?;
-        // Inline for two: most requests ask about one or two rules.
-        let descriptors: SmallVec<[rls::Descriptor<'_>; 2]> = global
-            .iter()
-            .map(|&(a, cost)| {
-                self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost))
-            })
-            .collect();
+        // Inline for two: most requests ask about one or two rules. (Pushed in a loop: a
+        // collect through `SmallVec::extend` counted more.)
+        let mut descriptors: SmallVec<[rls::Descriptor<'_>; 2]> = SmallVec::new();
+        for &(a, cost) in global {
+            descriptors
+                .push(self.rls_descriptor(a, admission_hits(&self.config.rules[a.rule], cost)));
+        }
         pending.rules = global.iter().map(|(a, _)| a.rule).collect();
-        pending.fallbacks = global
-            .iter()
-            .filter_map(|&(a, cost)| {
-                let rule = &self.config.rules[a.rule];
-                let Limit::Global {
-                    fallback: Some(quota),
-                    ..
-                } = rule.limit
-                else {
-                    return None;
-                };
-                let prefixes = self.prefixes();
-                let fingerprint = prefixes.fallback(a.rule).map_or_else(
-                    || prefixes.key.fallback(&rule.name, quota, &a.values),
-                    |prefix| prefix.values(&a.values),
-                );
-                Some((
-                    a.rule,
-                    Take {
-                        fingerprint,
-                        quota,
-                        shadow: rule.shadow,
-                        // A response cost's fallback bucket takes the estimate, as a
-                        // local rule's bucket does.
-                        cost: rule.response_cost.as_ref().map_or(cost, |r| r.estimate),
-                    },
-                ))
-            })
-            .collect();
+        // Pushed in a loop, and only for a rule with a fallback: most have none, and the
+        // list then stays empty and unallocated.
+        for &(a, cost) in global {
+            let rule = &self.config.rules[a.rule];
+            let Limit::Global {
+                fallback: Some(quota),
+                ..
+            } = rule.limit
+            else {
+                continue;
+            };
+            let prefixes = self.prefixes();
+            let fingerprint = prefixes.fallback(a.rule).map_or_else(
+                || prefixes.key.fallback(&rule.name, quota, &a.values),
+                |prefix| prefix.values(&a.values),
+            );
+            pending.fallbacks.push((
+                a.rule,
+                Take {
+                    fingerprint,
+                    quota,
+                    shadow: rule.shadow,
+                    // A response cost's fallback bucket takes the estimate, as a local
+                    // rule's bucket does.
+                    cost: rule.response_cost.as_ref().map_or(cost, |r| r.estimate),
+                },
+            ));
+        }
         let body = rls::encode_request(&rls.domain, &descriptors);
         // Only a configuration with a fleet-wide concurrency rule looks for one.
         if let Some(hold) = self.hold_rules.then(|| self.hold(global)).flatten() {

@@ -43,28 +43,27 @@ impl Limiter {
         costs: &[u32],
     ) -> PerBucket<(usize, Take)> {
         let prefixes = self.prefixes();
-        applied
-            .iter()
-            .zip(costs)
-            .filter_map(|(a, &cost)| {
-                let rule = &self.config.rules[a.rule];
-                match rule.limit {
-                    Limit::Local(quota) => Some((
-                        a.rule,
-                        Take {
-                            fingerprint: prefixes.bucket(a.rule).map_or_else(
-                                || prefixes.key.bucket(&rule.name, quota, &a.values),
-                                |prefix| prefix.values(&a.values),
-                            ),
-                            quota,
-                            shadow: rule.shadow,
-                            cost,
-                        },
-                    )),
-                    Limit::Global { .. } | Limit::Concurrency(_) | Limit::GlobalConcurrency => None,
-                }
-            })
-            .collect()
+        // Pushed in a loop: a collect through `SmallVec::extend` counted more.
+        let mut takes = PerBucket::new();
+        for (a, &cost) in applied.iter().zip(costs) {
+            let rule = &self.config.rules[a.rule];
+            match rule.limit {
+                Limit::Local(quota) => takes.push((
+                    a.rule,
+                    Take {
+                        fingerprint: prefixes.bucket(a.rule).map_or_else(
+                            || prefixes.key.bucket(&rule.name, quota, &a.values),
+                            |prefix| prefix.values(&a.values),
+                        ),
+                        quota,
+                        shadow: rule.shadow,
+                        cost,
+                    },
+                )),
+                Limit::Global { .. } | Limit::Concurrency(_) | Limit::GlobalConcurrency => {}
+            }
+        }
+        takes
     }
 
     /// Takes `takes` from their buckets at `now` (`None`: the clock failed), and counts
@@ -119,23 +118,21 @@ impl Limiter {
                 };
             }
         };
-        let rules: PerBucket<(usize, PerRule)> = takes
-            .iter()
-            .zip(&checked.decisions)
-            .map(|((rule, take), decision)| (*rule, rule_counter(decision.is_allow(), take.shadow)))
-            .collect();
-        let shadow_denied = rules.iter().any(|(_, c)| *c == PerRule::ShadowDenied);
-        let standings = if !checked.allowed || self.config.response.headers_on_allowed {
-            takes
-                .iter()
-                .zip(&checked.decisions)
-                .map(|((rule, take), decision)| {
-                    Standing::local(*rule, take.quota, *decision, take.shadow)
-                })
-                .collect()
-        } else {
-            PerBucket::new()
-        };
+        // One pass for the counters and the shadow denial (pushed: a collect through
+        // `SmallVec::extend` counted more).
+        let mut rules: PerBucket<(usize, PerRule)> = PerBucket::new();
+        let mut shadow_denied = false;
+        for ((rule, take), decision) in takes.iter().zip(&checked.decisions) {
+            let counter = rule_counter(decision.is_allow(), take.shadow);
+            shadow_denied |= counter == PerRule::ShadowDenied;
+            rules.push((*rule, counter));
+        }
+        let mut standings = PerBucket::new();
+        if !checked.allowed || self.config.response.headers_on_allowed {
+            for ((rule, take), decision) in takes.iter().zip(&checked.decisions) {
+                standings.push(Standing::local(*rule, take.quota, *decision, take.shadow));
+            }
+        }
         BucketsOutcome {
             table,
             result: Ok(BucketsDecided {

@@ -28,8 +28,9 @@ use crate::wire::rls::Decided;
 pub(super) struct CacheKey {
     /// The set's identity in the cache.
     pub fingerprint: u128,
-    /// The hits asked for each descriptor, in descriptor order.
-    pub costs: Vec<u32>,
+    /// The hits asked for each descriptor, in descriptor order (inline for two: no
+    /// allocation per request for most sets).
+    pub costs: Costs,
 }
 
 /// What looking the request up found.
@@ -89,6 +90,12 @@ impl Limiter {
         if global.iter().all(|(a, _)| self.config.rules[a.rule].shadow) {
             return lookup;
         }
+        // The hits each is asked for, in descriptor order (pushed in a loop: a collect
+        // through `SmallVec::extend` counted more).
+        let mut costs = Costs::new();
+        for &(a, cost) in global {
+            costs.push(admission_hits(&self.config.rules[a.rule], cost));
+        }
         let key = CacheKey {
             fingerprint: match identities {
                 // A set of one is its descriptor's identity: no hash at all.
@@ -101,11 +108,7 @@ impl Limiter {
                     }
                 }
             },
-            // The hits each is asked for, in descriptor order.
-            costs: global
-                .iter()
-                .map(|&(a, cost)| admission_hits(&self.config.rules[a.rule], cost))
-                .collect(),
+            costs,
         };
         // No clock: nothing to compare with; the call decides.
         let found = clock.now().map(|now| {

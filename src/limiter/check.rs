@@ -83,13 +83,18 @@ impl Limiter {
             }
         }
         // The over-limit cache, before local rules: a request it rejects takes nothing.
-        let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
-        if let Some(verdict) = remembered_denial(&mut lookup, tally) {
-            return verdict;
+        // (Without a cache there is nothing to look up, and nothing to count.)
+        let mut cache_key = None;
+        if self.over_limit.is_some() {
+            let mut lookup = self.look_up_denials(&global, &identities, &mut clock, store, request);
+            if let Some(verdict) = remembered_denial(&mut lookup, tally) {
+                return verdict;
+            }
+            lookup.record(false, tally);
+            cache_key = lookup.key.take();
         }
-        lookup.record(false, tally);
         let mut pending = Pending {
-            cache_key: lookup.key.take(),
+            cache_key,
             lease_keys,
             ..Pending::default()
         };
@@ -278,11 +283,14 @@ impl Limiter {
         if self.rls().is_none() {
             return GlobalRules::new();
         }
-        applied
-            .iter()
-            .zip(costs.iter().copied())
-            .filter(|(a, _)| self.config.rules[a.rule].limit.is_asked())
-            .collect()
+        let mut global = GlobalRules::new();
+        // Pushed in a loop: a collect through `SmallVec::extend` counted more.
+        for (a, &cost) in applied.iter().zip(costs) {
+            if self.config.rules[a.rule].limit.is_asked() {
+                global.push((a, cost));
+            }
+        }
+        global
     }
 
     /// The identities of the descriptors of `global` (the request's global rules), hashed

@@ -102,7 +102,10 @@ impl Limiter {
                 }
             }
         }
-        let rules: SmallVec<[usize; 2]> = global.iter().map(|(a, _)| a.rule).collect();
+        let mut rules: SmallVec<[usize; 2]> = SmallVec::new();
+        for (a, _) in global {
+            rules.push(a.rule);
+        }
         record(
             Outcome::LeasesSpent {
                 decided_rules: if decided { &rules } else { &[] },

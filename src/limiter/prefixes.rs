@@ -98,13 +98,15 @@ impl Prefixes {
         domain: &str,
         global: &[(&Applied, u32)],
     ) -> Identities {
-        global
-            .iter()
-            .map(|(a, _)| match self.lease(a.rule) {
+        // Pushed in a loop: a collect through `SmallVec::extend` counted more.
+        let mut identities = Identities::new();
+        for (a, _) in global {
+            identities.push(match self.lease(a.rule) {
                 Some(prefix) => prefix.values(&a.values),
                 None => self.key.lease(domain, &rules[a.rule].name, &a.values),
-            })
-            .collect()
+            });
+        }
+        identities
     }
 
     /// The prefix of the over-limit cache's sets (`None`: no service).

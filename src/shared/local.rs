@@ -120,6 +120,20 @@ pub fn take_all(
     now_ns: u64,
     events: &mut TableEvents,
 ) -> Result<Checked, LocalError> {
+    match takes {
+        [take] => take_one(table, store, take.take(), now_ns, events),
+        takes => take_many(table, store, takes, now_ns, events),
+    }
+}
+
+/// [`take_all`] for any number of buckets.
+fn take_many(
+    table: &Table,
+    store: &impl SharedData,
+    takes: &[impl AsTake],
+    now_ns: u64,
+    events: &mut TableEvents,
+) -> Result<Checked, LocalError> {
     // 1. Read and decide everything, write nothing.
     // What was found and what was decided, side by side (the decisions are returned:
     // kept apart, they are not copied out of a list of both).
@@ -147,7 +161,7 @@ pub fn take_all(
     // 3. Commit each bucket, deciding again on conflict.
     let mut held: PerBucket<Held> = PerBucket::new();
     for (i, take) in takes.iter().map(AsTake::take).enumerate() {
-        match commit(table, store, take, (found[i], decisions[i]), now_ns, events) {
+        match commit(table, store, take, &found[i], decisions[i], now_ns, events) {
             Ok(Committed::Written { index, decision }) => {
                 decisions[i] = decision;
                 held.push(Held { take: *take, index });
@@ -176,6 +190,39 @@ pub fn take_all(
     })
 }
 
+/// [`take_all`] for a request that takes from one bucket, the common case, with the same
+/// steps (read, decide, nothing written on a denial, commit deciding again on conflict)
+/// and none of the lists a request of several buckets needs to decide all before
+/// writing any.
+fn take_one(
+    table: &Table,
+    store: &impl SharedData,
+    take: &Take,
+    now_ns: u64,
+    events: &mut TableEvents,
+) -> Result<Checked, LocalError> {
+    let found = table.find(store, take.fingerprint, now_ns)?;
+    let decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
+    let (allowed, decision, held) = if !take.shadow && !decision.is_allow() {
+        (false, decision, None)
+    } else {
+        match commit(table, store, take, &found, decision, now_ns, events)? {
+            Committed::Written { index, decision } => {
+                (true, decision, Some(Held { take: *take, index }))
+            }
+            // A shadow rule's denial never rejects; an enforced one does.
+            Committed::Denied(decision) => (take.shadow, decision, None),
+        }
+    };
+    let mut decisions = PerBucket::new();
+    decisions.push(decision);
+    Ok(Checked {
+        allowed,
+        decisions,
+        held: held.into_iter().collect(),
+    })
+}
+
 /// What committing one bucket came to.
 enum Committed {
     /// The new state is stored in slot `index`.
@@ -184,15 +231,20 @@ enum Committed {
     Denied(Decision),
 }
 
-/// Writes one bucket's new state, reading and deciding again on each conflict.
+/// Writes one bucket's new state (`found` as read, `decision` made on it), reading and
+/// deciding again on each conflict. The slot as read is borrowed, not copied: it is
+/// read again only after a conflict.
 fn commit(
     table: &Table,
     store: &impl SharedData,
     take: &Take,
-    (mut found, mut decision): (Found, Decision),
+    found: &Found,
+    mut decision: Decision,
     now_ns: u64,
     events: &mut TableEvents,
 ) -> Result<Committed, LocalError> {
+    let mut read_again: Found;
+    let mut found = found;
     for _ in 0..MAX_ATTEMPTS {
         let Decision::Allow { new_state, .. } = decision else {
             return Ok(Committed::Denied(decision));
@@ -202,7 +254,7 @@ fn commit(
             tat: new_state,
             rate_micro: take.quota.rate_micro(),
         };
-        match table.write_found(store, &found, &slot) {
+        match table.write_found(store, found, &slot) {
             Ok(()) => {
                 match found.origin {
                     Origin::Empty => events.new_buckets += 1,
@@ -216,7 +268,8 @@ fn commit(
             }
             Err(SetError::Conflict) => {
                 events.conflicts += 1;
-                found = table.find(store, take.fingerprint, now_ns)?;
+                read_again = table.find(store, take.fingerprint, now_ns)?;
+                found = &read_again;
                 decision = bucket::decide(found.state, now_ns, take.quota, take.cost);
             }
             Err(SetError::Store(e)) => return Err(LocalError::Store(e)),

@@ -391,3 +391,5 @@ fn a_settled_bucket_goes_into_debt_or_gets_tokens_back() {
     settle(&t, &store, &checked.held[0], 0, NOW, &mut events).unwrap();
     assert_eq!(left(&t, &store, &est), 10);
 }
+
+mod one_bucket;

@@ -282,3 +282,17 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&*key, [&longest[..], index.to_string().as_bytes()].concat());
     }
 }
+
+#[test]
+fn a_slot_key_spells_every_number_of_digits() {
+    for digits in 0..10u32 {
+        let low = 10u32.pow(digits);
+        for index in [low - 1, low, low + 1, low.saturating_mul(10) - 1] {
+            assert_eq!(
+                &*SlotKey::new(index),
+                format!("floodgate/v2/{index}").as_bytes()
+            );
+        }
+    }
+    assert_eq!(&*SlotKey::new(u32::MAX), b"floodgate/v2/4294967295");
+}
