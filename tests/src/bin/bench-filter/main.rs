@@ -25,15 +25,12 @@
 //! only those configurations, plus "no filter").
 
 mod cases;
+mod paired;
 mod provenance;
 mod wrk;
 
 use cases::{
-    calibration_case, calibration_cases, cases, global_cases, stacked_cases, variants, Case,
-    CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED,
-    FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE,
-    FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR,
-    NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, REJECT_FLOOR, SERVER_CONFIG, STACK,
+    calibration_cases, cases, global_cases, stacked_cases, variants, Case, SERVER_CONFIG, STACK,
 };
 use floodgate_integration::configs::{self, bootstrap, cluster, listener_with_route};
 use floodgate_integration::{Envoy, Server};
@@ -217,217 +214,14 @@ async fn main() {
         );
     }
 
-    // Ratios are taken within each round (the configurations of one round ran back to
-    // back, so they share the machine's state), then the median over rounds.
-    let index = |name: &str| cases.iter().position(|c| c.name == name);
-    let per_round = |f: &dyn Fn(usize) -> f64| median((0..rounds as usize).map(f).collect());
-    let stacked_name = |name: &str| format!("{name} x{STACK}");
-    // Against each floor: the SDK no-op (the target's reference) and the raw-ABI no-op,
-    // which pays for no callback floodgate does not export either.
-    for (floor_label, floor_name) in [("the SDK no-op", NOOP), ("the raw-ABI no-op", RAW_NOOP)] {
-        for (label, ours, floor) in [
-            ("one filter", index(FLOODGATE_ALLOWED), index(floor_name)),
-            (
-                "chained",
-                index(&stacked_name(FLOODGATE_ALLOWED)),
-                index(&stacked_name(floor_name)),
-            ),
-        ] {
-            if let (Some(ours), Some(floor)) = (ours, floor) {
-                let ratio = per_round(&|r| {
-                    let none = samples[0][r].cpu_us;
-                    (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
-                });
-                println!(
-                    "\nfloodgate allowed path ({label}): {ratio:.2} x {floor_label} wasm filter's \
-                     added CPU (median of per-round ratios; target <= 1.5 against the SDK no-op)"
-                );
-            }
-        }
-    }
-    // Against the limit floor: the host calls any shared-data limit makes, and nothing
-    // else; what floodgate adds over it is its own code and the callbacks it exports.
-    for (label, ours, floor, per) in [
-        (
-            "one filter",
-            index(FLOODGATE_ALLOWED),
-            index(LIMIT_FLOOR),
-            1.0,
-        ),
-        (
-            "chained, per filter",
-            index(&stacked_name(FLOODGATE_ALLOWED)),
-            index(&stacked_name(LIMIT_FLOOR)),
-            STACK as f64,
-        ),
-    ] {
-        if let (Some(ours), Some(floor)) = (ours, floor) {
-            let ratio = per_round(&|r| {
-                let none = samples[0][r].cpu_us;
-                (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
-            });
-            let added = per_round(&|r| (samples[ours][r].cpu_us - samples[floor][r].cpu_us) / per);
-            println!(
-                "floodgate allowed path ({label}): {ratio:.2} x the raw-ABI limit floor's added \
-                 CPU, {added:+.2} µs of worker CPU over it (medians of per-round ratios and \
-                 differences)"
-            );
-        }
-    }
-    for (label, held, plain, per) in [
-        (
-            "one filter",
-            index(FLOODGATE_CONCURRENCY),
-            index(FLOODGATE_ALLOWED),
-            1.0,
-        ),
-        (
-            "chained, per filter",
-            index(&stacked_name(FLOODGATE_CONCURRENCY)),
-            index(&stacked_name(FLOODGATE_ALLOWED)),
-            STACK as f64,
-        ),
-    ] {
-        if let (Some(held), Some(plain)) = (held, plain) {
-            let cpu = per_round(&|r| (samples[held][r].cpu_us - samples[plain][r].cpu_us) / per);
-            println!(
-                "floodgate concurrency rule ({label}): {cpu:+.2} µs of worker CPU over a local \
-                 rule (median of per-round differences)"
-            );
-        }
-    }
-    if let (Some(ours), Some(native)) = (index(FLOODGATE_REJECTED), index(NATIVE_REJECTED)) {
-        let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
-        println!(
-            "floodgate reject path: {ratio:.2} x the native filter's CPU per rejected request \
-             (median of per-round ratios; target <= 1.5)"
-        );
-    }
-    if let (Some(floor), Some(native)) = (index(REJECT_FLOOR), index(NATIVE_REJECTED)) {
-        let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
-        println!(
-            "raw-ABI reject floor: {ratio:.2} x the native filter's CPU per rejected request \
-             (median of per-round ratios: the least any wasm filter costs to reject)"
-        );
-        for (label, name) in [("reject", FLOODGATE_REJECTED), ("cached", FLOODGATE_CACHED)] {
-            if let Some(ours) = index(name) {
-                let added = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
-                println!(
-                    "floodgate {label} path: {added:+.1} µs of worker CPU per rejected request \
-                     over the reject floor (median of per-round differences)"
-                );
-            }
-        }
-    }
-    if let (Some(floor), Some(native)) = (index(LIMIT_REJECT_FLOOR), index(NATIVE_REJECTED)) {
-        let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
-        println!(
-            "raw-ABI limit floor, rejecting: {ratio:.2} x the native filter's CPU per rejected \
-             request (median of per-round ratios: the host calls of a shared-data limit and \
-             floodgate's reply, with no logic)"
-        );
-        if let Some(ours) = index(FLOODGATE_REJECTED) {
-            let added = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
-            println!(
-                "floodgate reject path: {added:+.1} µs of worker CPU per rejected request over \
-                 the limit floor, rejecting (median of per-round differences)"
-            );
-        }
-    }
-    if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
-        let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
-        println!(
-            "floodgate cached over-limit path: {ratio:.2} x the native local_ratelimit's CPU \
-             per rejected request (median of per-round ratios; target <= 1.5)"
-        );
-    }
-    let at = |name: &str| {
-        cases
-            .iter()
-            .position(|c| c.name == name)
-            .map(|i| summary[i])
-    };
-    if let (Some(ours), Some(native)) = (at(FLOODGATE_GLOBAL), at(NATIVE_GLOBAL)) {
-        let none = summary[0];
-        println!(
-            "global mode, added p50 latency alone: floodgate {:+.0} µs, native ratelimit filter \
-             {:+.0} µs; at saturation (-c{connections}): floodgate {:+.0} µs, native {:+.0} µs \
-             (target: floodgate <= native)",
-            (ours.alone_p50_ms - none.alone_p50_ms) * 1000.0,
-            (native.alone_p50_ms - none.alone_p50_ms) * 1000.0,
-            (ours.p50_ms - none.p50_ms) * 1000.0,
-            (native.p50_ms - none.p50_ms) * 1000.0,
-        );
-    }
-    if let (Some(leased), Some(native)) = (index(FLOODGATE_LEASED), index(NATIVE_GLOBAL)) {
-        let cpu = per_round(&|r| {
-            let none = samples[0][r].cpu_us;
-            (samples[leased][r].cpu_us - none) / (samples[native][r].cpu_us - none)
-        });
-        let alone = per_round(&|r| {
-            let none = samples[0][r].alone_p50_ms;
-            (samples[leased][r].alone_p50_ms - none) / (samples[native][r].alone_p50_ms - none)
-        });
-        let (decided, requests) = calls[leased];
-        println!(
-            "floodgate global, leased: {cpu:.2} x the native ratelimit filter's added worker CPU, \
-             {alone:.2} x its added p50 alone (medians of per-round ratios; targets <= 0.5); \
-             {:.4} calls per request (target <= 0.05)",
-            decided / requests.max(1.0)
-        );
-    }
-    if let (Some(ours), Some(floor)) = (index(FLOODGATE_GLOBAL), index(CALL_FLOOR)) {
-        let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
-        let (decided, requests) = calls[ours];
-        println!(
-            "floodgate global per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
-             (median of per-round differences; target <= +2.5 µs), {:.2} calls per request",
-            decided / requests.max(1.0)
-        );
-    }
-    // Paired per round: each wasm filter against the native filter it ran beside.
-    if let Some(native) = index(NATIVE_GLOBAL) {
-        let wasm_global = cases.iter().enumerate().filter(|(_, c)| {
-            [
-                FLOODGATE_GLOBAL,
-                FLOODGATE_GLOBAL_NO_CACHE,
-                FLOODGATE_NO_QUOTA,
-                FLOODGATE_FALLBACK,
-                FLOODGATE_LEASED,
-                CALL_FLOOR,
-            ]
-            .contains(&c.name.as_str())
-                || c.name.ends_with(" global")
-        });
-        for (ours, case) in wasm_global {
-            let label = &case.name;
-            let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[native][r].cpu_us);
-            let alone = per_round(&|r| {
-                (samples[ours][r].alone_p50_ms - samples[native][r].alone_p50_ms) * 1000.0
-            });
-            let busy =
-                per_round(&|r| (samples[ours][r].p50_ms - samples[native][r].p50_ms) * 1000.0);
-            println!(
-                "{label} minus native ratelimit (median of per-round differences): worker CPU \
-                 {cpu:+.1} µs/request, p50 alone {alone:+.0} µs, p50 at -c{connections} {busy:+.0} µs"
-            );
-        }
-    }
-    // Each host-call kind alone: its case minus the module making no call, per round.
-    if let Some(none) = index(&calibration_case("none")) {
-        for kind in CALIBRATION_KINDS {
-            if let Some(ours) = index(&calibration_case(kind)) {
-                let each = per_round(&|r| {
-                    (samples[ours][r].cpu_us - samples[none][r].cpu_us)
-                        / f64::from(CALIBRATION_CALLS)
-                });
-                println!(
-                    "host call {kind}: {each:+.3} µs of worker CPU per call (median of per-round \
-                     differences, {CALIBRATION_CALLS} a request, against the same module making none)"
-                );
-            }
-        }
-    }
+    paired::print(&paired::Run {
+        cases: &cases,
+        samples: &samples,
+        summary: &summary,
+        calls: &calls,
+        rounds: rounds as usize,
+        connections,
+    });
 }
 
 /// Calls floodgate-server has decided so far (OK and over limit).
