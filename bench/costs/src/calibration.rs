@@ -115,23 +115,23 @@ pub struct Model {
 }
 
 /// The model fitted from `make bench` (`docs/costs.md` has the run and each
-/// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-04, modules from
-/// `01bf14f`, nothing else running, on a slow day (a request with no filter cost its
-/// worker 73.1 µs, against 29.1 µs on the quietest day measured), with the prices of
-/// [`MEASURED_PRICES`] scaled to it. Read these as fractions of [`Model::baseline`]
-/// ([`Model::share`]) rather than as microseconds anywhere else.
+/// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-07, modules from
+/// `7c14f7c`, nothing else running (a request with no filter cost its worker 53.7 µs,
+/// against 73.1 µs on 2026-12-04 and 29.1 µs on the quietest day measured), with the
+/// prices that run measured itself (its `host calls` rows). Read these as fractions of
+/// [`Model::baseline`] ([`Model::share`]) rather than as microseconds anywhere else.
 ///
-/// The entry's 0 is the fit's floor, not a measurement of nothing: in that run the SDK
-/// no-op's 6 more entries per filter than the raw-ABI no-op's, with its 1 500 more
-/// instructions, cost 0.49 µs per filter in all.
+/// Fits from different runs disagree by factors (2026-12-04: a filter 3.8 µs, an entry
+/// 0, a thousand instructions 0.64 µs, at a 73.1 µs baseline): few rows, noisy, with
+/// features that move together. The model ranks paths; the counts are what is held.
 pub const FITTED: Option<Model> = Some(Model {
-    per_filter: 3.829,
-    entry: 0.0,
-    prices: [1.182, 2.109, 1.057, 0.819, 0.926],
-    local_reply: 14.088,
-    kilo_instructions: 0.638,
-    http_call: 90.106,
-    baseline: 73.1,
+    per_filter: 0.852,
+    entry: 0.240,
+    prices: [0.280, 1.551, 0.186, 0.058, 0.163],
+    local_reply: 5.155,
+    kilo_instructions: 0.194,
+    http_call: 48.968,
+    baseline: 53.7,
 });
 
 /// Features the fit weighs, in this order: filters, entries, local replies, thousands of
