@@ -37,23 +37,33 @@ pub fn print(run: &Run<'_>) {
     let index = |name: &str| cases.iter().position(|c| c.name == name);
     let per_round = |f: &dyn Fn(usize) -> f64| median((0..rounds).map(f).collect());
     let stacked_name = |name: &str| format!("{name} x{STACK}");
+    // `ours` against `other`, as one filter and chained: the label, both rows, and what a
+    // chained difference is divided by to be one filter's.
+    let alone_and_chained = |ours: &str, other: &str| {
+        [
+            ("one filter", index(ours), index(other), 1.0),
+            (
+                "chained",
+                index(&stacked_name(ours)),
+                index(&stacked_name(other)),
+                STACK as f64,
+            ),
+        ]
+    };
+    // `ours`'s added CPU over `floor`'s, a ratio per round.
+    let added_ratio = |ours: usize, floor: usize| {
+        per_round(&|r| {
+            let none = samples[0][r].cpu_us;
+            (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
+        })
+    };
     // Against each floor: the SDK no-op and the raw-ABI no-op, which pays for no callback
     // floodgate does not export either (the target's reference: at most 1.2 x it plus the
     // callbacks floodgate must have, docs/benchmarks.md).
     for (floor_label, floor_name) in [("the SDK no-op", NOOP), ("the raw-ABI no-op", RAW_NOOP)] {
-        for (label, ours, floor) in [
-            ("one filter", index(FLOODGATE_ALLOWED), index(floor_name)),
-            (
-                "chained",
-                index(&stacked_name(FLOODGATE_ALLOWED)),
-                index(&stacked_name(floor_name)),
-            ),
-        ] {
+        for (label, ours, floor, _) in alone_and_chained(FLOODGATE_ALLOWED, floor_name) {
             if let (Some(ours), Some(floor)) = (ours, floor) {
-                let ratio = per_round(&|r| {
-                    let none = samples[0][r].cpu_us;
-                    (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
-                });
+                let ratio = added_ratio(ours, floor);
                 println!(
                     "\nfloodgate allowed path ({label}): {ratio:.2} x {floor_label} wasm filter's \
                      added CPU (median of per-round ratios)"
@@ -63,26 +73,15 @@ pub fn print(run: &Run<'_>) {
     }
     // Against the limit floor: the host calls any shared-data limit makes, and nothing
     // else; what floodgate adds over it is its own code and the callbacks it exports.
-    for (label, ours, floor, per) in [
-        (
-            "one filter",
-            index(FLOODGATE_ALLOWED),
-            index(LIMIT_FLOOR),
-            1.0,
-        ),
-        (
-            "chained, per filter",
-            index(&stacked_name(FLOODGATE_ALLOWED)),
-            index(&stacked_name(LIMIT_FLOOR)),
-            STACK as f64,
-        ),
-    ] {
+    for (label, ours, floor, per) in alone_and_chained(FLOODGATE_ALLOWED, LIMIT_FLOOR) {
         if let (Some(ours), Some(floor)) = (ours, floor) {
-            let ratio = per_round(&|r| {
-                let none = samples[0][r].cpu_us;
-                (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
-            });
+            let ratio = added_ratio(ours, floor);
             let added = per_round(&|r| (samples[ours][r].cpu_us - samples[floor][r].cpu_us) / per);
+            let label = if per > 1.0 {
+                "chained, per filter"
+            } else {
+                label
+            };
             println!(
                 "floodgate allowed path ({label}): {ratio:.2} x the raw-ABI limit floor's added \
                  CPU, {added:+.2} µs of worker CPU over it (medians of per-round ratios and \
@@ -90,22 +89,14 @@ pub fn print(run: &Run<'_>) {
             );
         }
     }
-    for (label, held, plain, per) in [
-        (
-            "one filter",
-            index(FLOODGATE_CONCURRENCY),
-            index(FLOODGATE_ALLOWED),
-            1.0,
-        ),
-        (
-            "chained, per filter",
-            index(&stacked_name(FLOODGATE_CONCURRENCY)),
-            index(&stacked_name(FLOODGATE_ALLOWED)),
-            STACK as f64,
-        ),
-    ] {
+    for (label, held, plain, per) in alone_and_chained(FLOODGATE_CONCURRENCY, FLOODGATE_ALLOWED) {
         if let (Some(held), Some(plain)) = (held, plain) {
             let cpu = per_round(&|r| (samples[held][r].cpu_us - samples[plain][r].cpu_us) / per);
+            let label = if per > 1.0 {
+                "chained, per filter"
+            } else {
+                label
+            };
             println!(
                 "floodgate concurrency rule ({label}): {cpu:+.2} µs of worker CPU over a local \
                  rule (median of per-round differences)"
