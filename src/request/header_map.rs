@@ -171,21 +171,11 @@ impl HeaderMap {
     /// give the list.
     pub fn lookup(&self, name: &str) -> Lookup {
         let name = name.as_bytes();
-        let mut found: Option<&[u8]> = None;
-        let mut repeated = false;
-        let walked = walk::<true>(&self.bytes, |pair| {
-            if pair.name_len == name.len() && same_name(pair.name(), name) {
-                repeated |= found.is_some();
-                found = Some(pair.value());
-            }
+        let (walked, found) = find::<true>(&self.bytes, |pair| {
+            pair.name_len == name.len() && same_name(pair.name(), name)
         });
-        self.checked.set(walked.is_some());
-        match (walked, repeated, found) {
-            (None, _, _) => Lookup::Absent,
-            (Some(()), true, _) => Lookup::Repeated,
-            (Some(()), false, Some(v)) => Lookup::One(v.to_vec()),
-            (Some(()), false, None) => Lookup::Absent,
-        }
+        self.checked.set(walked);
+        found
     }
 
     /// `lookup("content-type")`, to frame a reply. Once a look-up has checked the list,
@@ -198,20 +188,32 @@ impl HeaderMap {
         if !self.checked.get() {
             return self.lookup("content-type");
         }
-        let mut found: Option<&[u8]> = None;
-        let mut repeated = false;
-        let _ = walk::<false>(&self.bytes, |pair| {
-            if pair.name_len == 12 && is_content_type(pair.name()) {
-                repeated |= found.is_some();
-                found = Some(pair.value());
-            }
-        });
-        match (repeated, found) {
-            (true, _) => Lookup::Repeated,
-            (false, Some(v)) => Lookup::One(v.to_vec()),
-            (false, None) => Lookup::Absent,
-        }
+        find::<false>(&self.bytes, |pair| {
+            pair.name_len == 12 && is_content_type(pair.name())
+        })
+        .1
     }
+}
+
+/// The values of the pairs `is_it` picks in the list `bytes`, walked with or without the
+/// checks ([`walk`]): one, several or none, and whether the walk accepted the list (a list
+/// it refused has no header at all).
+fn find<const CHECK: bool>(bytes: &[u8], is_it: impl Fn(&Pair<'_>) -> bool) -> (bool, Lookup) {
+    let mut found: Option<&[u8]> = None;
+    let mut repeated = false;
+    let walked = walk::<CHECK>(bytes, |pair| {
+        if is_it(&pair) {
+            repeated |= found.is_some();
+            found = Some(pair.value());
+        }
+    });
+    let lookup = match (walked, repeated, found) {
+        (None, _, _) => Lookup::Absent,
+        (Some(()), true, _) => Lookup::Repeated,
+        (Some(()), false, Some(v)) => Lookup::One(v.to_vec()),
+        (Some(()), false, None) => Lookup::Absent,
+    };
+    (walked.is_some(), lookup)
 }
 
 /// `name.eq_ignore_ascii_case(b"content-type")` in two comparisons: each letter's case
