@@ -37,6 +37,29 @@ fn native_local_ratelimit(max_tokens: u64, fill_seconds: u64) -> Value {
     })
 }
 
+/// Envoy's own local rate limit keeping one bucket per tenant, as floodgate's bench rule
+/// does: the filter's own `rate_limits` make the `tenant` descriptor from the header the
+/// bench sends, and the descriptor with no value is dynamic (a bucket per value met, at
+/// most `max_dynamic_descriptors`), each of `max_tokens` refilled every `fill_seconds`.
+/// Requests without the header would take the filter's own bucket, never emptied.
+fn native_local_ratelimit_per_tenant(max_tokens: u64, fill_seconds: u64) -> Value {
+    let mut filter = native_local_ratelimit(4_000_000_000, 1);
+    let config = &mut filter["typed_config"];
+    config["rate_limits"] = json!([{"actions": [{"request_headers": {
+        "header_name": "x-tenant-id", "descriptor_key": "tenant"
+    }}]}]);
+    config["descriptors"] = json!([{
+        "entries": [{"key": "tenant"}],
+        "token_bucket": {
+            "max_tokens": max_tokens,
+            "tokens_per_fill": max_tokens,
+            "fill_interval": format!("{fill_seconds}s")
+        }
+    }]);
+    config["max_dynamic_descriptors"] = json!(1000);
+    filter
+}
+
 /// A bench-only module from `bench/`, built by `make bench`.
 fn bench_module(name: &str, file: &str) -> Value {
     let wasm = repo_root().join("target/wasm32-wasip1/release").join(file);
@@ -89,6 +112,11 @@ pub const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
 pub const FLOODGATE_CONCURRENCY: &str = "floodgate local concurrency, allowed";
 /// Envoy's own local rate limit, rejecting every request.
 pub const NATIVE_REJECTED: &str = "native local_ratelimit, all rejected";
+/// The same limit as floodgate's bench rule: a bucket per tenant, made from the request's
+/// `x-tenant-id` (Envoy 1.40's dynamic descriptors), rejecting every request. The single
+/// bucket of [`NATIVE_REJECTED`] reads no header; this one does the job floodgate's rule
+/// does, so the two are compared like for like.
+pub const NATIVE_REJECTED_PER_TENANT: &str = "native local_ratelimit per tenant, all rejected";
 /// The least any wasm filter does to reject (`bench/host-calls` with the `reply` plan:
 /// one local reply, nothing else): the floor of the rejecting paths.
 pub const REJECT_FLOOR: &str = "raw-ABI reject floor (one local reply)";
@@ -320,6 +348,11 @@ pub fn cases() -> Vec<Case> {
             false,
         ),
         case(NATIVE_REJECTED, vec![native_local_ratelimit(1, 3600)], true),
+        case(
+            NATIVE_REJECTED_PER_TENANT,
+            vec![native_local_ratelimit_per_tenant(1, 3600)],
+            true,
+        ),
         case(REJECT_FLOOR, vec![reject_floor()], true),
         case(
             LIMIT_REJECT_FLOOR,

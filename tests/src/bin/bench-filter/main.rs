@@ -109,9 +109,23 @@ async fn main() {
     let urls: Vec<String> = (0..cases.len())
         .map(|i| envoy.url(&format!("case{i}"), "/"))
         .collect();
-    for url in &urls {
-        // Warm up: connections, V8 tiers, the bucket's first write.
-        wrk(url, 1, connections);
+    for (url, case) in urls.iter().zip(&cases) {
+        // Warm up: connections, V8 tiers, the bucket's first write. And a check that each
+        // configuration does what its name says: a rejecting one that let requests through
+        // (or an admitting one that rejected them) would time the wrong path.
+        let warm = parse_wrk(&wrk(url, 1, connections));
+        let rejected = warm.non_success / warm.requests.max(1.0);
+        let expected = if case.rejects {
+            rejected > 0.99
+        } else {
+            rejected == 0.0
+        };
+        assert!(
+            expected,
+            "{}: {:.1} % of the warm-up's responses were rejected",
+            case.name,
+            rejected * 100.0
+        );
     }
 
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); cases.len()];
@@ -160,6 +174,7 @@ async fn main() {
             cpu_us: median(runs.iter().map(|s| s.cpu_us).collect()),
             alone_p50_ms: median(runs.iter().map(|s| s.alone_p50_ms).collect()),
             alone_p99_ms: median(runs.iter().map(|s| s.alone_p99_ms).collect()),
+            non_success: runs.iter().map(|s| s.non_success).sum(),
         })
         .collect();
     let base = summary[0].cpu_us;

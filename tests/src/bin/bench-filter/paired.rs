@@ -8,8 +8,8 @@ use crate::cases::{
     calibration_case, Case, CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED,
     FLOODGATE_CACHED, FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL,
     FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED,
-    LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL, NATIVE_REJECTED, NOOP, RAW_NOOP, REJECT_FLOOR,
-    STACK,
+    LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL, NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT,
+    NOOP, RAW_NOOP, REJECT_FLOOR, STACK,
 };
 use crate::wrk::{median, Sample};
 
@@ -147,6 +147,34 @@ pub fn print(run: &Run<'_>) {
             "floodgate cached over-limit path: {ratio:.2} x the native local_ratelimit's CPU \
              per rejected request (median of per-round ratios; target <= 1.5)"
         );
+    }
+    // Like for like: the same per-tenant limit in Envoy's own filter.
+    if let Some(native) = index(NATIVE_REJECTED_PER_TENANT) {
+        for (label, name) in [
+            ("reject", FLOODGATE_REJECTED),
+            ("cached over-limit", FLOODGATE_CACHED),
+        ] {
+            if let Some(ours) = index(name) {
+                let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
+                println!(
+                    "floodgate {label} path: {ratio:.2} x native local_ratelimit per tenant (the \
+                     same limit, a bucket per x-tenant-id), CPU per rejected request (median of \
+                     per-round ratios; target <= 1.5)"
+                );
+            }
+        }
+        for (label, name) in [
+            ("reject floor", REJECT_FLOOR),
+            ("limit floor, rejecting", LIMIT_REJECT_FLOOR),
+        ] {
+            if let Some(floor) = index(name) {
+                let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
+                println!(
+                    "raw-ABI {label}: {ratio:.2} x native local_ratelimit per tenant, CPU per \
+                     rejected request (median of per-round ratios)"
+                );
+            }
+        }
     }
     let at = |name: &str| {
         cases

@@ -13,6 +13,8 @@ pub struct Sample {
     /// p50 and p99 with one connection: each request alone, no queueing behind others.
     pub alone_p50_ms: f64,
     pub alone_p99_ms: f64,
+    /// Responses other than 2xx or 3xx (wrk's `Non-2xx or 3xx responses`).
+    pub non_success: f64,
 }
 
 /// The unit of `/proc` CPU times (100 on Linux unless told otherwise).
@@ -58,6 +60,7 @@ pub fn parse_wrk(text: &str) -> Sample {
             ["99%", v] => s.p99_ms = millis(v),
             ["Requests/sec:", v] => s.rps = v.parse().unwrap_or(0.0),
             [n, "requests", "in", ..] => s.requests = n.parse().unwrap_or(0.0),
+            ["Non-2xx", "or", "3xx", "responses:", n] => s.non_success = n.parse().unwrap_or(0.0),
             _ => {}
         }
     }
