@@ -40,7 +40,8 @@ pub fn render(measured: &[Measured]) -> String {
          # costs more than this. A change that costs more raises these figures in the same\n\
          # commit (`make costs-budget` rewrites this file) and says why in its message.\n\
          # instructions: wasm instructions executed; bulk_bytes: bytes moved by memory.copy\n\
-         # and memory.fill; vm_entries: callbacks and allocations Envoy enters the VM for;\n\
+         # and memory.fill; bulk_ops: how many of those (each a call into C in V8);\n\
+         # vm_entries: callbacks and allocations Envoy enters the VM for;\n\
          # bytes_in / bytes_out: bytes the host copied into / read out of the module.\n",
     );
     for m in measured {

@@ -13,6 +13,8 @@ pub struct Cost {
     pub instructions: u64,
     /// Bytes moved by `memory.copy` / `memory.fill` / `memory.init`.
     pub bulk_bytes: u64,
+    /// `memory.copy` / `memory.fill` / `memory.init` executed: each a call into C in V8.
+    pub bulk_ops: u64,
     /// Entries into the VM, by export (callbacks, and the allocation of each value the
     /// host hands back, [`ALLOCATE`]).
     pub entries: BTreeMap<String, u64>,
@@ -56,6 +58,7 @@ impl Cost {
         Cost {
             instructions: self.instructions - earlier.instructions,
             bulk_bytes: self.bulk_bytes - earlier.bulk_bytes,
+            bulk_ops: self.bulk_ops - earlier.bulk_ops,
             entries: minus(&self.entries, &earlier.entries),
             host_calls: minus(&self.host_calls, &earlier.host_calls),
             bytes_in: self.bytes_in - earlier.bytes_in,
@@ -69,6 +72,7 @@ impl Cost {
         let mut out = vec![
             ("instructions".to_string(), self.instructions),
             ("bulk_bytes".to_string(), self.bulk_bytes),
+            ("bulk_ops".to_string(), self.bulk_ops),
             ("vm_entries".to_string(), self.vm_entries()),
             ("host_calls".to_string(), self.calls()),
             ("bytes_in".to_string(), self.bytes_in),

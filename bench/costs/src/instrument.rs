@@ -1,4 +1,4 @@
-//! Counting what a module executes: the module is rewritten with two counters that its
+//! Counting what a module executes: the module is rewritten with three counters that its
 //! own code keeps up to date, so the count is exact and owes nothing to the runtime.
 //!
 //! Every function body is cut into straight-line segments at each place control can
@@ -11,7 +11,10 @@
 //!
 //! `memory.copy`, `memory.fill` and `memory.init` are one instruction each but move any
 //! number of bytes, so before each the rewritten code also adds its length operand to a
-//! second global, [`BULK_BYTES`] (through one extra local in the functions that have them).
+//! second global, [`BULK_BYTES`] (through one extra local in the functions that have them),
+//! and one to a third, [`BULK_OPS`]: V8 carries each of them out by a call into C (about
+//! 5.5 ns for a short copy, docs/costs.md), where most instructions are a machine
+//! instruction or two, so how many there are matters more than how many bytes they move.
 //!
 //! The counters are appended after the module's own globals and exports, so no index the
 //! module uses moves; every byte of the original code is copied as it was.
@@ -23,6 +26,8 @@ use wasmparser::{FunctionBody, Operator, Parser, Payload, TypeRef};
 pub const INSTRUCTIONS: &str = "floodgate_costs_instructions";
 /// The exported global counting bytes moved by bulk-memory instructions.
 pub const BULK_BYTES: &str = "floodgate_costs_bulk_bytes";
+/// The exported global counting bulk-memory instructions executed.
+pub const BULK_OPS: &str = "floodgate_costs_bulk_ops";
 
 /// Why a module could not be instrumented.
 #[derive(Debug)]
@@ -115,21 +120,23 @@ pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error
     let counters = Counters {
         instructions: counter,
         bulk: counter + 1,
-        per_function: per_function.then_some(counter + 2),
+        bulk_ops: counter + 2,
+        per_function: per_function.then_some(counter + 3),
     };
     let functions = if per_function {
         layout.function_types.len() as u32
     } else {
         0
     };
-    let globals: Vec<Vec<u8>> = (0..2 + functions).map(|_| i64_global()).collect();
+    let globals: Vec<Vec<u8>> = (0..3 + functions).map(|_| i64_global()).collect();
     let mut exports = vec![
         export_global(INSTRUCTIONS, counters.instructions),
         export_global(BULK_BYTES, counters.bulk),
+        export_global(BULK_OPS, counters.bulk_ops),
     ];
     for i in 0..functions {
         let name = format!("{FUNCTION_PREFIX}{}", layout.imported_functions + i);
-        exports.push(export_global(&name, counter + 2 + i));
+        exports.push(export_global(&name, counter + 3 + i));
     }
     let mut out = wasm
         .get(..8)
@@ -190,6 +197,7 @@ pub fn function_names(wasm: &[u8]) -> std::collections::BTreeMap<u32, String> {
 struct Counters {
     instructions: u32,
     bulk: u32,
+    bulk_ops: u32,
     /// The first per-function counter, if any (defined function `i` has `first + i`).
     per_function: Option<u32>,
 }
@@ -337,6 +345,11 @@ fn counted_body(
             write_leb(&mut segment, u64::from(scratch));
             segment.extend_from_slice(&[0xad, 0x7c, 0x24]);
             write_leb(&mut segment, u64::from(counters.bulk));
+            // And one more operation: global.get, i64.const 1, i64.add, global.set.
+            segment.push(0x23);
+            write_leb(&mut segment, u64::from(counters.bulk_ops));
+            segment.extend_from_slice(&[0x42, 0x01, 0x7c, 0x24]);
+            write_leb(&mut segment, u64::from(counters.bulk_ops));
         }
         segment.extend_from_slice(&wasm[*offset..*end]);
         count += instructions;

@@ -25,8 +25,9 @@ fn by_name(counts: &BTreeMap<String, u64>, prefix: &str) -> String {
 /// One row's figures.
 fn row(path: &str, cost: &Cost) -> String {
     format!(
-        "| {path} | {} | {} | {} | {} | {} / {} | {} |",
+        "| {path} | {} | {} / {} | {} | {} | {} / {} | {} |",
         cost.instructions,
+        cost.bulk_ops,
         cost.bulk_bytes,
         cost.vm_entries(),
         cost.calls(),
@@ -42,7 +43,7 @@ fn row(path: &str, cost: &Cost) -> String {
 /// The totals table, then what each path enters and calls, by name.
 pub fn table(paths: &[Path], measured: &[Measured]) -> String {
     let mut out = String::from(
-        "| path | wasm instructions | bulk bytes | VM entries | host calls | ABI bytes in / out | expected CPU, of a proxied request |\n\
+        "| path | wasm instructions | bulk ops / bytes | VM entries | host calls | ABI bytes in / out | expected CPU, of a proxied request |\n\
          |---|---:|---:|---:|---:|---:|---:|\n",
     );
     for m in measured {

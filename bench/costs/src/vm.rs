@@ -3,7 +3,7 @@
 
 use crate::cost::Cost;
 use crate::host::{self, Host};
-use crate::instrument::{self, BULK_BYTES, INSTRUCTIONS};
+use crate::instrument::{self, BULK_BYTES, BULK_OPS, INSTRUCTIONS};
 use std::collections::{BTreeMap, BTreeSet};
 use wasmi::{CompilationMode, Config, Engine, Error, Global, Instance, Linker, Module, Store, Val};
 
@@ -14,6 +14,7 @@ pub struct Vm {
     exports: BTreeSet<String>,
     instructions: Global,
     bulk: Global,
+    bulk_ops: Global,
     /// Per-function counters, by function index (only with [`Vm::load_with`]'s profile).
     functions: Vec<(u32, Global)>,
 }
@@ -45,7 +46,11 @@ impl Vm {
                 .get_global(&store, name)
                 .ok_or_else(|| Error::new(format!("the instrumented module lost {name}")))
         };
-        let (instructions, bulk) = (global(INSTRUCTIONS)?, global(BULK_BYTES)?);
+        let (instructions, bulk, bulk_ops) = (
+            global(INSTRUCTIONS)?,
+            global(BULK_BYTES)?,
+            global(BULK_OPS)?,
+        );
         let functions = module
             .exports()
             .filter_map(|e| {
@@ -69,6 +74,7 @@ impl Vm {
             exports,
             instructions,
             bulk,
+            bulk_ops,
             functions,
         };
         if vm.exports("_initialize") {
@@ -126,6 +132,7 @@ impl Vm {
         Cost {
             instructions: read(&self.instructions),
             bulk_bytes: read(&self.bulk),
+            bulk_ops: read(&self.bulk_ops),
             ..self.store.data().cost.clone()
         }
     }

@@ -26,7 +26,8 @@ const MODULE: &[u8] = &[
     0xfc, 0x0b, 0x00, 0x0b, // memory.fill; end
 ];
 
-fn run(export: &str, args: &[Val], results: usize) -> (i64, i64, Vec<Val>) {
+/// The call's counts: instructions, bulk bytes and bulk operations; and its results.
+fn run(export: &str, args: &[Val], results: usize) -> ([i64; 3], Vec<Val>) {
     let engine = Engine::default();
     let module =
         Module::new(&engine, &instrument(MODULE).expect("instrumented")[..]).expect("valid");
@@ -46,7 +47,7 @@ fn run(export: &str, args: &[Val], results: usize) -> (i64, i64, Vec<Val>) {
         Val::I64(n) => n,
         other => panic!("counter is {other:?}"),
     };
-    (read(INSTRUCTIONS), read(BULK_BYTES), out)
+    ([read(INSTRUCTIONS), read(BULK_BYTES), read(BULK_OPS)], out)
 }
 
 #[test]
@@ -54,9 +55,9 @@ fn a_loop_counts_each_instruction_it_executes() {
     // Per turn: the test (3) and the decrement with its branch back (5); the last
     // test exits; then the final local.get.
     for n in [0, 1, 3, 10] {
-        let (instructions, bulk, out) = run("f", &[Val::I32(n)], 1);
+        let ([instructions, bulk, bulk_ops], out) = run("f", &[Val::I32(n)], 1);
         assert_eq!(instructions, 8 * i64::from(n) + 4, "n = {n}");
-        assert_eq!(bulk, 0);
+        assert_eq!((bulk, bulk_ops), (0, 0));
         assert!(
             matches!(out[0], Val::I32(0)),
             "the module still works: {:?}",
@@ -66,9 +67,9 @@ fn a_loop_counts_each_instruction_it_executes() {
 }
 
 #[test]
-fn bulk_memory_counts_its_bytes_and_one_instruction() {
-    let (instructions, bulk, _) = run("g", &[], 0);
-    assert_eq!((instructions, bulk), (4, 100));
+fn bulk_memory_counts_its_bytes_one_operation_and_one_instruction() {
+    let ([instructions, bulk, bulk_ops], _) = run("g", &[], 0);
+    assert_eq!((instructions, bulk, bulk_ops), (4, 100, 1));
 }
 
 #[test]
