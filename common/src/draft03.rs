@@ -58,13 +58,23 @@ pub fn fields(
     standings: impl IntoIterator<Item = Standing>,
     mut push: impl FnMut(&'static str, String),
 ) {
+    numbers(standings, |name, n| push(name, decimal(n)));
+}
+
+/// [`fields`] with each value as its number, for a caller that writes the digits where
+/// they go (the filter, straight into its reply's header buffer): the same fields, in the
+/// same order, as [`fields`] writes in decimal.
+pub fn numbers(
+    standings: impl IntoIterator<Item = Standing>,
+    mut push: impl FnMut(&'static str, u64),
+) {
     let Some(s) = tightest(standings) else {
         return;
     };
-    push(LIMIT, decimal(u64::from(s.limit)));
-    push(REMAINING, decimal(u64::from(s.remaining)));
+    push(LIMIT, u64::from(s.limit));
+    push(REMAINING, u64::from(s.remaining));
     if let Some(reset) = s.reset_ns {
-        push(RESET, decimal(seconds_ceil(reset)));
+        push(RESET, seconds_ceil(reset));
     }
 }
 

@@ -3,6 +3,19 @@
 //! cost's header) and rule names.
 
 use super::ConfigError;
+use std::sync::Arc;
+
+/// Shown in Envoy's access logs as the response code details of a rejection, followed
+/// by the rules that rejected it in braces (see [`crate::reply::rejection_details`]).
+/// Here, with the rule names, so that each rule makes its own once ([`rule_details`]).
+pub const DETAILS: &str = "floodgate_rate_limited";
+
+/// The response code details of a rejection by rule `name` alone,
+/// `floodgate_rate_limited{name}` (what [`crate::reply::rejection_details`] makes of
+/// that one name, tested): shared by each such reply, which then builds no string.
+pub(super) fn rule_details(name: &str) -> Arc<str> {
+    format!("{DETAILS}{{{name}}}").into()
+}
 
 /// The longest rule name: it becomes part of metric names.
 const MAX_NAME_LEN: usize = 64;

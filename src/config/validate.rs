@@ -2,7 +2,7 @@
 
 use super::cost::{self, Cost, Costs};
 use super::json::{Number, Rest};
-use super::names::{header_name, rule_name};
+use super::names::{header_name, rule_details, rule_name};
 use super::wire;
 use super::{
     field, Config, ConfigError, Entry, FailureMode, Limit, Match, RlsConfig, Rule, Source,
@@ -18,7 +18,7 @@ use std::num::NonZeroU32;
 
 mod concurrency;
 mod response;
-use response::response;
+use response::{response, status};
 
 pub(super) fn config(wire: wire::Config) -> Result<Config, ConfigError> {
     if wire.rules.is_empty() {
@@ -242,6 +242,7 @@ fn rule(at: &str, r: wire::Rule, max_value: usize, costs: &mut Costs) -> Result<
         },
     };
     Ok(Rule {
+        details: rule_details(&name),
         name,
         matcher,
         entries,
@@ -359,16 +360,6 @@ fn rate_micro(at: &str, rate: &Number) -> Result<u64, ConfigError> {
     match (m.whole, m.rest) {
         (Some(w), Rest::Zero) => Ok(w),
         _ => Err(ConfigError::new(at, "must have at most 6 decimal places")),
-    }
-}
-
-fn status(at: &str, s: u64) -> Result<u16, ConfigError> {
-    match s {
-        400..=599 => Ok(s as u16),
-        _ => Err(ConfigError::new(
-            at,
-            format!("{s} is not a 4xx or 5xx status code"),
-        )),
     }
 }
 

@@ -169,8 +169,9 @@ impl Http {
         let State::Passed(headers, meter) = std::mem::replace(&mut self.state, State::Done) else {
             return;
         };
-        for (name, value) in &headers {
+        for (name, value) in headers.pairs() {
             if let Err(status) = hostcalls::add_response_header(name, value) {
+                let name = String::from_utf8_lossy(name);
                 log::throttled(Level::Warn, Cause::AddHeader, || {
                     format!("cannot add response header {name} (status {status})")
                 });
@@ -389,12 +390,6 @@ fn decide_answer(plugin: &Plugin, pending: Pending, answer: Answer) -> Option<Ve
 
 /// Sends a reply from the proxy (after which the request must stay paused).
 fn send(reply: &Reply) -> Result<(), Status> {
-    let local = reply.local_response();
-    hostcalls::send_local_response(
-        local.status,
-        local.details,
-        local.body,
-        local.headers,
-        local.grpc_status,
-    )
+    let r = reply.local_response();
+    hostcalls::send_local_response(r.status, r.details, r.body, r.headers, r.grpc_status)
 }

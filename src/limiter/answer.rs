@@ -24,7 +24,7 @@ use super::record::{record, rule_counter, Outcome};
 use super::{client_protocol, Clock, Limiter, Pending, Verdict};
 use crate::config::{FailureMode, Limit, MAX_RULES};
 use crate::metrics::{PerRule, Tally};
-use crate::reply;
+use crate::reply::{self, Headers};
 use crate::request::descriptor::RequestView;
 use crate::shared::local::{self, Held, PerBucket};
 use crate::shared::SharedData;
@@ -156,7 +156,7 @@ impl Limiter {
         };
         let mut pass = self.pass(&standings, shadow_denied, tally);
         pass.request_headers = decided.request_headers;
-        pass.response_headers.extend(decided.response_headers);
+        pass.response_headers.append(decided.response_headers);
         Verdict::Continue(pass)
     }
 
@@ -257,7 +257,7 @@ impl Limiter {
                 &self.config.rules,
                 &fallback.standings,
                 None,
-                Vec::new(),
+                Headers::new(),
                 client_protocol(request),
                 now.unwrap_or(0),
             );

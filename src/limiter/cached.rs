@@ -198,7 +198,7 @@ impl Limiter {
             headers: decided
                 .response_headers
                 .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         };
         if !denial.fits() {

@@ -9,7 +9,7 @@ use super::record::{record, Outcome};
 use super::{client_protocol, refuse, Ask, Clock, Limiter, Pass, Pending, Refill, Verdict};
 use crate::config::Limit;
 use crate::metrics::Tally;
-use crate::reply::{self, Reply, Standing};
+use crate::reply::{self, Headers, Reply, Standing};
 use crate::request::descriptor::{self, Applied, RequestView};
 use crate::shared::local::{self, Take};
 use crate::shared::SharedData;
@@ -157,7 +157,7 @@ impl Limiter {
                     &self.config.rules,
                     &local.standings,
                     None,
-                    Vec::new(),
+                    Headers::new(),
                     client_protocol(request),
                     now.unwrap_or(0),
                 ))
@@ -205,7 +205,7 @@ impl Limiter {
                     &self.config.rules,
                     &standings,
                     None,
-                    Vec::new(),
+                    Headers::new(),
                     client_protocol(request),
                     now.unwrap_or(0),
                 ))
@@ -352,7 +352,7 @@ impl Limiter {
             response_headers: if self.config.response.headers_on_allowed {
                 reply::header_fields(&self.config.response, &self.config.rules, standings)
             } else {
-                Vec::new()
+                Headers::new()
             },
             refill: None,
         }

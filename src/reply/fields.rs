@@ -47,7 +47,7 @@
 use super::{Headers, Standing};
 use crate::bucket::seconds_ceil;
 use crate::config::Rule;
-use floodgate_common::decimal::push_decimal;
+use floodgate_common::decimal::push_decimal_bytes;
 
 /// The largest Integer a Structured Field can carry (15 decimal digits).
 pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
@@ -55,37 +55,47 @@ pub const SF_INTEGER_MAX: u64 = 999_999_999_999_999;
 /// `RateLimit-Policy` and `RateLimit` for `standings`: one item per enforced rule, in
 /// configuration order. Empty when no enforced rule has a limit to show.
 pub fn structured_headers(rules: &[Rule], standings: &[Standing]) -> Headers {
+    let mut headers = Headers::new();
+    push_structured_headers(&mut headers, rules, standings);
+    headers
+}
+
+/// [`structured_headers`], appended to `headers`: each list written straight into the
+/// encoded fields (no string of its own), one walk of the shown standings per field.
+pub fn push_structured_headers(headers: &mut Headers, rules: &[Rule], standings: &[Standing]) {
     let shown = super::order::in_rule_order(standings.iter().filter(|s| shows(s)));
     if shown.is_empty() {
-        return Vec::new();
+        return;
     }
-    let mut policy = String::new();
-    let mut limit = String::new();
-    for s in shown {
-        let name = rules.get(s.rule).map_or("", |r| r.name.as_str());
-        if !policy.is_empty() {
-            policy.push_str(", ");
-            limit.push_str(", ");
+    let name = |s: &Standing| rules.get(s.rule).map_or("", |r| r.name.as_str());
+    headers.push_with(b"ratelimit-policy", |out| {
+        for (i, s) in shown.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            push_sf_string(out, name(s));
+            push_param(out, b"q", u64::from(s.limit));
+            if rules.get(s.rule).is_some_and(|r| r.limit.is_concurrency()) {
+                // The draft's quota unit for a limit on requests in flight.
+                out.extend_from_slice(b";qu=\"concurrent-requests\"");
+            }
+            if let Some(w) = s.window_s {
+                push_param(out, b"w", w);
+            }
         }
-        push_sf_string(&mut policy, name);
-        push_param(&mut policy, "q", u64::from(s.limit));
-        if rules.get(s.rule).is_some_and(|r| r.limit.is_concurrency()) {
-            // The draft's quota unit for a limit on requests in flight.
-            policy.push_str(";qu=\"concurrent-requests\"");
+    });
+    headers.push_with(b"ratelimit", |out| {
+        for (i, s) in shown.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            push_sf_string(out, name(s));
+            push_param(out, b"r", u64::from(s.remaining));
+            if let Some(next) = s.next_ns {
+                push_param(out, b"t", seconds_ceil(next).min(SF_INTEGER_MAX));
+            }
         }
-        if let Some(w) = s.window_s {
-            push_param(&mut policy, "w", w);
-        }
-        push_sf_string(&mut limit, name);
-        push_param(&mut limit, "r", u64::from(s.remaining));
-        if let Some(next) = s.next_ns {
-            push_param(&mut limit, "t", seconds_ceil(next).min(SF_INTEGER_MAX));
-        }
-    }
-    vec![
-        ("ratelimit-policy".into(), policy),
-        ("ratelimit".into(), limit),
-    ]
+    });
 }
 
 /// Whether a standing is shown: an enforced rule with a limit. A service's status with
@@ -111,23 +121,24 @@ pub fn bucket_window_s(capacity: u32, rate_micro: u64) -> Option<u64> {
 
 /// A Structured Field String: `"` and `\` escaped, anything not printable ASCII left out
 /// (rule names are letters, digits, `-` and `_`; this only keeps the field well formed).
-fn push_sf_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars().filter(|c| (' '..='~').contains(c)) {
-        if c == '"' || c == '\\' {
-            out.push('\\');
+/// By bytes: every byte of a character beyond ASCII is beyond `~` too.
+fn push_sf_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    for b in s.bytes().filter(|b| (b' '..=b'~').contains(b)) {
+        if b == b'"' || b == b'\\' {
+            out.push(b'\\');
         }
-        out.push(c);
+        out.push(b);
     }
-    out.push('"');
+    out.push(b'"');
 }
 
 /// `;key=value` with an Integer value.
-fn push_param(out: &mut String, key: &str, value: u64) {
-    out.push(';');
-    out.push_str(key);
-    out.push('=');
-    push_decimal(out, value.min(SF_INTEGER_MAX));
+fn push_param(out: &mut Vec<u8>, key: &[u8], value: u64) {
+    out.push(b';');
+    out.extend_from_slice(key);
+    out.push(b'=');
+    push_decimal_bytes(out, value.min(SF_INTEGER_MAX));
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! A [`Reply`] as the host's `send_local_response` takes it: one shape for both
 //! protocols, so the host layer only hands the fields over.
 
-use super::{Headers, Reply};
+use super::Reply;
 
 /// The arguments of one local response.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,9 +12,9 @@ pub struct LocalResponse<'a> {
     pub details: &'a str,
     /// The body (a gRPC reply's is its `grpc-message`, which Envoy moves there).
     pub body: &'a [u8],
-    /// Headers, or a gRPC reply's metadata (the reply's own: encoded from where they
-    /// are, not listed again).
-    pub headers: &'a Headers,
+    /// Headers, or a gRPC reply's metadata, in the host's encoding: the reply's own
+    /// buffer, handed over as it is.
+    pub headers: &'a [u8],
     /// The gRPC status, or -1 for a plain HTTP response.
     pub grpc_status: i32,
 }
@@ -28,7 +28,7 @@ impl Reply {
                 headers,
                 body,
                 details,
-            } => (u32::from(*status), body.as_slice(), headers, -1, details),
+            } => (u32::from(*status), body.as_bytes(), headers, -1, details),
             Reply::Grpc {
                 status,
                 message,
@@ -38,9 +38,9 @@ impl Reply {
         };
         LocalResponse {
             status,
-            details,
+            details: details.as_str(),
             body,
-            headers,
+            headers: headers.encoded(),
             grpc_status,
         }
     }
@@ -72,5 +72,54 @@ mod tests {
         assert_eq!(local.status, 200);
         assert_eq!(local.grpc_status, *status as i32);
         assert_eq!(local.body, message.as_bytes());
+    }
+
+    #[test]
+    fn a_rejection_by_one_rule_shares_the_details_its_rule_made() {
+        use crate::reply::tests::rules;
+        use crate::reply::{rejection, rejection_details, Details, Headers, Standing};
+        let rules = rules();
+        let config = crate::reply::tests::config();
+        let denied = Standing {
+            rule: 1,
+            limit: 1,
+            window_s: None,
+            remaining: 0,
+            reset_ns: None,
+            next_ns: None,
+            allowed: false,
+            retry_ns: None,
+            shadow: false,
+        };
+        let reply = rejection(
+            &config,
+            &rules,
+            &[denied],
+            None,
+            Headers::new(),
+            Protocol::Http,
+            0,
+        );
+        let Reply::Http {
+            details: Details::Rule(shared),
+            ..
+        } = &reply
+        else {
+            panic!("the rule's own details: {reply:?}");
+        };
+        assert!(std::sync::Arc::ptr_eq(shared, &rules[1].details));
+        // The text the list of names makes for it.
+        assert_eq!(
+            reply.local_response().details,
+            rejection_details(&["per-route"]).as_str()
+        );
+        assert_eq!(
+            reply.local_response().details,
+            "floodgate_rate_limited{per-route}"
+        );
+        // Every rule's own are what the list of its one name makes.
+        for rule in &rules {
+            assert_eq!(*rule.details, *rejection_details(&[&rule.name]).as_str());
+        }
     }
 }

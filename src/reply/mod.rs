@@ -17,30 +17,36 @@
 //!
 //! A reply speaks the client's protocol: [`protocol`] tells gRPC, gRPC-Web and plain HTTP
 //! apart from the request's `content-type`, as Envoy does. [`local`] lays a reply out as
-//! the host's local response takes it.
+//! the host's local response takes it, its [`Headers`] already in the host's encoding
+//! ([`headers`]) and its [`Body`] the configured one, shared rather than copied.
 //!
 //! **Which rule rejected** is in the reply's details, which Envoy logs as
 //! `%RESPONSE_CODE_DETAILS%`: `floodgate_rate_limited{per-tenant}` ([`rejection_details`]).
 
-use crate::bucket::{seconds_ceil, Decision, Quota};
+use crate::bucket::seconds_ceil;
 use crate::config::{BodyFormat, ResponseConfig, Rule};
 use crate::request::descriptor::Refusal;
-use floodgate_common::decimal::decimal;
 use floodgate_common::draft03;
 use protocol::code;
 use protocol::Protocol;
 use smallvec::SmallVec;
-use std::borrow::Cow;
+use std::sync::Arc;
 
 use details::details_of;
-pub use details::rejection_details;
+pub use details::{rejection_details, Details};
 
-/// Response headers: mostly fixed names, sometimes names a rate limit service sent.
-pub type Headers = Vec<(Cow<'static, str>, String)>;
+pub use body::Body;
+pub use headers::Headers;
+pub use standing::Standing;
 
-/// Shown in Envoy's access logs as the response code details of a rejection, followed
-/// by the rules that rejected it in braces (see [`rejection_details`]).
-pub const DETAILS: &str = "floodgate_rate_limited";
+/// Room for a rejection's header fields, in bytes of their encoding: `retry-after` and
+/// the three draft-03 fields take about 120, the structured ones as much again. One
+/// allocation of a size class the heap reuses from one rejection to the next.
+const REPLY_HEADERS_CAPACITY: usize = 256;
+
+/// The response code details of a rejection (defined with the rule names, so that each
+/// rule makes its own details once).
+pub use crate::config::DETAILS;
 
 /// The most rule names a rejection's details list; more are counted as `+N`, so that an
 /// access-log line stays short whatever the configuration.
@@ -68,9 +74,9 @@ pub enum Reply {
         /// Headers to send.
         headers: Headers,
         /// Body to send.
-        body: Vec<u8>,
+        body: Body,
         /// Response code details for Envoy's access log.
-        details: Cow<'static, str>,
+        details: Details,
     },
     /// A gRPC trailers-only response (HTTP 200 with `grpc-status`).
     Grpc {
@@ -81,58 +87,8 @@ pub enum Reply {
         /// Extra metadata (headers).
         metadata: Headers,
         /// Response code details for Envoy's access log.
-        details: Cow<'static, str>,
+        details: Details,
     },
-}
-
-/// Where one limit stands for a request, whoever decided it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Standing {
-    /// The rule (its index in the configuration).
-    pub rule: usize,
-    /// The limit: a bucket's capacity, or the service's requests per unit.
-    pub limit: u32,
-    /// Seconds over which `limit` holds, the draft-10 `w` (`None`: not known, or never
-    /// refills). See [`fields`] for a bucket's.
-    pub window_s: Option<u64>,
-    /// Whole requests left (after this one when allowed).
-    pub remaining: u32,
-    /// Nanoseconds until the limit is fully available again (`None`: never).
-    pub reset_ns: Option<u64>,
-    /// Nanoseconds until more of the limit is available, the draft-10 `t` (`None`:
-    /// never, or nothing is used up).
-    pub next_ns: Option<u64>,
-    /// Whether this limit admits the request.
-    pub allowed: bool,
-    /// When denied: nanoseconds until the same request would pass (`None`: never).
-    pub retry_ns: Option<u64>,
-    /// A shadow rule's limit: counted, never enforced nor shown to clients.
-    pub shadow: bool,
-}
-
-impl Standing {
-    /// A local bucket's decision for `rule`.
-    pub fn local(rule: usize, quota: Quota, decision: Decision, shadow: bool) -> Standing {
-        Standing {
-            rule,
-            limit: quota.capacity(),
-            window_s: fields::bucket_window_s(quota.capacity(), quota.rate_micro()),
-            remaining: decision.remaining(),
-            reset_ns: decision.full_in_ns(),
-            next_ns: decision.next_token_in_ns(quota),
-            allowed: decision.is_allow(),
-            retry_ns: match decision {
-                Decision::Deny { retry_in_ns, .. } => retry_in_ns,
-                Decision::Allow { .. } => Some(0),
-            },
-            shadow,
-        }
-    }
-
-    /// Whether this limit rejects the request (an enforced denial).
-    pub fn rejects(&self) -> bool {
-        !self.allowed && !self.shadow
-    }
 }
 
 /// The `x-ratelimit-*` headers for the most restrictive enforced limit, by the rule the
@@ -151,11 +107,12 @@ fn push_ratelimit_headers(headers: &mut Headers, standings: &[Standing]) {
         remaining: s.remaining,
         reset_ns: s.reset_ns,
     };
-    let push = |name: &'static str, value| headers.push((name.into(), value));
+    // The digits written straight into the encoded fields: no string per value.
+    let push = |name: &'static str, n| headers.push_decimal(name, n);
     match standings {
         // One limit, the usual rejection: it is the tightest, no search.
-        [one] if !one.shadow => draft03::fields([draft03(one)], push),
-        _ => draft03::fields(standings.iter().filter(|s| !s.shadow).map(draft03), push),
+        [one] if !one.shadow => draft03::numbers([draft03(one)], push),
+        _ => draft03::numbers(standings.iter().filter(|s| !s.shadow).map(draft03), push),
     }
 }
 
@@ -195,7 +152,7 @@ fn push_header_fields(
         push_ratelimit_headers(headers, standings);
     }
     if config.headers.structured() {
-        headers.extend(fields::structured_headers(rules, standings));
+        fields::push_structured_headers(headers, rules, standings);
     }
 }
 
@@ -240,40 +197,42 @@ pub fn rejection(
             .filter_map(|s| rules.get(s.rule).map(|r| r.name.as_str()))
     };
     let problem = config.body_format == BodyFormat::ProblemJson && protocol == Protocol::Http;
-    let mut headers: Headers = Vec::with_capacity(6 + extra.len());
+    let mut headers = Headers::with_capacity(REPLY_HEADERS_CAPACITY + extra.encoded().len());
     if problem {
-        headers.push(("content-type".into(), problem::CONTENT_TYPE.to_string()));
+        headers.push("content-type", problem::CONTENT_TYPE);
     }
     if let Some(seconds) = retry_after_seconds(rejecting) {
-        headers.push(("retry-after".into(), decimal(seconds)));
+        headers.push_decimal("retry-after", seconds);
     }
     push_header_fields(&mut headers, config, rules, rejecting);
-    if !extra.is_empty() {
-        headers.extend(
-            extra
-                .into_iter()
-                .filter(|(name, _)| !(problem && name.eq_ignore_ascii_case("content-type"))),
-        );
-    }
-    let body = body.unwrap_or(config.body.as_bytes());
-    // Made only for an HTTP reply: a gRPC one has its message instead.
-    let http_body = || {
-        if problem {
-            problem::body(config.status, &violated().collect::<SmallVec<[&str; 2]>>())
-        } else {
-            body.to_vec()
+    for (name, value) in extra.pairs() {
+        if !(problem && name.eq_ignore_ascii_case(b"content-type")) {
+            headers.push_bytes(name, value);
         }
+    }
+    // Made only for an HTTP reply: a gRPC one has its message instead. The configured
+    // body is shared with the configuration, not copied.
+    let http_body = || match (problem, body) {
+        (true, _) => Body::Own(problem::body(
+            config.status,
+            &violated().collect::<SmallVec<[&str; 2]>>(),
+        )),
+        (false, Some(body)) => Body::Own(body.to_vec()),
+        (false, None) => Body::Configured(Arc::clone(&config.body)),
     };
+    let text = body.unwrap_or(config.body.as_bytes());
     status_reply(
         protocol,
         (config.status, http_body),
         (code::RESOURCE_EXHAUSTED, || {
-            String::from_utf8_lossy(body).trim_end().to_string()
+            String::from_utf8_lossy(text).trim_end().to_string()
         }),
         headers,
         match rejecting {
-            // One rule, the usual rejection: its name read directly, no iterator.
-            [one] => details_of(rules.get(one.rule).map(|r| r.name.as_str()).into_iter()),
+            // One rule, the usual rejection: the details it made with the configuration.
+            [one] => rules.get(one.rule).map_or(Details::Fixed(DETAILS), |r| {
+                Details::Rule(Arc::clone(&r.details))
+            }),
             _ => details_of(violated()),
         },
     )
@@ -285,10 +244,10 @@ pub fn failure(status: u16, protocol: Protocol) -> Reply {
     const MESSAGE: &str = "rate limiter unavailable";
     status_reply(
         protocol,
-        (status, || format!("{MESSAGE}\n").into_bytes()),
+        (status, || Body::Own(format!("{MESSAGE}\n").into_bytes())),
         (code::UNAVAILABLE, || MESSAGE.to_string()),
-        Vec::new(),
-        Cow::Borrowed(FAILURE_DETAILS),
+        Headers::new(),
+        Details::Fixed(FAILURE_DETAILS),
     )
 }
 
@@ -314,13 +273,13 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
             INVALID_DESCRIPTOR_DETAILS,
         ),
     };
-    let body = format!("{message}\n").into_bytes();
+    let body = Body::Own(format!("{message}\n").into_bytes());
     status_reply(
         protocol,
         (400, move || body),
         (code::INVALID_ARGUMENT, || message),
-        Vec::new(),
-        Cow::Borrowed(details),
+        Headers::new(),
+        Details::Fixed(details),
     )
 }
 
@@ -329,10 +288,10 @@ pub fn refusal(refusal: &Refusal, protocol: Protocol) -> Reply {
 /// only for an HTTP reply and the message only for a gRPC one: neither shows the other.
 fn status_reply(
     protocol: Protocol,
-    http: (u16, impl FnOnce() -> Vec<u8>),
+    http: (u16, impl FnOnce() -> Body),
     grpc: (u32, impl FnOnce() -> String),
     headers: Headers,
-    details: Cow<'static, str>,
+    details: Details,
 ) -> Reply {
     let grpc = || (grpc.0, (grpc.1)());
     match protocol {
@@ -355,28 +314,31 @@ fn status_reply(
         // headers, and the same status as a trailer frame in the body.
         Protocol::GrpcWeb { content_type, text } => {
             let grpc = grpc();
-            let mut all: Headers = Vec::with_capacity(3 + headers.len());
-            all.push(("content-type".into(), content_type.to_string()));
-            all.push(("grpc-status".into(), grpc.0.to_string()));
-            all.push(("grpc-message".into(), protocol::percent_encode(&grpc.1)));
-            all.extend(headers);
+            let mut all = Headers::with_capacity(REPLY_HEADERS_CAPACITY + headers.encoded().len());
+            all.push("content-type", content_type);
+            all.push_decimal("grpc-status", u64::from(grpc.0));
+            all.push("grpc-message", &protocol::percent_encode(&grpc.1));
+            all.append(headers);
             Reply::Http {
                 status: 200,
                 headers: all,
-                body: protocol::grpc_web_status_body(grpc.0, &grpc.1, text),
+                body: Body::Own(protocol::grpc_web_status_body(grpc.0, &grpc.1, text)),
                 details,
             }
         }
     }
 }
 
+mod body;
 mod details;
 pub mod fields;
+pub mod headers;
 pub mod jitter;
 pub mod local;
 mod order;
 pub mod problem;
 pub mod protocol;
+mod standing;
 
 #[cfg(test)]
 mod tests;

@@ -5,8 +5,8 @@
 //! host says so in a TODO), while the upstream receives every value: a client could
 //! send `x-cost: 1` then `x-cost: 1000`, be charged 1 and have the application read
 //! 1000. [`HeaderMap`] decodes the full list (`proxy_get_header_map_pairs`) once per
-//! request and tells one value from several. [`encode_pairs`] writes the same encoding,
-//! for the headers the module hands the host.
+//! request and tells one value from several. [`crate::reply::Headers`] writes the same
+//! encoding, for the headers the module hands the host.
 
 use std::cell::Cell;
 
@@ -238,36 +238,18 @@ fn is_content_type(name: &[u8]) -> bool {
 
 /// The proxy-wasm encoding of a list of pairs, as [`HeaderMap::decode`] reads it: a count,
 /// every (key, value) length, then every key and value each followed by a NUL byte. All
-/// integers little-endian u32. What the host takes for the headers of a call or a local
-/// reply (a reply's own [`crate::reply::Headers`] as they are: no list of borrows first).
-///
-/// The buffer is zeroed once, so the NUL bytes are already there and each field is one
-/// copy into place: appending field by field tested the capacity at every step and cost
-/// a local reply about 200 instructions a header.
+/// integers little-endian u32. The encoder the module used before
+/// [`crate::reply::Headers`] wrote its fields in this encoding as they were pushed: kept
+/// as the tests' reference, and to encode their inputs.
+#[cfg(test)]
 pub fn encode_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> Vec<u8> {
     let mut out = vec![0; encoded_len(pairs)];
     fill_pairs(pairs, &mut out);
     out
 }
 
-/// [`encode_pairs`] into the start of `buffer` (grown if it is too short), returned: a
-/// caller that encodes often (the local replies of a rejection storm) keeps one buffer
-/// and allocates nothing once it is long enough.
-pub fn encode_pairs_reusing<'b, K: AsRef<str>, V: AsRef<[u8]>>(
-    pairs: &[(K, V)],
-    buffer: &'b mut Vec<u8>,
-) -> &'b [u8] {
-    let len = encoded_len(pairs);
-    if buffer.len() < len {
-        buffer.resize(len, 0);
-    }
-    let out = &mut buffer[..len];
-    out.fill(0);
-    fill_pairs(pairs, out);
-    out
-}
-
 /// The length of the encoding of `pairs`.
+#[cfg(test)]
 fn encoded_len<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> usize {
     let text: usize = pairs
         .iter()
@@ -281,6 +263,7 @@ fn encoded_len<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)]) -> usize {
 
 /// Writes the encoding of `pairs` into `out`, zeroed and [`encoded_len`] long: the
 /// lengths through fixed 8-byte slots, the text through one cursor.
+#[cfg(test)]
 fn fill_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)], out: &mut [u8]) {
     let Some((count, rest)) = out.split_first_chunk_mut::<4>() else {
         return;
@@ -307,8 +290,8 @@ fn fill_pairs<K: AsRef<str>, V: AsRef<[u8]>>(pairs: &[(K, V)], out: &mut [u8]) {
     }
 }
 
-/// `encoded` (an [`encode_pairs`] list) with (`name`, `value`) added last: the bytes
-/// [`encode_pairs`] gives for the longer list, without decoding the shorter one. `None`
+/// `encoded` (a list in the host's encoding) with (`name`, `value`) added last: the bytes
+/// of the longer list, without decoding the shorter one. `None`
 /// when `encoded` is not in that shape.
 pub fn append_pair(encoded: &[u8], name: &[u8], value: &[u8]) -> Option<Vec<u8>> {
     let count = u32::from_le_bytes(*encoded.first_chunk::<4>()?) as usize;
@@ -330,6 +313,7 @@ pub fn append_pair(encoded: &[u8], name: &[u8], value: &[u8]) -> Option<Vec<u8>>
 }
 
 /// A pair's key and value as bytes.
+#[cfg(test)]
 fn fields<K: AsRef<str>, V: AsRef<[u8]>>((k, v): &(K, V)) -> (&[u8], &[u8]) {
     (k.as_ref().as_bytes(), v.as_ref())
 }

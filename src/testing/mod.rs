@@ -16,15 +16,11 @@ pub use shared::{Broken, MemoryShared};
 
 use crate::reply::Headers;
 use crate::shared::placement::PlacementKey;
-use std::borrow::Cow;
 
 /// The placement key of the tests: a fixed one, so that failures reproduce.
 pub const PLACEMENT: PlacementKey = PlacementKey::from_bytes([0x42; 16]);
 
 /// Headers from literal pairs, for comparing with replies.
 pub fn h(pairs: &[(&'static str, &str)]) -> Headers {
-    pairs
-        .iter()
-        .map(|(k, v)| (Cow::Borrowed(*k), v.to_string()))
-        .collect()
+    pairs.iter().copied().collect()
 }

@@ -16,7 +16,7 @@ use super::grpc;
 use super::rls;
 use crate::config::RlsConfig;
 use crate::reply::Headers;
-use crate::request::header_map::{append_pair, encode_pairs, HeaderMap, Lookup};
+use crate::request::header_map::{append_pair, HeaderMap, Lookup};
 use floodgate_common::headers::{HOLD_HEADER, RELEASE_HEADER};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -29,7 +29,7 @@ pub const MAX_SHARED_QUOTA_SETS: usize = 16;
 /// One call, as the host sends it to the rate limit service's cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
-    /// The request headers, encoded as the host takes them ([`encode_pairs`]).
+    /// The request headers, encoded as the host takes them ([`Headers::encoded`]).
     headers: Encoded,
     /// The body: the `ShouldRateLimit` request, framed ([`grpc::start_frame`]).
     pub body: Vec<u8>,
@@ -45,7 +45,7 @@ enum Encoded {
 }
 
 impl Call {
-    /// The request headers, encoded as the host takes them ([`encode_pairs`]).
+    /// The request headers, encoded as the host takes them ([`Headers::encoded`]).
     pub fn headers(&self) -> &[u8] {
         match &self.headers {
             Encoded::Shared(set) => set,
@@ -174,16 +174,18 @@ impl CallHeaders {
             .unwrap_or_else(|| self.encode(Some((name, value))))
     }
 
-    /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded. Laid out as a
-    /// reply's [`Headers`] are, so that the module carries one `encode_pairs`.
+    /// The gRPC headers of a `ShouldRateLimit` call, and `extra`, encoded. Written as a
+    /// reply's [`Headers`] are, so that the module carries one encoder.
     fn encode(&self, extra: Option<(&'static str, &str)>) -> Vec<u8> {
         let headers = grpc::request_headers(rls::PATH, &self.cluster, self.timeout_ms);
-        let pairs: Headers = headers
-            .into_iter()
-            .chain(extra.map(|(k, v)| (k, v.to_owned())))
-            .map(|(k, v)| (k.into(), v))
-            .collect();
-        encode_pairs(&pairs)
+        let mut pairs = Headers::new();
+        for (name, value) in &headers {
+            pairs.push(name, value);
+        }
+        if let Some((name, value)) = extra {
+            pairs.push(name, value);
+        }
+        pairs.into_encoded()
     }
 }
 

@@ -185,11 +185,27 @@ pub fn interpret_with(
             .enumerate()
             .any(|(i, &shadow)| i < 64 && over & (1 << i) != 0 && !shadow);
     let mut dropped_headers = 0;
-    let request_headers = headers(&response.request_headers, &mut dropped_headers)
-        .into_iter()
-        .map(|(k, v)| (k.into_owned(), v))
-        .collect();
-    let response_headers = headers(&response.response_headers, &mut dropped_headers);
+    let mut request_headers = Vec::new();
+    safe_headers(
+        &response.request_headers,
+        &mut dropped_headers,
+        |key, raw| {
+            let value = String::from_utf8_lossy(raw).into_owned();
+            request_headers.push((key.to_ascii_lowercase(), value));
+        },
+    );
+    let mut response_headers = Headers::new();
+    safe_headers(
+        &response.response_headers,
+        &mut dropped_headers,
+        |key, raw| {
+            // The name lower-cased and the value made text on their way into the buffer.
+            response_headers.push_parts(
+                |out| out.extend(key.bytes().map(|b| b.to_ascii_lowercase())),
+                |out| out.extend_from_slice(String::from_utf8_lossy(raw).as_bytes()),
+            );
+        },
+    );
     let grants = if aligned && response.statuses.iter().any(|s| grant(s).is_some()) {
         response.statuses.iter().map(grant).collect()
     } else {
@@ -288,29 +304,27 @@ fn grant(status: &Status) -> Option<Grant> {
     })
 }
 
-/// The service's headers that are safe to add, as text: `value`, or `raw_value` when
-/// the service used that instead. Each unsafe one is left out and counted in `dropped`.
-fn headers(values: &[HeaderValue<'_>], dropped: &mut u32) -> Headers {
-    if values.is_empty() {
-        // Most answers add none: no call, no iterator.
-        return Headers::new();
+/// Hands `each` the service's headers that are safe to add, as name and raw value:
+/// `value`, or `raw_value` when the service used that instead (the caller lower-cases
+/// the name and makes the value text). Each unsafe one is left out and counted in
+/// `dropped`.
+fn safe_headers<'a>(
+    values: &[HeaderValue<'a>],
+    dropped: &mut u32,
+    mut each: impl FnMut(&'a str, &'a [u8]),
+) {
+    for h in values {
+        let raw = if h.value.is_empty() {
+            h.raw_value
+        } else {
+            h.value.as_bytes()
+        };
+        if service_headers::check(h.key, raw).is_err() {
+            *dropped += 1;
+            continue;
+        }
+        each(h.key, raw);
     }
-    values
-        .iter()
-        .filter_map(|h| {
-            let raw = if h.value.is_empty() {
-                h.raw_value
-            } else {
-                h.value.as_bytes()
-            };
-            if service_headers::check(h.key, raw).is_err() {
-                *dropped += 1;
-                return None;
-            }
-            let value = String::from_utf8_lossy(raw).into_owned();
-            Some((h.key.to_ascii_lowercase().into(), value))
-        })
-        .collect()
 }
 
 mod request;

@@ -6,13 +6,12 @@ use super::super::{
     BodyFormat, ConfigError, HeaderFields, ResponseConfig, DEFAULT_BODY, DEFAULT_STATUS,
     MAX_JITTER_PPM,
 };
-use super::status;
 
 pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, ConfigError> {
     let Some(r) = r else {
         return Ok(ResponseConfig {
             status: DEFAULT_STATUS,
-            body: DEFAULT_BODY.to_string(),
+            body: DEFAULT_BODY.into(),
             headers_on_allowed: false,
             headers: HeaderFields::Draft03,
             body_format: BodyFormat::Text,
@@ -49,7 +48,7 @@ pub(super) fn response(r: Option<wire::Response>) -> Result<ResponseConfig, Conf
     Ok(ResponseConfig {
         retry_after_jitter_ppm,
         status,
-        body: r.body.unwrap_or_else(|| DEFAULT_BODY.to_string()),
+        body: r.body.map_or_else(|| DEFAULT_BODY.into(), Into::into),
         headers_on_allowed,
         headers,
         body_format: match r.body_format.as_deref() {
@@ -90,6 +89,17 @@ fn jitter(j: Option<Number>) -> Result<u32, ConfigError> {
                 max / 1_000_000,
                 j.text()
             ),
+        )),
+    }
+}
+
+/// An HTTP status a rejection may be sent with (`response.status`, `failure_status`).
+pub(super) fn status(at: &str, s: u64) -> Result<u16, ConfigError> {
+    match s {
+        400..=599 => Ok(s as u16),
+        _ => Err(ConfigError::new(
+            at,
+            format!("{s} is not a 4xx or 5xx status code"),
         )),
     }
 }

@@ -7,8 +7,6 @@ use super::{proxy_continue_stream, proxy_define_metric, proxy_get_current_time_n
 use super::{proxy_get_shared_data, proxy_http_call, proxy_increment_metric, proxy_log};
 use super::{proxy_send_local_response, proxy_set_effective_context, proxy_set_shared_data};
 use crate::host::types::{LogLevel, MetricType, Status, StreamType};
-use crate::request::header_map::{encode_pairs, encode_pairs_reusing};
-use std::cell::RefCell;
 use std::ptr::{null, null_mut};
 
 /// Writes `message` to Envoy's log at `level`.
@@ -73,7 +71,8 @@ pub fn set_effective_context(context_id: u32) -> Result<(), Status> {
     check(unsafe { proxy_set_effective_context(context_id) })
 }
 
-/// Starts an HTTP call to `cluster` with `headers` (already [`encode_pairs`]-encoded) and
+/// Starts an HTTP call to `cluster` with `headers` (already in the host's encoding, see
+/// [`Headers`](crate::reply::Headers)) and
 /// `body`; returns its token. The answer arrives in `proxy_on_http_call_response`.
 pub fn http_call(
     cluster: &str,
@@ -102,42 +101,10 @@ pub fn http_call(
     Ok(token)
 }
 
-/// The most bytes of encoded reply headers kept between local replies: a reply with more
-/// (a rate limit service's long headers) gives its buffer back.
-const KEPT_REPLY_HEADERS: usize = 4096;
-
-thread_local! {
-    /// The last local reply's encoded headers, kept: the replies of a rejection storm
-    /// reuse one buffer instead of allocating and freeing one each.
-    static REPLY_HEADERS: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Sends a reply from the proxy. `grpc_status` ≥ 0 makes it a gRPC trailers-only
-/// response with that status; headers are sent as given.
+/// response with that status; `headers` are already in the host's encoding (a reply's
+/// [`Headers`](crate::reply::Headers) keeps them so) and sent as given.
 pub fn send_local_response(
-    status: u32,
-    details: &str,
-    body: &[u8],
-    headers: &[(impl AsRef<str>, impl AsRef<[u8]>)],
-    grpc_status: i32,
-) -> Result<(), Status> {
-    REPLY_HEADERS.with(|kept| match kept.try_borrow_mut() {
-        Ok(mut buffer) => {
-            let encoded = encode_pairs_reusing(headers, &mut buffer);
-            let sent = local_response(status, details, body, encoded, grpc_status);
-            if buffer.len() > KEPT_REPLY_HEADERS {
-                *buffer = Vec::new();
-            }
-            sent
-        }
-        // A reply sent while one is being sent (from a callback the host makes during
-        // it): a buffer of its own.
-        Err(_) => local_response(status, details, body, &encode_pairs(headers), grpc_status),
-    })
-}
-
-/// [`send_local_response`] with its headers encoded.
-fn local_response(
     status: u32,
     details: &str,
     body: &[u8],

@@ -62,7 +62,7 @@ pub fn request_header(name: &str) -> Result<Option<Vec<u8>>, Status> {
     header_value(MapType::RequestHeaders, name)
 }
 
-/// Every request header, in the ABI's pair encoding (see [`encode_pairs`]): one host
+/// Every request header, in the ABI's pair encoding (see [`Headers`](crate::reply::Headers)): one host
 /// call, after which any number of headers can be read without another.
 pub fn request_header_pairs() -> Result<Vec<u8>, Status> {
     let (mut data, mut size) = (null_mut(), 0usize);
@@ -103,7 +103,7 @@ fn header_value(map_type: MapType, name: &str) -> Result<Option<Vec<u8>>, Status
 /// Adds a header to the request forwarded upstream (while it is paused or in
 /// `on_request_headers`).
 pub fn add_request_header(name: &str, value: &str) -> Result<(), Status> {
-    add_header(MapType::RequestHeaders, name, value)
+    add_header(MapType::RequestHeaders, name.as_bytes(), value.as_bytes())
 }
 
 #[cfg(feature = "response-cost")]
@@ -123,12 +123,12 @@ pub fn replace_request_header(name: &str, value: &str) -> Result<(), Status> {
 }
 
 /// Adds a header to the downstream response.
-pub fn add_response_header(name: &str, value: &str) -> Result<(), Status> {
+pub fn add_response_header(name: &[u8], value: &[u8]) -> Result<(), Status> {
     add_header(MapType::ResponseHeaders, name, value)
 }
 
 /// Adds a value to a header map.
-fn add_header(map_type: MapType, name: &str, value: &str) -> Result<(), Status> {
+fn add_header(map_type: MapType, name: &[u8], value: &[u8]) -> Result<(), Status> {
     // SAFETY: both are valid slices for the duration of the call.
     check(unsafe {
         proxy_add_header_map_value(

@@ -91,16 +91,16 @@ fn a_remembered_denial_rejects_without_a_call_with_the_services_reply() {
     };
     assert_eq!(status, 429);
     assert_eq!(body, first_body, "the service's raw_body");
-    assert_eq!(first_headers[0], ("retry-after".into(), "30".to_string()));
+    assert_eq!(first_headers.iter().next(), Some(("retry-after", "30")));
     assert_eq!(
         headers,
-        vec![
-            ("retry-after".into(), "18".to_string()),
-            ("x-ratelimit-limit".into(), "10".to_string()),
-            ("x-ratelimit-remaining".into(), "0".to_string()),
-            ("x-ratelimit-reset".into(), "18".to_string()),
-            ("x-from-rls".into(), "yes".to_string()),
-        ],
+        h(&[
+            ("retry-after", "18"),
+            ("x-ratelimit-limit", "10"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "18"),
+            ("x-from-rls", "yes")
+        ]),
         "the same headers, counting down"
     );
     let counted = counts(&l, &mut tally);

@@ -99,7 +99,7 @@ fn a_set_is_trusted_until_its_earliest_reset() {
     else {
         panic!("rejected from the cache until the shadow rule's reset");
     };
-    assert_eq!(headers[0], ("retry-after".into(), "21".to_string()));
+    assert_eq!(headers.iter().next(), Some(("retry-after", "21")));
     ask(l.check(&mut both(), || Some(NOW + 10 * S), &store, &mut tally));
 }
 

@@ -107,7 +107,7 @@ fn a_service_rejection_names_its_rule_in_the_details_and_the_problem() {
             ("ratelimit", r#""tenant-global";r=0;t=42"#),
         ])
     );
-    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(body.as_bytes()).unwrap();
     assert_eq!(
         problem["violated-policies"],
         serde_json::json!(["tenant-global"])

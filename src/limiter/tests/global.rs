@@ -127,8 +127,8 @@ fn a_global_rejection_gives_local_tokens_back() {
                 status, headers, ..
             }) => {
                 assert_eq!(status, 429);
-                assert_eq!(headers[0], (Cow::Borrowed("retry-after"), "30".to_string()));
-                assert!(headers.contains(&(Cow::Borrowed("x-from-rls"), "yes".to_string())));
+                assert_eq!(headers.iter().next(), Some(("retry-after", "30")));
+                assert!(headers.iter().any(|f| f == ("x-from-rls", "yes")));
             }
             other => panic!("expected a rejection, got {other:?}"),
         }

@@ -14,7 +14,6 @@ use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::{
 use crate::wire::proto::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use crate::wire::rls::Answer;
 use prost::Message;
-use std::borrow::Cow;
 
 pub(super) const NOW: u64 = 1_700_000_000_000_000_000;
 
@@ -87,7 +86,7 @@ fn over_the_limit_is_rejected_with_headers_and_counted() {
                 ("x-ratelimit-remaining", "0"),
                 ("x-ratelimit-reset", "2"),
             ]),
-            body: b"rate limited\n".to_vec(),
+            body: b"rate limited\n".to_vec().into(),
             details: format!("{DETAILS}{{per-tenant}}").into(),
         })
     );
@@ -190,8 +189,8 @@ fn local_failures_take_the_configured_mode_and_are_counted() {
         verdict,
         Verdict::Reject(Reply::Http {
             status: 503,
-            headers: vec![],
-            body: b"rate limiter unavailable\n".to_vec(),
+            headers: Headers::new(),
+            body: b"rate limiter unavailable\n".to_vec().into(),
             details: FAILURE_DETAILS.into(),
         })
     );

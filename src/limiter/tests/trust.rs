@@ -44,10 +44,7 @@ fn retry_after(verdict: &Verdict) -> Option<u64> {
     let Verdict::Reject(Reply::Http { headers, .. }) = verdict else {
         return None;
     };
-    headers
-        .iter()
-        .find(|(k, _)| k == "retry-after")
-        .and_then(|(_, v)| v.parse().ok())
+    headers.get("retry-after").and_then(|v| v.parse().ok())
 }
 
 /// 4294967295 tokens reported once made a service answer a reset of eight years; a

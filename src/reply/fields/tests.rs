@@ -1,6 +1,7 @@
 use super::*;
 use crate::bucket::{decide, Decision, Quota, Tat};
 use crate::reply::tests::rules;
+use crate::testing::h;
 use proptest::prelude::*;
 
 const SECOND: u64 = 1_000_000_000;
@@ -58,10 +59,7 @@ fn standing(rule: usize, q: Quota, taken: u32, later_ns: u64) -> Standing {
 }
 
 fn header<'a>(headers: &'a Headers, name: &str) -> &'a str {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or("", |(_, v)| v.as_str())
+    headers.get(name).unwrap_or_default()
 }
 
 #[test]
@@ -72,13 +70,10 @@ fn a_rejected_bucket_shows_its_policy_and_when_the_next_token_comes() {
     let headers = structured_headers(&rules(), &[denied]);
     assert_eq!(
         headers,
-        vec![
-            (
-                "ratelimit-policy".into(),
-                r#""per-tenant";q=10;w=5"#.to_string()
-            ),
-            ("ratelimit".into(), r#""per-tenant";r=0;t=1"#.to_string()),
-        ]
+        h(&[
+            ("ratelimit-policy", r#""per-tenant";q=10;w=5"#),
+            ("ratelimit", r#""per-tenant";r=0;t=1"#),
+        ])
     );
     assert_eq!(
         parse_list(header(&headers, "ratelimit-policy")),
@@ -146,9 +141,10 @@ fn a_window_is_the_time_to_refill_from_empty_rounded_up() {
 
 #[test]
 fn names_are_always_well_formed_strings() {
-    let mut out = String::new();
+    let mut out = Vec::new();
     push_sf_string(&mut out, "a\"b\\c\u{e9}\n");
-    assert_eq!(out, r#""a\"b\\c""#);
+    assert_eq!(out, br#""a\"b\\c""#);
+    let out = String::from_utf8(out).unwrap();
     assert_eq!(parse_list(&out)[0].0, "a\"b\\c");
 }
 
@@ -270,5 +266,122 @@ proptest! {
                 Decision::Deny { .. } => prop_assert!(false, "rejected within r={} t={}", s.remaining, t_ns),
             }
         }
+    }
+}
+
+/// The structured fields as they were written before they went straight into the encoded
+/// headers: two strings, then the list of (name, value) pairs. The reference the encoder
+/// that replaced them is held to.
+fn reference_structured(rules: &[Rule], standings: &[Standing]) -> Vec<(&'static str, String)> {
+    fn sf_string(out: &mut String, s: &str) {
+        out.push('"');
+        for c in s.chars().filter(|c| (' '..='~').contains(c)) {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out.push('"');
+    }
+    let param = |out: &mut String, key: &str, value: u64| {
+        out.push_str(&format!(";{key}={}", value.min(SF_INTEGER_MAX)));
+    };
+    let shown = crate::reply::order::in_rule_order(standings.iter().filter(|s| shows(s)));
+    if shown.is_empty() {
+        return Vec::new();
+    }
+    let (mut policy, mut limit) = (String::new(), String::new());
+    for s in shown {
+        let name = rules.get(s.rule).map_or("", |r| r.name.as_str());
+        if !policy.is_empty() {
+            policy.push_str(", ");
+            limit.push_str(", ");
+        }
+        sf_string(&mut policy, name);
+        param(&mut policy, "q", u64::from(s.limit));
+        if rules.get(s.rule).is_some_and(|r| r.limit.is_concurrency()) {
+            policy.push_str(";qu=\"concurrent-requests\"");
+        }
+        if let Some(w) = s.window_s {
+            param(&mut policy, "w", w);
+        }
+        sf_string(&mut limit, name);
+        param(&mut limit, "r", u64::from(s.remaining));
+        if let Some(next) = s.next_ns {
+            param(&mut limit, "t", seconds_ceil(next).min(SF_INTEGER_MAX));
+        }
+    }
+    vec![("ratelimit-policy", policy), ("ratelimit", limit)]
+}
+
+/// Two local rules and a concurrency rule, named `names`.
+fn named_rules(names: &[String; 3]) -> Vec<Rule> {
+    let mut rules = crate::config::Config::parse(
+        br#"{"rules":[
+            {"name":"a","descriptors":[{"key":"k","value":"v"}],
+             "local":{"capacity":1,"refill_per_second":1}},
+            {"name":"b","descriptors":[{"key":"k","value":"v"}],
+             "local":{"capacity":1,"refill_per_second":1}},
+            {"name":"c","descriptors":[{"key":"k","value":"v"}],
+             "concurrency":{"max":3}}]}"#,
+    )
+    .unwrap()
+    .rules;
+    for (rule, name) in rules.iter_mut().zip(names) {
+        rule.name = name.clone();
+    }
+    rules
+}
+
+fn any_standing() -> impl Strategy<Value = Standing> {
+    let optional = || {
+        prop_oneof![
+            Just(None),
+            (0..5_000_000_000_000u64).prop_map(Some),
+            any::<u64>().prop_map(Some)
+        ]
+    };
+    (
+        0..4usize,
+        any::<u32>(),
+        optional(),
+        any::<u32>(),
+        optional(),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(
+            |(rule, limit, window_s, remaining, next_ns, allowed, shadow)| Standing {
+                rule,
+                limit: if limit % 4 == 0 { 0 } else { limit },
+                window_s,
+                remaining,
+                reset_ns: next_ns,
+                next_ns,
+                allowed,
+                retry_ns: next_ns,
+                shadow,
+            },
+        )
+}
+
+proptest! {
+    /// The fields written in place are, byte for byte, what the two strings held, for
+    /// any names (quotes, backslashes, characters beyond ASCII) and any standings.
+    #[test]
+    fn the_fields_written_in_place_are_the_strings_they_replace(
+        names in prop::array::uniform3("[a-z\"\\\\ é\n-]{0,12}"),
+        standings in prop::collection::vec(any_standing(), 0..5),
+    ) {
+        let rules = named_rules(&names);
+        let reference = reference_structured(&rules, &standings);
+        let written = structured_headers(&rules, &standings);
+        let listed: Vec<(&str, &str)> = written.iter().collect();
+        let expected: Vec<(&str, &str)> = reference.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        prop_assert_eq!(listed, expected);
+        // Appended after other fields, they are the same fields.
+        let mut after = h(&[("retry-after", "1")]);
+        push_structured_headers(&mut after, &rules, &standings);
+        prop_assert_eq!(after.len(), 1 + reference.len());
     }
 }

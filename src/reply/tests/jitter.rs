@@ -17,7 +17,7 @@ fn jitter_spreads_retry_after_upward_and_keeps_t_within_it() {
             &rules(),
             &[denied],
             None,
-            Vec::new(),
+            Headers::new(),
             Protocol::Http,
             seed,
         )
@@ -27,12 +27,7 @@ fn jitter_spreads_retry_after_upward_and_keeps_t_within_it() {
         let Reply::Http { headers, .. } = reply(seed) else {
             panic!("http expected");
         };
-        let get = |name: &str| {
-            headers
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
+        let get = |name: &str| headers.get(name).map(str::to_string);
         let retry: u64 = get("retry-after").unwrap().parse().unwrap();
         assert!((10..=20).contains(&retry), "{retry}");
         let t = get("ratelimit").unwrap();
@@ -44,7 +39,7 @@ fn jitter_spreads_retry_after_upward_and_keeps_t_within_it() {
             reply(seed),
             Reply::Http {
                 headers,
-                body: b"rate limited\n".to_vec(),
+                body: b"rate limited\n".to_vec().into(),
                 status: 429,
                 details: "floodgate_rate_limited{per-tenant}".into()
             }
@@ -62,7 +57,7 @@ fn zero_jitter_replies_are_the_same_whatever_the_seed() {
             &rules(),
             &[denied],
             None,
-            Vec::new(),
+            Headers::new(),
             Protocol::Http,
             seed,
         )

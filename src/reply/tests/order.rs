@@ -59,7 +59,7 @@ proptest! {
             ..config()
         };
         let reply = |standings: &[Standing]| {
-            rejection(&config, &rules(), standings, None, Vec::new(), protocol, NO_SEED)
+            rejection(&config, &rules(), standings, None, Headers::new(), protocol, NO_SEED)
         };
         // The rejecting ones in rule order (stable): always read as they are.
         let mut sorted: Vec<Standing> = standings.iter().filter(|s| s.rejects()).copied().collect();

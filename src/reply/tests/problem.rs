@@ -56,7 +56,7 @@ fn a_problem_json_rejection_names_the_rules_that_rejected_it() {
             ("x-reason", "quota"),
         ])
     );
-    let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let problem: serde_json::Value = serde_json::from_slice(body.as_bytes()).unwrap();
     assert_eq!(
         problem,
         serde_json::json!({
@@ -76,7 +76,7 @@ fn grpc_rejections_keep_their_message_whatever_the_body_format() {
         &rules(),
         &[denied],
         None,
-        Vec::new(),
+        Headers::new(),
         Protocol::Grpc,
         NO_SEED,
     );
@@ -124,7 +124,7 @@ fn draft11_sends_the_bytes_draft10_sends() {
                 &rules(),
                 &standings,
                 None,
-                Vec::new(),
+                Headers::new(),
                 Protocol::Http,
                 NO_SEED,
             )

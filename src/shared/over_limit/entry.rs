@@ -96,7 +96,7 @@ impl Denial {
     pub fn reply_headers(&self) -> Headers {
         self.headers
             .iter()
-            .map(|(k, v)| (k.clone().into(), v.clone()))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect()
     }
 

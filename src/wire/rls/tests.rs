@@ -1,4 +1,5 @@
 use super::*;
+use crate::testing::h;
 use crate::wire::proto::envoy::config::core::v3::HeaderValue;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::DescriptorStatus;
 use crate::wire::proto::envoy::service::ratelimit::v3::rate_limit_response::RateLimit;
@@ -52,10 +53,7 @@ fn ok_answers_pass_headers_through() {
     assert!(!d.over_limit);
     assert_eq!(flags(&d, 1), [false]);
     assert_eq!(d.request_headers, vec![("x-quota".into(), "7".into())]);
-    assert_eq!(
-        d.response_headers,
-        vec![("x-raw".into(), "bytes".to_string())]
-    );
+    assert_eq!(d.response_headers, h(&[("x-raw", "bytes")]));
     assert_eq!(
         d.standings,
         vec![Standing {
@@ -189,7 +187,7 @@ fn unsafe_service_headers_are_dropped_counted_and_the_verdict_kept() {
     ];
     let d = interpret(&answer(r), &[false]).unwrap();
     assert!(d.over_limit, "one bad header does not change the verdict");
-    assert_eq!(d.response_headers, vec![("x-good".into(), "1".to_string())]);
+    assert_eq!(d.response_headers, h(&[("x-good", "1")]));
     assert_eq!(d.request_headers, vec![("x-good-req".into(), "1".into())]);
     assert_eq!(d.dropped_headers, 7);
 }

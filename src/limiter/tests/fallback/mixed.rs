@@ -33,7 +33,7 @@ fn mixed_rules_fail_open_where_there_is_no_fallback() {
     assert!(matches!(
         &verdicts[2],
         Verdict::Reject(Reply::Http { status: 429, headers, .. })
-            if headers.contains(&(std::borrow::Cow::Borrowed("x-ratelimit-limit"), "2".into()))
+            if headers.iter().any(|f| f == ("x-ratelimit-limit", "2"))
     ));
     assert!(matches!(verdicts[3], Verdict::Reject(_)));
     // Two of the local burst of 3 were taken; one is left.
@@ -76,8 +76,8 @@ fn mixed_rules_fail_closed_before_any_fallback_is_touched() {
             verdict,
             Verdict::Reject(Reply::Http {
                 status: 503,
-                headers: vec![],
-                body: b"rate limiter unavailable\n".to_vec(),
+                headers: Headers::new(),
+                body: b"rate limiter unavailable\n".to_vec().into(),
                 details: FAILURE_DETAILS.into(),
             })
         );
