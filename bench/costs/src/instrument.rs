@@ -101,14 +101,18 @@ impl Layout {
 /// The prefix of the per-function counters [`instrument_with`] exports (then the
 /// function's index).
 pub const FUNCTION_PREFIX: &str = "floodgate_costs_fn_";
+/// The prefix of the per-function counters of bulk-memory operations (then the
+/// function's index): where the copies are made.
+pub const FUNCTION_COPIES_PREFIX: &str = "floodgate_costs_copies_fn_";
 
-/// The module with the two counters added (see the module docs).
+/// The module with the three counters added (see the module docs).
 pub fn instrument(wasm: &[u8]) -> Result<Vec<u8>, Error> {
     instrument_with(wasm, false)
 }
 
-/// The same, and with `per_function` one more counter per defined function, exported as
-/// [`FUNCTION_PREFIX`] and its index: where the instructions are executed.
+/// The same, and with `per_function` two more counters per defined function, exported as
+/// [`FUNCTION_PREFIX`] and [`FUNCTION_COPIES_PREFIX`] and its index: where the
+/// instructions are executed and the bulk-memory operations made.
 pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error> {
     let layout = Layout::read(wasm)?;
     if layout.defined_globals == 0 {
@@ -123,12 +127,13 @@ pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error
         bulk_ops: counter + 2,
         per_function: per_function.then_some(counter + 3),
     };
+    // Defined function `i`'s instructions at `counter + 3 + i`, its copies after them all.
     let functions = if per_function {
         layout.function_types.len() as u32
     } else {
         0
     };
-    let globals: Vec<Vec<u8>> = (0..3 + functions).map(|_| i64_global()).collect();
+    let globals: Vec<Vec<u8>> = (0..3 + 2 * functions).map(|_| i64_global()).collect();
     let mut exports = vec![
         export_global(INSTRUCTIONS, counters.instructions),
         export_global(BULK_BYTES, counters.bulk),
@@ -137,6 +142,8 @@ pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error
     for i in 0..functions {
         let name = format!("{FUNCTION_PREFIX}{}", layout.imported_functions + i);
         exports.push(export_global(&name, counter + 3 + i));
+        let name = format!("{FUNCTION_COPIES_PREFIX}{}", layout.imported_functions + i);
+        exports.push(export_global(&name, counter + 3 + functions + i));
     }
     let mut out = wasm
         .get(..8)
@@ -154,7 +161,9 @@ pub fn instrument_with(wasm: &[u8], per_function: bool) -> Result<Vec<u8>, Error
         let rewritten = match id {
             6 => Some(append_entries(payload, &globals)?),
             7 => Some(append_entries(payload, &exports)?),
-            10 => Some(code_section(wasm, start, end, &layout, counters)?),
+            10 => Some(code_section(
+                wasm, start, end, &layout, counters, functions,
+            )?),
             _ => None,
         };
         match rewritten {
@@ -236,6 +245,7 @@ fn code_section(
     end: usize,
     layout: &Layout,
     counters: Counters,
+    functions: u32,
 ) -> Result<Vec<u8>, Error> {
     let mut bodies = Vec::new();
     for payload in Parser::new(0).parse_all(wasm) {
@@ -260,7 +270,9 @@ fn code_section(
                     layout.imported_functions as usize + index
                 ))
             })?;
-        let own = counters.per_function.map(|first| first + index as u32);
+        let own = counters
+            .per_function
+            .map(|first| (first + index as u32, first + functions + index as u32));
         let rewritten = counted_body(wasm, body, params, counters, own)?;
         write_leb(&mut out, rewritten.len() as u64);
         out.extend_from_slice(&rewritten);
@@ -294,9 +306,9 @@ fn counted_body(
     body: &FunctionBody,
     params: u32,
     counters: Counters,
-    own: Option<u32>,
+    own: Option<(u32, u32)>,
 ) -> Result<Vec<u8>, Error> {
-    let targets: Vec<u32> = [Some(counters.instructions), own]
+    let targets: Vec<u32> = [Some(counters.instructions), own.map(|(count, _)| count)]
         .into_iter()
         .flatten()
         .collect();
@@ -346,10 +358,15 @@ fn counted_body(
             segment.extend_from_slice(&[0xad, 0x7c, 0x24]);
             write_leb(&mut segment, u64::from(counters.bulk));
             // And one more operation: global.get, i64.const 1, i64.add, global.set.
-            segment.push(0x23);
-            write_leb(&mut segment, u64::from(counters.bulk_ops));
-            segment.extend_from_slice(&[0x42, 0x01, 0x7c, 0x24]);
-            write_leb(&mut segment, u64::from(counters.bulk_ops));
+            for ops in [Some(counters.bulk_ops), own.map(|(_, copies)| copies)]
+                .into_iter()
+                .flatten()
+            {
+                segment.push(0x23);
+                write_leb(&mut segment, u64::from(ops));
+                segment.extend_from_slice(&[0x42, 0x01, 0x7c, 0x24]);
+                write_leb(&mut segment, u64::from(ops));
+            }
         }
         segment.extend_from_slice(&wasm[*offset..*end]);
         count += instructions;

@@ -149,18 +149,19 @@ fn profile(paths: &[paths::Path], args: &[String]) -> ExitCode {
         }
     };
     let total = measured.cost.instructions.max(1);
-    let mut ranked: Vec<(u32, u64)> = functions.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut ranked: Vec<(u32, [u64; 2])> = functions.into_iter().collect();
+    ranked.sort_by(|a, b| b.1[0].cmp(&a.1[0]).then(a.0.cmp(&b.0)));
     println!(
-        "{}: {} instructions\n\n| function | instructions | share |\n|---|---:|---:|",
-        path.name, measured.cost.instructions
+        "{}: {} instructions, {} bulk-memory operations\n\n\
+         | function | instructions | share | copies |\n|---|---:|---:|---:|",
+        path.name, measured.cost.instructions, measured.cost.bulk_ops
     );
-    for (index, n) in ranked.iter().take(40) {
+    for (index, [n, copies]) in ranked.iter().take(40) {
         let name = names
             .get(index)
             .map_or_else(|| format!("#{index}"), Clone::clone);
         println!(
-            "| {name} | {n} | {:.1} % |",
+            "| {name} | {n} | {:.1} % | {copies} |",
             *n as f64 * 100.0 / total as f64
         );
     }

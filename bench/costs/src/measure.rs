@@ -36,20 +36,23 @@ pub fn measure(path: &Path) -> Result<Measured, String> {
 }
 
 /// [`measure`] on `wasm` (the path's module, or a build of it with names), with the
-/// measured part's instructions by function index.
-pub fn profile(path: &Path, wasm: &[u8]) -> Result<(Measured, BTreeMap<u32, u64>), String> {
+/// measured part's instructions and bulk-memory operations by function index.
+pub fn profile(path: &Path, wasm: &[u8]) -> Result<(Measured, BTreeMap<u32, [u64; 2]>), String> {
     run(path, wasm, true)
 }
 
 /// What a function-by-function snapshot changed.
-fn since(now: BTreeMap<u32, u64>, then: &BTreeMap<u32, u64>) -> BTreeMap<u32, u64> {
+fn since(now: BTreeMap<u32, [u64; 2]>, then: &BTreeMap<u32, [u64; 2]>) -> BTreeMap<u32, [u64; 2]> {
     now.into_iter()
-        .map(|(f, n)| (f, n - then.get(&f).copied().unwrap_or(0)))
-        .filter(|(_, n)| *n > 0)
+        .map(|(f, [n, copies])| {
+            let [n0, copies0] = then.get(&f).copied().unwrap_or_default();
+            (f, [n - n0, copies - copies0])
+        })
+        .filter(|(_, [n, _])| *n > 0)
         .collect()
 }
 
-type Run = (Measured, BTreeMap<u32, u64>);
+type Run = (Measured, BTreeMap<u32, [u64; 2]>);
 
 fn run(path: &Path, wasm: &[u8], per_function: bool) -> Result<Run, String> {
     let configurations: Vec<String> = path

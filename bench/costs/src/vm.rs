@@ -15,8 +15,9 @@ pub struct Vm {
     instructions: Global,
     bulk: Global,
     bulk_ops: Global,
-    /// Per-function counters, by function index (only with [`Vm::load_with`]'s profile).
-    functions: Vec<(u32, Global)>,
+    /// Per-function counters of instructions and of bulk-memory operations, by function
+    /// index (only with [`Vm::load_with`]'s profile).
+    functions: Vec<(u32, Global, Global)>,
 }
 
 impl Vm {
@@ -60,8 +61,12 @@ impl Vm {
                     .ok()
             })
             .filter_map(|index: u32| {
-                let name = format!("{}{index}", instrument::FUNCTION_PREFIX);
-                Some((index, instance.get_global(&store, &name)?))
+                let counter = |prefix| instance.get_global(&store, &format!("{prefix}{index}"));
+                Some((
+                    index,
+                    counter(instrument::FUNCTION_PREFIX)?,
+                    counter(instrument::FUNCTION_COPIES_PREFIX)?,
+                ))
             })
             .collect();
         store.data_mut().memory = instance.get_memory(&store, "memory");
@@ -137,15 +142,16 @@ impl Vm {
         }
     }
 
-    /// Instructions executed so far in each function, by function index (empty unless
-    /// loaded with a counter per function).
-    pub fn functions(&self) -> BTreeMap<u32, u64> {
+    /// Instructions executed and bulk-memory operations made so far in each function, by
+    /// function index (empty unless loaded with counters per function).
+    pub fn functions(&self) -> BTreeMap<u32, [u64; 2]> {
+        let read = |g: &Global| match g.get(&self.store) {
+            Val::I64(n) => n as u64,
+            _ => 0,
+        };
         self.functions
             .iter()
-            .map(|(index, g)| match g.get(&self.store) {
-                Val::I64(n) => (*index, n as u64),
-                _ => (*index, 0),
-            })
+            .map(|(index, count, copies)| (*index, [read(count), read(copies)]))
             .collect()
     }
 

@@ -87,3 +87,34 @@ fn leb_numbers_round_trip() {
         "bit 6 set needs a second byte, or it reads as negative"
     );
 }
+
+#[test]
+fn per_function_counters_tell_where_instructions_and_copies_are() {
+    let engine = Engine::default();
+    let wasm = instrument_with(MODULE, true).expect("instrumented");
+    let module = Module::new(&engine, &wasm[..]).expect("valid");
+    let mut store = Store::new(&engine, ());
+    let instance = Linker::<()>::new(&engine)
+        .instantiate(&mut store, &module)
+        .and_then(|pre| pre.start(&mut store))
+        .expect("instantiated");
+    let g = instance.get_func(&store, "g").expect("export");
+    g.call(&mut store, &[], &mut []).expect("ran");
+    let read = |name: String| match instance
+        .get_global(&store, &name)
+        .expect("counter")
+        .get(&store)
+    {
+        Val::I64(n) => n,
+        other => panic!("counter is {other:?}"),
+    };
+    // f is function 0, g function 1 (no imports).
+    let counts = |index: u32| {
+        [
+            read(format!("{FUNCTION_PREFIX}{index}")),
+            read(format!("{FUNCTION_COPIES_PREFIX}{index}")),
+        ]
+    };
+    assert_eq!(counts(0), [0, 0]);
+    assert_eq!(counts(1), [4, 1]);
+}
