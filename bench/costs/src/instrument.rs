@@ -101,8 +101,7 @@ impl Layout {
 /// The prefix of the per-function counters [`instrument_with`] exports (then the
 /// function's index).
 pub const FUNCTION_PREFIX: &str = "floodgate_costs_fn_";
-/// The prefix of the per-function counters of bulk-memory operations (then the
-/// function's index): where the copies are made.
+/// The prefix of the per-function counters of bulk-memory operations: where copies are.
 pub const FUNCTION_COPIES_PREFIX: &str = "floodgate_costs_copies_fn_";
 
 /// The module with the three counters added (see the module docs).
