@@ -69,10 +69,7 @@ pub fn push_structured_headers(headers: &mut Headers, rules: &[Rule], standings:
     }
     let name = |s: &Standing| rules.get(s.rule).map_or("", |r| r.name.as_str());
     headers.push_with(b"ratelimit-policy", |out| {
-        for (i, s) in shown.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
+        push_list(out, &shown, |out, s| {
             push_sf_string(out, name(s));
             push_param(out, b"q", u64::from(s.limit));
             if rules.get(s.rule).is_some_and(|r| r.limit.is_concurrency()) {
@@ -82,20 +79,31 @@ pub fn push_structured_headers(headers: &mut Headers, rules: &[Rule], standings:
             if let Some(w) = s.window_s {
                 push_param(out, b"w", w);
             }
-        }
+        });
     });
     headers.push_with(b"ratelimit", |out| {
-        for (i, s) in shown.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(b", ");
-            }
+        push_list(out, &shown, |out, s| {
             push_sf_string(out, name(s));
             push_param(out, b"r", u64::from(s.remaining));
             if let Some(next) = s.next_ns {
                 push_param(out, b"t", seconds_ceil(next).min(SF_INTEGER_MAX));
             }
-        }
+        });
     });
+}
+
+/// A Structured Field List: each standing's item, as `item` writes it, `, ` between.
+fn push_list(
+    out: &mut Vec<u8>,
+    shown: &[&Standing],
+    mut item: impl FnMut(&mut Vec<u8>, &Standing),
+) {
+    for (i, s) in shown.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(b", ");
+        }
+        item(out, s);
+    }
 }
 
 /// Whether a standing is shown: an enforced rule with a limit. A service's status with

@@ -151,27 +151,17 @@ pub fn print(run: &Run<'_>) {
     // Like for like: the same per-tenant limit in Envoy's own filter.
     if let Some(native) = index(NATIVE_REJECTED_PER_TENANT) {
         for (label, name) in [
-            ("reject", FLOODGATE_REJECTED),
-            ("cached over-limit", FLOODGATE_CACHED),
+            ("floodgate reject path", FLOODGATE_REJECTED),
+            ("floodgate cached over-limit path", FLOODGATE_CACHED),
+            ("raw-ABI reject floor", REJECT_FLOOR),
+            ("raw-ABI limit floor, rejecting", LIMIT_REJECT_FLOOR),
         ] {
             if let Some(ours) = index(name) {
                 let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
                 println!(
-                    "floodgate {label} path: {ratio:.2} x native local_ratelimit per tenant (the \
-                     same limit, a bucket per x-tenant-id), CPU per rejected request (median of \
-                     per-round ratios; target <= 1.5)"
-                );
-            }
-        }
-        for (label, name) in [
-            ("reject floor", REJECT_FLOOR),
-            ("limit floor, rejecting", LIMIT_REJECT_FLOOR),
-        ] {
-            if let Some(floor) = index(name) {
-                let ratio = per_round(&|r| samples[floor][r].cpu_us / samples[native][r].cpu_us);
-                println!(
-                    "raw-ABI {label}: {ratio:.2} x native local_ratelimit per tenant, CPU per \
-                     rejected request (median of per-round ratios)"
+                    "{label}: {ratio:.2} x native local_ratelimit per tenant (the same limit, a \
+                     bucket per x-tenant-id), CPU per rejected request (median of per-round \
+                     ratios; target for floodgate <= 1.5)"
                 );
             }
         }
