@@ -174,7 +174,8 @@ async fn main() {
             cpu_us: median(runs.iter().map(|s| s.cpu_us).collect()),
             alone_p50_ms: median(runs.iter().map(|s| s.alone_p50_ms).collect()),
             alone_p99_ms: median(runs.iter().map(|s| s.alone_p99_ms).collect()),
-            non_success: runs.iter().map(|s| s.non_success).sum(),
+            // Read only at the warm-up, where it decides whether the run goes on.
+            ..Sample::default()
         })
         .collect();
     let base = summary[0].cpu_us;
