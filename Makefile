@@ -62,7 +62,7 @@ C_ALLOC       := malloc calloc realloc free posix_memalign aligned_alloc
 finish-wasm = $(WASM_OPT) $(1) -o $(2).o3 && $(UNEXPORT) $(2).o3 $(2).dce $(C_ALLOC) && \
 	$(WASM_OPT) $(2).dce -o $(2).opt && rm $(2).o3 $(2).dce && mv $(2).opt $(2)
 # The bench-only modules, as cargo packages and as the files `make bench` loads.
-BENCH_PACKAGES := floodgate-noop-filter floodgate-raw-noop floodgate-call-floor floodgate-host-calls
+BENCH_PACKAGES := floodgate-noop-filter floodgate-raw-noop floodgate-call-floor floodgate-host-calls floodgate-callback-floor
 BENCH_WASMS    := $(patsubst %,target/$(WASM_TARGET)/release/%.wasm,$(subst -,_,$(BENCH_PACKAGES)))
 
 # The end-to-end tests find the pieces through these.

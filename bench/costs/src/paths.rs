@@ -29,6 +29,9 @@ pub enum Module {
     /// `bench/host-calls`: the host-call calibration and the reject floor, its plan named
     /// by a configuration string (`make bench-wasm`).
     HostCalls,
+    /// `bench/callback-floor`: the same plans, exporting floodgate's per-request callbacks
+    /// too (`make bench-wasm`).
+    CallbackFloor,
 }
 
 impl Module {
@@ -55,6 +58,10 @@ impl Module {
             ),
             Module::CallFloor => (release.join("floodgate_call_floor.wasm"), "make bench-wasm"),
             Module::HostCalls => (release.join("floodgate_host_calls.wasm"), "make bench-wasm"),
+            Module::CallbackFloor => (
+                release.join("floodgate_callback_floor.wasm"),
+                "make bench-wasm",
+            ),
         }
     }
 }
@@ -162,6 +169,22 @@ pub fn all() -> Vec<Path> {
             0,
         )),
         one(
+            "callback-noop",
+            "raw-ABI no-op exporting floodgate's per-request callbacks",
+            Module::CallbackFloor,
+            Value::String("value 1".to_string()),
+            fwd,
+            0,
+        ),
+        chained(one(
+            "callback-noop x8",
+            "the same chained 8 times",
+            Module::CallbackFloor,
+            Value::String("value 1".to_string()),
+            fwd,
+            0,
+        )),
+        one(
             "sdk-noop",
             "SDK no-op: reads 1 header",
             Module::SdkNoop,
@@ -213,6 +236,14 @@ pub fn all() -> Vec<Path> {
             "limit-reject-floor",
             "raw-ABI limit floor rejecting: header map, clock, read, floodgate's reply",
             Module::HostCalls,
+            Value::String("limit-reject".to_string()),
+            rejected,
+            0,
+        ),
+        one(
+            "callback-limit-reject-floor",
+            "the limit floor rejecting, exporting floodgate's per-request callbacks",
+            Module::CallbackFloor,
             Value::String("limit-reject".to_string()),
             rejected,
             0,

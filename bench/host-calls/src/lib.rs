@@ -6,8 +6,12 @@
 //! configurations always make the kinds together (a local request reads the header map,
 //! the clock and shared data, and writes it back). The plugin configuration names the
 //! kind and the count, `"<kind> <n>"`: `none`, `header` (a request header that is not
-//! there: no value comes back, so no allocation is entered), `pairs` (the whole header
-//! map: the call and the allocation it enters), `clock`, `shared-get` (a key that is not
+//! there: no value comes back, so no allocation is entered), `value` (the request's
+//! `x-tenant-id`, which every bench request carries: the call and the allocation it
+//! enters), `property` (the same header through `proxy_get_property`'s
+//! `request.headers.x-tenant-id`, which Envoy answers with every value of a repeated
+//! header joined by commas), `pairs` (the whole header map: the call and the allocation
+//! it enters), `clock`, `shared-get` (a key that is not
 //! there) or `shared-set` (16 bytes, unconditionally). `reply` is the reject floor: each
 //! request is answered 429 by a local reply (`proxy_send_local_response`, the body native
 //! `local_ratelimit` sends, no header), the least any wasm filter does to reject, to set
@@ -26,68 +30,10 @@
 //! Like `bench/raw-noop` it exports only what Envoy needs to load and configure it, and
 //! `proxy_on_request_headers`.
 
-/// What each request does: a kind of host call, and how many times.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Plan {
-    /// No host call.
-    None,
-    /// `proxy_get_header_map_value` of an absent request header, n times.
-    Header(u32),
-    /// `proxy_get_header_map_pairs` of the request headers, n times.
-    Pairs(u32),
-    /// `proxy_get_current_time_nanoseconds`, n times.
-    Clock(u32),
-    /// `proxy_get_shared_data` of an absent key, n times.
-    SharedGet(u32),
-    /// `proxy_set_shared_data` of 16 bytes, n times.
-    SharedSet(u32),
-    /// One local reply (429), and the request stops there.
-    Reply,
-    /// The limit floor, admitted: the header map, the clock, the bucket's read and its
-    /// compare-and-swap.
-    Limit,
-    /// The limit floor, rejected: the same three reads, then floodgate's default reply.
-    LimitReject,
-}
-
-impl Plan {
-    /// The plan a configuration `"<kind> <n>"` names (`None` for anything else, so a
-    /// configuration mistake measures nothing rather than something else).
-    pub fn parse(text: &[u8]) -> Plan {
-        let text = std::str::from_utf8(text).unwrap_or("").trim();
-        let mut words = text.split_whitespace();
-        let kind = words.next().unwrap_or("none");
-        let n = words.next().and_then(|n| n.parse().ok()).unwrap_or(0);
-        match kind {
-            "header" => Plan::Header(n),
-            "pairs" => Plan::Pairs(n),
-            "clock" => Plan::Clock(n),
-            "shared-get" => Plan::SharedGet(n),
-            "shared-set" => Plan::SharedSet(n),
-            "reply" => Plan::Reply,
-            "limit" => Plan::Limit,
-            "limit-reject" => Plan::LimitReject,
-            _ => Plan::None,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Plan;
-
-    #[test]
-    fn configurations_name_a_kind_and_a_count() {
-        assert_eq!(Plan::parse(b"pairs 16"), Plan::Pairs(16));
-        assert_eq!(Plan::parse(b" shared-set 4 "), Plan::SharedSet(4));
-        assert_eq!(Plan::parse(b"clock"), Plan::Clock(0));
-        assert_eq!(Plan::parse(b"reply"), Plan::Reply);
-        assert_eq!(Plan::parse(b"limit"), Plan::Limit);
-        assert_eq!(Plan::parse(b"limit-reject"), Plan::LimitReject);
-        assert_eq!(Plan::parse(b"none 16"), Plan::None);
-        assert_eq!(Plan::parse(b"\xff"), Plan::None);
-    }
-}
+// Found beside this file also when `bench/callback-floor` compiles it in by path.
+#[path = "plan.rs"]
+mod plan;
+pub use plan::Plan;
 
 #[cfg(target_arch = "wasm32")]
 mod filter {
@@ -116,6 +62,12 @@ mod filter {
             return_size: *mut usize,
         ) -> u32;
         fn proxy_get_current_time_nanoseconds(return_time: *mut u64) -> u32;
+        fn proxy_get_property(
+            path_data: *const u8,
+            path_size: usize,
+            return_data: *mut *mut u8,
+            return_size: *mut usize,
+        ) -> u32;
         fn proxy_get_shared_data(
             key_data: *const u8,
             key_size: usize,
@@ -158,6 +110,12 @@ mod filter {
     const NO_HEADERS: [u8; 4] = [0; 4];
     /// A header no request of the bench carries.
     const ABSENT_HEADER: &[u8] = b"x-floodgate-calibration";
+    /// The header every bench request carries (wrk's `-H`).
+    const PRESENT_HEADER: &[u8] = b"x-tenant-id";
+    /// The same header as a property path (its parts separated by NUL bytes).
+    const PRESENT_PROPERTY: &[u8] = b"request\0headers\0x-tenant-id";
+    /// Its value in every bench request.
+    const PRESENT_VALUE: &[u8] = b"bench";
     /// The shared-data key the `shared-set` plan writes and no plan reads.
     const WRITTEN_KEY: &[u8] = b"floodgate-calibration.written";
     /// The shared-data key the `shared-get` plan reads and nothing writes.
@@ -241,6 +199,35 @@ mod filter {
                     drop(take(data, size));
                     data = std::ptr::null_mut();
                 }),
+                Plan::Value(n) => {
+                    for _ in 0..n {
+                        proxy_get_header_map_value(
+                            REQUEST_HEADERS,
+                            PRESENT_HEADER.as_ptr(),
+                            PRESENT_HEADER.len(),
+                            &mut data,
+                            &mut size,
+                        );
+                        if take(data, size) != PRESENT_VALUE {
+                            return wrong_value();
+                        }
+                        data = std::ptr::null_mut();
+                    }
+                }
+                Plan::Property(n) => {
+                    for _ in 0..n {
+                        proxy_get_property(
+                            PRESENT_PROPERTY.as_ptr(),
+                            PRESENT_PROPERTY.len(),
+                            &mut data,
+                            &mut size,
+                        );
+                        if take(data, size) != PRESENT_VALUE {
+                            return wrong_value();
+                        }
+                        data = std::ptr::null_mut();
+                    }
+                }
                 Plan::Pairs(n) => (0..n).for_each(|_| {
                     proxy_get_header_map_pairs(REQUEST_HEADERS, &mut data, &mut size);
                     drop(take(data, size));
@@ -330,5 +317,26 @@ mod filter {
         }
         std::hint::black_box(now);
         CONTINUE
+    }
+
+    /// A read of the present header came back other than as sent: answered 500, which
+    /// the bench's warm-up refuses in a row that must admit every request.
+    #[cold]
+    #[inline(never)]
+    fn wrong_value() -> u32 {
+        // SAFETY: pointers to constants.
+        unsafe {
+            proxy_send_local_response(
+                500,
+                REPLY_DETAILS.as_ptr(),
+                REPLY_DETAILS.len(),
+                REPLY_BODY.as_ptr(),
+                REPLY_BODY.len(),
+                NO_HEADERS.as_ptr(),
+                NO_HEADERS.len(),
+                -1,
+            )
+        };
+        STOP
     }
 }

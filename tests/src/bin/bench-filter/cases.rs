@@ -6,6 +6,9 @@ use floodgate_integration::configs::{self, floodgate_filter};
 use floodgate_integration::paths::repo_root;
 use serde_json::{json, Value};
 
+mod calibration;
+pub use calibration::{calibration_case, calibration_cases, CALIBRATION_CALLS, CALIBRATION_KINDS};
+
 /// One configuration under test.
 pub struct Case {
     pub name: String,
@@ -82,13 +85,29 @@ fn raw_noop() -> Value {
 /// `bench/host-calls` running `plan`, in a VM of its own named `name` (the module keeps
 /// its plan per VM).
 fn host_calls(name: &str, plan: &str) -> Value {
-    let wasm = repo_root().join("target/wasm32-wasip1/release/floodgate_host_calls.wasm");
+    plan_module("floodgate_host_calls.wasm", name, plan)
+}
+
+/// `bench/callback-floor` running `plan`: the same, in a module that also exports the
+/// callbacks floodgate enters on every request (context create, response headers,
+/// delete) and does nothing in them.
+fn with_callbacks(name: &str, plan: &str) -> Value {
+    plan_module("floodgate_callback_floor.wasm", name, plan)
+}
+
+fn plan_module(file: &str, name: &str, plan: &str) -> Value {
+    let wasm = repo_root().join("target/wasm32-wasip1/release").join(file);
     assert!(
         wasm.exists(),
         "{} missing: run `make bench-wasm`",
         wasm.display()
     );
     configs::wasm_filter(name, &wasm.display().to_string(), plan)
+}
+
+/// The raw-ABI no-op's work (one header's value) with floodgate's callbacks.
+fn callback_noop() -> Value {
+    with_callbacks("callback-noop", "value 1")
 }
 
 fn reject_floor() -> Value {
@@ -105,6 +124,9 @@ fn limit_floor() -> Value {
 pub const NOOP: &str = "no-op wasm (reads 1 header)";
 /// The raw-ABI no-op (`bench/raw-noop`): the floor that exports what floodgate does not either.
 pub const RAW_NOOP: &str = "raw-ABI no-op wasm (reads 1 header)";
+/// The raw-ABI no-op exporting floodgate's per-request callbacks too: the floor of the
+/// local allowed target (1.2 x the raw-ABI no-op plus the callbacks floodgate must have).
+pub const CALLBACK_NOOP: &str = "raw-ABI no-op with floodgate's callbacks (reads 1 header)";
 /// floodgate local mode with a limit never reached.
 pub const FLOODGATE_ALLOWED: &str = "floodgate local, allowed";
 /// A concurrency rule never full: a slot taken and given back per request. Paired with
@@ -129,6 +151,10 @@ pub const LIMIT_FLOOR: &str = "raw-ABI limit floor (header map, clock, read, wri
 /// default reply (its body and draft-03 fields).
 pub const LIMIT_REJECT_FLOOR: &str =
     "raw-ABI limit floor, rejecting (header map, clock, read, reply)";
+/// The limit floor rejecting in a module that exports floodgate's per-request callbacks:
+/// what any filter exporting them pays to reject, with no logic.
+pub const CALLBACK_LIMIT_REJECT_FLOOR: &str =
+    "raw-ABI limit floor, rejecting, with floodgate's callbacks";
 /// floodgate local mode, rejecting every request.
 pub const FLOODGATE_REJECTED: &str = "floodgate local, all rejected";
 /// Envoy's own rate limit filter asking floodgate-server: what the wasm global cases pair with.
@@ -195,6 +221,7 @@ pub fn stacked_cases() -> Vec<Case> {
         ),
         (NOOP, noop()),
         (RAW_NOOP, raw_noop()),
+        (CALLBACK_NOOP, callback_noop()),
         (LIMIT_FLOOR, limit_floor()),
         (
             FLOODGATE_ALLOWED,
@@ -267,35 +294,6 @@ pub fn global_cases() -> Vec<Case> {
     ]
 }
 
-/// The calls each calibration case makes per request.
-pub const CALIBRATION_CALLS: u32 = 16;
-
-/// The host-call kinds `bench/host-calls` prices, as its configuration names them.
-pub const CALIBRATION_KINDS: [&str; 5] = ["header", "pairs", "clock", "shared-get", "shared-set"];
-
-/// The name of the calibration case of `kind` ("none": the module making no call).
-pub fn calibration_case(kind: &str) -> String {
-    if kind == "none" {
-        "host calls: none".to_string()
-    } else {
-        format!("host calls: {kind} x{CALIBRATION_CALLS}")
-    }
-}
-
-/// The host-call calibration (`bench/host-calls`): the module making no call, and making
-/// [`CALIBRATION_CALLS`] calls of one kind per request, each kind in a VM of its own (the
-/// module keeps its plan per VM).
-pub fn calibration_cases() -> Vec<Case> {
-    std::iter::once("none")
-        .chain(CALIBRATION_KINDS)
-        .map(|kind| {
-            let plan = format!("{kind} {CALIBRATION_CALLS}");
-            let filter = host_calls(&format!("host-calls-{kind}"), &plan);
-            case(&calibration_case(kind), vec![filter], false)
-        })
-        .collect()
-}
-
 /// Extra builds of the filter to compare, from `BENCH_VARIANTS=path,path,...`: each runs
 /// with the "allowed" configuration (alone and chained [`STACK`] times, where a small
 /// difference stands out of the noise) and the global one. For trying an optimisation
@@ -336,6 +334,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case(NOOP, vec![noop()], false),
         case(RAW_NOOP, vec![raw_noop()], false),
+        case(CALLBACK_NOOP, vec![callback_noop()], false),
         case(LIMIT_FLOOR, vec![limit_floor()], false),
         case(
             FLOODGATE_ALLOWED,
@@ -357,6 +356,11 @@ pub fn cases() -> Vec<Case> {
         case(
             LIMIT_REJECT_FLOOR,
             vec![host_calls("limit-reject-floor", "limit-reject")],
+            true,
+        ),
+        case(
+            CALLBACK_LIMIT_REJECT_FLOOR,
+            vec![with_callbacks("callback-limit-reject", "limit-reject")],
             true,
         ),
         case(

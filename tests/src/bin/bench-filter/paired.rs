@@ -5,11 +5,11 @@
 //! apart.
 
 use crate::cases::{
-    calibration_case, Case, CALIBRATION_CALLS, CALIBRATION_KINDS, CALL_FLOOR, FLOODGATE_ALLOWED,
-    FLOODGATE_CACHED, FLOODGATE_CONCURRENCY, FLOODGATE_FALLBACK, FLOODGATE_GLOBAL,
-    FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED,
-    LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL, NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT,
-    NOOP, RAW_NOOP, REJECT_FLOOR, STACK,
+    calibration_case, Case, CALIBRATION_CALLS, CALIBRATION_KINDS, CALLBACK_LIMIT_REJECT_FLOOR,
+    CALLBACK_NOOP, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED, FLOODGATE_CONCURRENCY,
+    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED,
+    FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL,
+    NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT, NOOP, RAW_NOOP, REJECT_FLOOR, STACK,
 };
 use crate::wrk::{median, Sample};
 
@@ -57,18 +57,37 @@ pub fn print(run: &Run<'_>) {
             (samples[ours][r].cpu_us - none) / (samples[floor][r].cpu_us - none)
         })
     };
-    // Against each floor: the SDK no-op and the raw-ABI no-op, which pays for no callback
-    // floodgate does not export either (the target's reference: at most 1.2 x it plus the
-    // callbacks floodgate must have, docs/benchmarks.md).
-    for (floor_label, floor_name) in [("the SDK no-op", NOOP), ("the raw-ABI no-op", RAW_NOOP)] {
+    // Against each floor: the SDK no-op, the raw-ABI no-op, which pays for no callback
+    // floodgate does not export either, and the same exporting the callbacks floodgate
+    // must have (the target's reference: at most 1.2 x it, docs/benchmarks.md).
+    for (floor_label, floor_name, target) in [
+        ("the SDK no-op", NOOP, ""),
+        ("the raw-ABI no-op", RAW_NOOP, ""),
+        (
+            "the raw-ABI no-op with floodgate's callbacks",
+            CALLBACK_NOOP,
+            "; target <= 1.2 chained",
+        ),
+    ] {
         for (label, ours, floor, _) in alone_and_chained(FLOODGATE_ALLOWED, floor_name) {
             if let (Some(ours), Some(floor)) = (ours, floor) {
                 let ratio = added_ratio(ours, floor);
                 println!(
                     "\nfloodgate allowed path ({label}): {ratio:.2} x {floor_label} wasm filter's \
-                     added CPU (median of per-round ratios)"
+                     added CPU (median of per-round ratios{target})"
                 );
             }
+        }
+    }
+    // What the three callbacks cost by themselves: the same module with and without them.
+    for (label, with, without, per) in alone_and_chained(CALLBACK_NOOP, RAW_NOOP) {
+        if let (Some(with), Some(without)) = (with, without) {
+            let added =
+                per_round(&|r| (samples[with][r].cpu_us - samples[without][r].cpu_us) / per);
+            println!(
+                "floodgate's three per-request callbacks ({label}): {added:+.2} µs of worker CPU \
+                 per filter, entered and left empty (median of per-round differences)"
+            );
         }
     }
     // Against the limit floor: the host calls any shared-data limit makes, and nothing
@@ -140,6 +159,25 @@ pub fn print(run: &Run<'_>) {
                  the limit floor, rejecting (median of per-round differences)"
             );
         }
+        if let Some(with) = index(CALLBACK_LIMIT_REJECT_FLOOR) {
+            let added = per_round(&|r| samples[with][r].cpu_us - samples[floor][r].cpu_us);
+            println!(
+                "floodgate's three per-request callbacks, rejecting: {added:+.2} µs of worker \
+                 CPU per rejected request (the limit floor rejecting with them, less without; \
+                 median of per-round differences)"
+            );
+        }
+    }
+    if let (Some(floor), Some(ours)) = (
+        index(CALLBACK_LIMIT_REJECT_FLOOR),
+        index(FLOODGATE_REJECTED),
+    ) {
+        let added = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
+        println!(
+            "floodgate reject path: {added:+.1} µs of worker CPU per rejected request over the \
+             limit floor rejecting with floodgate's callbacks: floodgate's own work (median of \
+             per-round differences)"
+        );
     }
     if let (Some(ours), Some(native)) = (index(FLOODGATE_CACHED), index(NATIVE_REJECTED)) {
         let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
@@ -155,6 +193,10 @@ pub fn print(run: &Run<'_>) {
             ("floodgate cached over-limit path", FLOODGATE_CACHED),
             ("raw-ABI reject floor", REJECT_FLOOR),
             ("raw-ABI limit floor, rejecting", LIMIT_REJECT_FLOOR),
+            (
+                "raw-ABI limit floor, rejecting, with floodgate's callbacks",
+                CALLBACK_LIMIT_REJECT_FLOOR,
+            ),
         ] {
             if let Some(ours) = index(name) {
                 let ratio = per_round(&|r| samples[ours][r].cpu_us / samples[native][r].cpu_us);
