@@ -11,7 +11,7 @@ use crate::cases::{
     FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL,
     NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT, NOOP, RAW_NOOP, REJECT_FLOOR, STACK,
 };
-use crate::wrk::{median, Sample};
+use crate::wrk::{Sample, Spread};
 
 /// One run's figures: per configuration, its samples (one a round), their medians, and
 /// the calls floodgate-server decided and the requests sent over every round.
@@ -35,7 +35,11 @@ pub fn print(run: &Run<'_>) {
         connections,
     } = *run;
     let index = |name: &str| cases.iter().position(|c| c.name == name);
-    let per_round = |f: &dyn Fn(usize) -> f64| median((0..rounds).map(f).collect());
+    let per_round = |f: &dyn Fn(usize) -> f64| Spread::of((0..rounds).map(f).collect());
+    println!(
+        "\nPaired figures: the median over rounds of each round's ratio or difference, then \
+         in parentheses the middle half of the rounds (first to third quartile)."
+    );
     let stacked_name = |name: &str| format!("{name} x{STACK}");
     // `ours` against `other`, as one filter and chained: the label, both rows, and what a
     // chained difference is divided by to be one filter's.

@@ -72,3 +72,61 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
 }
+
+/// A figure taken once a round: its median, and the middle half of the rounds (first to
+/// third quartile). One run's paired figure swings by more than some of the differences
+/// it is read for; the spread printed beside it says how far to trust it.
+#[derive(Debug, Clone, Copy)]
+pub struct Spread {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Spread {
+    pub fn of(mut values: Vec<f64>) -> Spread {
+        values.sort_by(f64::total_cmp);
+        let quartile = |q: usize| values[(values.len() - 1) * q / 4];
+        Spread {
+            median: values[values.len() / 2],
+            low: quartile(1),
+            high: quartile(3),
+        }
+    }
+}
+
+/// The median, then the middle half in parentheses, each with the format's precision and
+/// sign: `{:+.1}` prints `+3.5 (+2.9 to +4.1)`. A reader that takes the first word (the
+/// cost model's price lines) still finds the median.
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let precision = f.precision().unwrap_or(2);
+        let show = |v: f64| {
+            if f.sign_plus() {
+                format!("{v:+.precision$}")
+            } else {
+                format!("{v:.precision$}")
+            }
+        };
+        write!(
+            f,
+            "{} ({} to {})",
+            show(self.median),
+            show(self.low),
+            show(self.high)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Spread;
+
+    #[test]
+    fn a_spread_prints_its_median_then_its_middle_half() {
+        let s = Spread::of(vec![5.0, 1.0, 4.0, 2.0, 3.0, 8.0, 7.0, 6.0]);
+        assert_eq!((s.median, s.low, s.high), (5.0, 2.0, 6.0));
+        assert_eq!(format!("{s:+.1}"), "+5.0 (+2.0 to +6.0)");
+        assert_eq!(format!("{s:.2}"), "5.00 (2.00 to 6.00)");
+    }
+}
