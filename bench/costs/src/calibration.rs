@@ -3,15 +3,17 @@
 //!
 //! A request's expected added CPU is
 //!
-//! `filters × f + entries × e + Σ priced calls × their price + other calls × c +
+//! `filters × f + callbacks × e + allocations × a + Σ priced calls × their price + other calls × c +
 //! instructions / 1000 × k + http_calls × h`:
 //!
 //! - `f` per wasm filter the request passes, whatever the filter does: Envoy makes a
 //!   context per filter per request and runs its C++ side even for callbacks the module
 //!   does not export (without this term the raw-ABI no-op chained ×8 was 22 µs above its
 //!   fit);
-//! - `e` per entry into the VM (callbacks, and allocations other than those a priced
-//!   call's price already holds);
+//! - `e` per callback Envoy enters;
+//! - `a` per value handed back (the allocation the host enters the module for), priced
+//!   alone as a present header's read less a missing one's, except where a priced
+//!   call's price already holds it (the header map's);
 //! - the host calls floodgate makes on every path are priced one kind at a time
 //!   ([`PRICED`]): `make bench` times a raw-ABI module making 16 calls of one kind per
 //!   request beside itself making none, which tells the kinds apart where the
@@ -31,7 +33,9 @@
 use crate::cost::{Cost, ALLOCATE};
 
 mod bench;
-pub use bench::{bench_baseline, bench_figures, bench_prices, NATIVE_REJECTED, ROWS};
+pub use bench::{
+    bench_allocation, bench_baseline, bench_figures, bench_prices, NATIVE_REJECTED, ROWS,
+};
 
 /// A host-call kind priced alone by `make bench`'s `host calls: KIND x16` rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,7 +50,8 @@ pub struct Priced {
 
 /// The kinds priced alone, in `make bench`'s order. The header row reads a missing
 /// header and the shared-data row a missing key (nothing handed back), so a found value's
-/// allocation is an entry of its own; the header map always comes back, allocated.
+/// allocation is priced on its own ([`Model::allocation`]); the header map always comes
+/// back, allocated.
 pub const PRICED: [Priced; 5] = [
     Priced {
         kind: "header",
@@ -89,6 +94,13 @@ const LOCAL_REPLY: &str = "proxy_send_local_response";
 /// µs per call of each [`PRICED`] kind, in its order.
 pub type Prices = [f64; PRICED.len()];
 
+/// What a value handed back costs beyond the call that asked for it (µs): the `value`
+/// row of `BENCH_ONLY="host calls" BENCH_ROUNDS=8 make bench` on 2026-12-07 at 21:02 UTC
+/// (a present header, 1.00 µs a call) less its `header` row (the same header missing,
+/// 0.21 µs), and that run's baseline (61.3 µs): used, scaled to a run's own baseline, when
+/// that run did not price both rows itself.
+pub const MEASURED_ALLOCATION: (f64, f64) = (0.79, 61.3);
+
 /// The prices of `BENCH_ONLY="host calls" BENCH_ROUNDS=8 make bench` on 2026-12-04 at
 /// 03:45 UTC, and that run's no-filter baseline (77.2 µs): used, scaled to a run's own
 /// baseline, when that run did not price the kinds itself.
@@ -99,10 +111,13 @@ pub const MEASURED_PRICES: (Prices, f64) = ([1.248, 2.227, 1.116, 0.865, 0.978],
 pub struct Model {
     /// Per wasm filter a request passes.
     pub per_filter: f64,
-    /// Per VM entry not held in a priced call.
+    /// Per callback Envoy enters.
     pub entry: f64,
     /// Per call of each [`PRICED`] kind (measured, not fitted).
     pub prices: Prices,
+    /// Per value handed back, its allocation entered, where no priced call's price holds
+    /// it (measured, not fitted).
+    pub allocation: f64,
     /// Per local reply (`proxy_send_local_response`).
     pub local_reply: f64,
     /// Per thousand wasm instructions.
@@ -128,6 +143,7 @@ pub const FITTED: Option<Model> = Some(Model {
     per_filter: 0.852,
     entry: 0.240,
     prices: [0.280, 1.551, 0.186, 0.058, 0.163],
+    allocation: 0.240,
     local_reply: 5.155,
     kilo_instructions: 0.194,
     http_call: 48.968,
@@ -138,8 +154,8 @@ pub const FITTED: Option<Model> = Some(Model {
 /// instructions, HTTP calls.
 const FITTED_FEATURES: usize = 5;
 
-/// `cost`'s µs at `prices` (fixed), and its fitted features.
-fn features(cost: &Cost, prices: &Prices) -> (f64, [f64; FITTED_FEATURES]) {
+/// `cost`'s µs at `prices` and `allocation` (fixed), and its fitted features.
+fn features(cost: &Cost, prices: &Prices, allocation: f64) -> (f64, [f64; FITTED_FEATURES]) {
     let count = |import: &str| cost.host_calls.get(import).copied().unwrap_or(0);
     let http = count("proxy_http_call");
     let replies = count(LOCAL_REPLY);
@@ -162,7 +178,8 @@ fn features(cost: &Cost, prices: &Prices) -> (f64, [f64; FITTED_FEATURES]) {
         .copied()
         .unwrap_or(0);
     let allocations = cost.entries.get(ALLOCATE).copied().unwrap_or(0);
-    let entries = cost.vm_entries() - held_allocations.min(allocations);
+    fixed_us += allocations.saturating_sub(held_allocations) as f64 * allocation;
+    let entries = cost.vm_entries() - allocations;
     (
         fixed_us,
         [
@@ -188,7 +205,7 @@ impl Model {
 
     /// The expected added worker CPU of `cost`, µs.
     pub fn expected_us(&self, cost: &Cost) -> f64 {
-        let (priced, f) = features(cost, &self.prices);
+        let (priced, f) = features(cost, &self.prices, self.allocation);
         priced
             + f.iter()
                 .zip(self.coefficients())
@@ -203,14 +220,14 @@ impl Model {
 }
 
 /// The least-squares model for (cost, measured µs) pairs with the priced kinds at
-/// `prices`, no coefficient below zero (a negative cost is noise: that feature is set to 0
+/// `prices` and a value handed back at `allocation`, no coefficient below zero (a negative cost is noise: that feature is set to 0
 /// and the rest fitted again); `None` when the pairs cannot determine it (too few, or
 /// always in the same proportions).
-pub fn fit(rows: &[(Cost, f64)], prices: Prices) -> Option<Model> {
+pub fn fit(rows: &[(Cost, f64)], prices: Prices, allocation: f64) -> Option<Model> {
     let xy: Vec<([f64; FITTED_FEATURES], f64)> = rows
         .iter()
         .map(|(cost, y)| {
-            let (priced, x) = features(cost, &prices);
+            let (priced, x) = features(cost, &prices, allocation);
             (x, y - priced)
         })
         .collect();
@@ -228,6 +245,7 @@ pub fn fit(rows: &[(Cost, f64)], prices: Prices) -> Option<Model> {
                     per_filter: b[0],
                     entry: b[1],
                     prices,
+                    allocation,
                     local_reply: b[2],
                     kilo_instructions: b[3],
                     http_call: b[4],

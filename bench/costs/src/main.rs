@@ -93,7 +93,8 @@ fn main() -> ExitCode {
                 .collect();
             let pairs: Vec<_> = rows.iter().map(|(_, c, us)| (c.clone(), *us)).collect();
             let prices = calibration::bench_prices(&output);
-            let Some(mut model) = calibration::fit(&pairs, prices) else {
+            let allocation = calibration::bench_allocation(&output);
+            let Some(mut model) = calibration::fit(&pairs, prices, allocation) else {
                 eprintln!(
                     "the bench output does not determine the model ({} rows)",
                     rows.len()

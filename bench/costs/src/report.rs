@@ -76,7 +76,11 @@ pub fn calibration(model: &calibration::Model) -> String {
     );
     let mut rows = vec![
         ("wasm filter a request passes".to_string(), model.per_filter),
-        ("VM entry (callback or allocation)".to_string(), model.entry),
+        ("VM entry (callback)".to_string(), model.entry),
+        (
+            "value handed back, its allocation entered (priced alone)".to_string(),
+            model.allocation,
+        ),
     ];
     for (kind, price) in calibration::PRICED.iter().zip(model.prices) {
         let held = if kind.allocations > 0 {

@@ -1,7 +1,7 @@
 //! Reading `make bench`'s printed output: the figures the model is fitted to, the run's
 //! baseline, and the prices of the host-call kinds when the run measured them.
 
-use super::{Prices, MEASURED_PRICES, PRICED};
+use super::{Prices, MEASURED_ALLOCATION, MEASURED_PRICES, PRICED};
 use std::collections::BTreeMap;
 
 /// Which cost path each `make bench` configuration measures, and how its figure is read:
@@ -101,16 +101,10 @@ pub fn bench_figures(output: &str) -> BTreeMap<&'static str, f64> {
 /// it priced every kind; otherwise [`MEASURED_PRICES`] scaled to the run's baseline (the
 /// kinds' share of a proxied request carries over, their µs do not).
 pub fn bench_prices(output: &str) -> Prices {
-    let line_price = |kind: &str| {
-        let head = format!("host call {kind}: ");
-        let line = output.lines().find(|l| l.starts_with(&head))?;
-        let figure = line[head.len()..].split(' ').next()?;
-        figure.trim_start_matches('+').parse::<f64>().ok()
-    };
     let mut own = [0.0; PRICED.len()];
     let mut all = true;
     for (price, kind) in own.iter_mut().zip(&PRICED) {
-        match line_price(kind.kind) {
+        match line_price(output, kind.kind) {
             Some(us) => *price = us,
             None => all = false,
         }
@@ -121,4 +115,25 @@ pub fn bench_prices(output: &str) -> Prices {
     let (measured, measured_baseline) = MEASURED_PRICES;
     let scale = bench_baseline(output).map_or(1.0, |b| b / measured_baseline);
     measured.map(|us| us * scale)
+}
+
+/// What a value handed back costs (µs): the run's `host call value` line (a present
+/// header) less its `host call header` line (the same header missing) when it printed
+/// both; otherwise [`MEASURED_ALLOCATION`] scaled to the run's baseline.
+pub fn bench_allocation(output: &str) -> f64 {
+    if let (Some(present), Some(missing)) =
+        (line_price(output, "value"), line_price(output, "header"))
+    {
+        return present - missing;
+    }
+    let (measured, measured_baseline) = MEASURED_ALLOCATION;
+    bench_baseline(output).map_or(measured, |b| measured * b / measured_baseline)
+}
+
+/// The µs per call of `make bench`'s `host call KIND: +X µs` line, if it printed one.
+fn line_price(output: &str, kind: &str) -> Option<f64> {
+    let head = format!("host call {kind}: ");
+    let line = output.lines().find(|l| l.starts_with(&head))?;
+    let figure = line[head.len()..].split(' ').next()?;
+    figure.trim_start_matches('+').parse::<f64>().ok()
 }

@@ -36,6 +36,7 @@ fn with_priced(mut c: Cost, clock: u64, maps: u64) -> Cost {
 }
 
 const PRICES: Prices = [1.2, 2.2, 1.1, 0.9, 1.0];
+const ALLOCATION: f64 = 0.7;
 
 #[test]
 fn the_fit_recovers_the_coefficients_of_exact_data() {
@@ -43,6 +44,7 @@ fn the_fit_recovers_the_coefficients_of_exact_data() {
         per_filter: 2.5,
         entry: 0.5,
         prices: PRICES,
+        allocation: ALLOCATION,
         local_reply: 0.3,
         kilo_instructions: 0.02,
         http_call: 18.0,
@@ -63,7 +65,7 @@ fn the_fit_recovers_the_coefficients_of_exact_data() {
         (cost, y)
     })
     .collect();
-    let fitted = fit(&rows, PRICES).expect("determined");
+    let fitted = fit(&rows, PRICES, ALLOCATION).expect("determined");
     for (got, want) in [
         (fitted.per_filter, truth.per_filter),
         (fitted.entry, truth.entry),
@@ -74,6 +76,7 @@ fn the_fit_recovers_the_coefficients_of_exact_data() {
         assert!((got - want).abs() < 1e-6, "{fitted:?}");
     }
     assert_eq!(fitted.prices, PRICES);
+    assert_eq!(fitted.allocation, ALLOCATION);
 }
 
 #[test]
@@ -82,6 +85,7 @@ fn a_priced_call_costs_its_price_and_its_allocation_is_not_counted_again() {
         per_filter: 0.0,
         entry: 0.5,
         prices: PRICES,
+        allocation: ALLOCATION,
         local_reply: 0.0,
         kilo_instructions: 0.0,
         http_call: 0.0,
@@ -94,11 +98,15 @@ fn a_priced_call_costs_its_price_and_its_allocation_is_not_counted_again() {
         "{}",
         model.expected_us(&c)
     );
-    // A found shared-data value's allocation is an entry of its own.
+    // A found shared-data value's allocation is priced on its own, not as a callback.
     let mut found = Cost::default();
     found.call("proxy_get_shared_data");
     found.enter(ALLOCATE);
-    assert!((model.expected_us(&found) - 1.4).abs() < 1e-9);
+    assert!((model.expected_us(&found) - 1.6).abs() < 1e-9);
+    // A callback is an entry at the fitted price.
+    let mut callback = Cost::default();
+    callback.enter("proxy_on_delete");
+    assert!((model.expected_us(&callback) - 0.5).abs() < 1e-9);
 }
 
 #[test]
@@ -111,7 +119,7 @@ fn a_coefficient_the_noise_makes_negative_is_set_to_zero() {
         (cost(0, 0, 0, 0, 1), 20.0),
         (cost(8, 0, 0, 0, 0), 4.0),
     ];
-    let fitted = fit(&rows, PRICES).expect("determined");
+    let fitted = fit(&rows, PRICES, ALLOCATION).expect("determined");
     assert_eq!(fitted.local_reply, 0.0, "{fitted:?}");
     assert!(
         fitted.entry > 0.0 && fitted.kilo_instructions > 0.0 && fitted.http_call > 0.0,
@@ -122,7 +130,7 @@ fn a_coefficient_the_noise_makes_negative_is_set_to_zero() {
 #[test]
 fn rows_in_the_same_proportions_determine_nothing() {
     let rows = vec![(cost(1, 1, 1, 1000, 0), 1.0), (cost(2, 2, 2, 2000, 0), 2.0)];
-    assert_eq!(fit(&rows, PRICES), None);
+    assert_eq!(fit(&rows, PRICES, ALLOCATION), None);
 }
 
 #[test]
@@ -144,6 +152,21 @@ host call shared-set: -0.100 µs of worker CPU per call
     for (got, want) in scaled.iter().zip(measured) {
         assert!((got - want / 2.0).abs() < 1e-9, "{scaled:?}");
     }
+}
+
+#[test]
+fn a_value_handed_back_is_priced_as_a_present_header_less_a_missing_one() {
+    let both = "\
+| no filter | 1 | 1 ms | 1 ms | 30.65 µs | +0.0 µs | 1 µs | 1 µs | +0 µs |
+host call header: +0.210 (+0.1 to +0.3) µs of worker CPU per call
+host call value: +1.000 (+0.9 to +1.1) µs of worker CPU per call
+";
+    assert!((bench_allocation(both) - 0.79).abs() < 1e-9);
+    // Without the present header's row, the measured price at the run's baseline (half).
+    let (measured, baseline) = MEASURED_ALLOCATION;
+    assert!((baseline / 2.0 - 30.65).abs() < 1e-9);
+    let missing = both.replace("host call value", "host call other");
+    assert!((bench_allocation(&missing) - measured / 2.0).abs() < 1e-9);
 }
 
 #[test]
