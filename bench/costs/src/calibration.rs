@@ -130,24 +130,28 @@ pub struct Model {
 }
 
 /// The model fitted from `make bench` (`docs/costs.md` has the run and each
-/// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-07, modules from
-/// `7c14f7c`, nothing else running (a request with no filter cost its worker 53.7 µs,
-/// against 73.1 µs on 2026-12-04 and 29.1 µs on the quietest day measured), with the
-/// prices that run measured itself (its `host calls` rows). Read these as fractions of
-/// [`Model::baseline`] ([`Model::share`]) rather than as microseconds anywhere else.
+/// configuration's residual): `BENCH_ROUNDS=8 make bench` on 2026-12-07 at 23:45 UTC,
+/// modules from `92efe8b` (the counts are of the very modules it timed), every price
+/// from the run's own `host calls` rows, a value handed back as its `value` row less its
+/// `header` row. A slow, noisy day: a request with no filter cost its worker 122.6 µs,
+/// against 53.7 µs at 16:07 the same day and 29.1 µs on the quietest day measured. Read
+/// these as fractions of [`Model::baseline`] ([`Model::share`]) rather than as
+/// microseconds anywhere else: as shares, this fit and the 16:07 one (allocations then
+/// fitted as entries) agree within a factor of about 1.3 on every coefficient but the
+/// filter's (3.4 % against 1.6 %).
 ///
-/// Fits from different runs disagree by factors (2026-12-04: a filter 3.8 µs, an entry
-/// 0, a thousand instructions 0.64 µs, at a 73.1 µs baseline): few rows, noisy, with
-/// features that move together. The model ranks paths; the counts are what is held.
+/// Fits from different runs disagree by factors in µs (2026-12-04: a filter 3.8 µs, an
+/// entry 0, a thousand instructions 0.64 µs, at a 73.1 µs baseline): few rows, noisy,
+/// with features that move together. The model ranks paths; the counts are what is held.
 pub const FITTED: Option<Model> = Some(Model {
-    per_filter: 0.852,
-    entry: 0.240,
-    prices: [0.280, 1.551, 0.186, 0.058, 0.163],
-    allocation: 0.240,
-    local_reply: 5.155,
-    kilo_instructions: 0.194,
-    http_call: 48.968,
-    baseline: 53.7,
+    per_filter: 4.199,
+    entry: 0.627,
+    prices: [0.608, 2.374, 0.755, 0.789, -0.001],
+    allocation: 1.698,
+    local_reply: 14.734,
+    kilo_instructions: 0.395,
+    http_call: 136.400,
+    baseline: 122.6,
 });
 
 /// Features the fit weighs, in this order: filters, entries, local replies, thousands of
