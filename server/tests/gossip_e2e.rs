@@ -10,7 +10,10 @@ mod fleet;
 mod relay;
 mod support;
 
-use fleet::{config, fleet, node, node_via, remaining, tenant, udp_ports, INTERVAL_MS, LIMIT};
+use fleet::{
+    clear_of_window_end, config, fleet, node, node_via, remaining, tenant, udp_ports, INTERVAL_MS,
+    LIMIT,
+};
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use floodgate_server::proto::rls::rate_limit_service_client::RateLimitServiceClient;
 use std::process::Command;
@@ -150,6 +153,8 @@ async fn a_dead_nodes_count_outlives_it_and_the_survivors_keep_serving() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_that_joins_mid_window_starts_from_what_it_hears() {
     let dir = tempfile::tempdir().unwrap();
+    // Its counts are read within one window (fleet() waits the same way).
+    clear_of_window_end(Duration::from_secs(30)).await;
     let config = config(dir.path());
     let addrs = udp_ports(3);
     let a = node(&config, &addrs[0], &[&addrs[1]], "a");
@@ -179,6 +184,8 @@ async fn a_node_that_joins_mid_window_starts_from_what_it_hears() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_admits_the_limit_on_each_side_and_heals() {
     let dir = tempfile::tempdir().unwrap();
+    // Its counts are read within one window (fleet() waits the same way).
+    clear_of_window_end(Duration::from_secs(30)).await;
     let config = config(dir.path());
     let addrs = udp_ports(3);
     let a = node(&config, &addrs[0], &[], "a");
@@ -224,6 +231,8 @@ async fn admit(node: &support::Server, name: &str, n: u32) -> u32 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partition_of_nodes_that_knew_each_other_admits_the_limit_per_side_and_heals() {
     let dir = tempfile::tempdir().unwrap();
+    // Its counts are read within one window (fleet() waits the same way).
+    clear_of_window_end(Duration::from_secs(30)).await;
     let config = config(dir.path());
     let listen: Vec<std::net::SocketAddr> =
         udp_ports(3).iter().map(|a| a.parse().unwrap()).collect();
@@ -315,6 +324,8 @@ async fn a_partition_of_nodes_that_knew_each_other_admits_the_limit_per_side_and
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_of_another_cluster_is_never_heard() {
     let dir = tempfile::tempdir().unwrap();
+    // Its counts are read within one window (fleet() waits the same way).
+    clear_of_window_end(Duration::from_secs(30)).await;
     let config = config(dir.path());
     let addrs = udp_ports(2);
     let a = node(&config, &addrs[0], &[], "a");

@@ -7,7 +7,9 @@
 mod fleet;
 mod support;
 
-use fleet::{config, fleet, node, remaining, tenant, udp_ports, INTERVAL_MS, LIMIT};
+use fleet::{
+    clear_of_window_end, config, fleet, node, remaining, tenant, udp_ports, INTERVAL_MS, LIMIT,
+};
 use floodgate_server::proto::rls::rate_limit_response::Code;
 use std::time::{Duration, Instant};
 use support::{ask, eventually, Server};
@@ -19,6 +21,9 @@ use support::{ask, eventually, Server};
 async fn ten_thousand_keys_reach_every_node() {
     const KEYS: usize = 10_000;
     let dir = tempfile::tempdir().unwrap();
+    // Every key must stay live until both peers are seen holding it: the admissions and
+    // the wait below within one window (the wait's 120 s and a margin).
+    clear_of_window_end(Duration::from_secs(150)).await;
     let nodes = fleet(&config(dir.path())).await;
     let sent = r#"floodgate_gossip_bytes_total{direction="sent"}"#;
     let mut bytes_before = 0.0;

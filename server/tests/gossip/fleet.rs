@@ -5,9 +5,14 @@
 use super::support::{ask, descriptor, envoy_request, Server};
 use floodgate_server::proto::rls::RateLimitRequest;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The fleet's limit: an hour's window, so that no window boundary falls inside a test.
+/// The fleet's limit, per hour ([`WINDOW`]).
 pub const LIMIT: u32 = 60;
+/// The limit's window. Windows align with the epoch (every hour on the hour, UTC), so a
+/// test that must stay within one window first waits out the end of the current one
+/// ([`clear_of_window_end`]).
+pub const WINDOW: Duration = Duration::from_secs(3_600);
 /// Gossip interval of every node, in milliseconds.
 pub const INTERVAL_MS: u64 = 50;
 
@@ -59,8 +64,22 @@ pub fn node_via(config: &Path, addr: &str, advertise: &str, seeds: &[&str], id: 
     Server::start(config, &flags)
 }
 
-/// Three nodes, each seeded with the other two, once each holds both live.
+/// Returns once at least `need` is left of the current window, waiting for the next one
+/// if less is: at a window's end every part counts nothing any more, so the nodes drop
+/// them and the fleet's counts start again from zero.
+pub async fn clear_of_window_end(need: Duration) {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = Duration::from_nanos((now.as_nanos() % WINDOW.as_nanos()) as u64);
+    let left = WINDOW - into;
+    if left < need {
+        tokio::time::sleep(left + Duration::from_secs(1)).await;
+    }
+}
+
+/// Three nodes, each seeded with the other two, once each holds both live, with at least
+/// 30 s left of the current window.
 pub async fn fleet(config: &Path) -> Vec<Server> {
+    clear_of_window_end(Duration::from_secs(30)).await;
     let addrs = udp_ports(3);
     let nodes: Vec<Server> = (0..3)
         .map(|i| {
