@@ -3,8 +3,8 @@
 //!
 //! A request's expected added CPU is
 //!
-//! `filters × f + callbacks × e + allocations × a + Σ priced calls × their price + other calls × c +
-//! instructions / 1000 × k + http_calls × h`:
+//! `filters × f + callbacks × e + allocations × a + Σ priced calls × their price +
+//! other calls × c + instructions / 1000 × k + http_calls × h`:
 //!
 //! - `f` per wasm filter the request passes, whatever the filter does: Envoy makes a
 //!   context per filter per request and runs its C++ side even for callbacks the module
@@ -154,8 +154,8 @@ pub const FITTED: Option<Model> = Some(Model {
     baseline: 122.6,
 });
 
-/// Features the fit weighs, in this order: filters, entries, local replies, thousands of
-/// instructions, HTTP calls.
+/// Features the fit weighs, in this order: filters, callbacks, local replies, thousands
+/// of instructions, HTTP calls.
 const FITTED_FEATURES: usize = 5;
 
 /// `cost`'s µs at `prices` and `allocation` (fixed), and its fitted features.
@@ -183,12 +183,12 @@ fn features(cost: &Cost, prices: &Prices, allocation: f64) -> (f64, [f64; FITTED
         .unwrap_or(0);
     let allocations = cost.entries.get(ALLOCATE).copied().unwrap_or(0);
     fixed_us += allocations.saturating_sub(held_allocations) as f64 * allocation;
-    let entries = cost.vm_entries() - allocations;
+    let callbacks = cost.vm_entries() - allocations;
     (
         fixed_us,
         [
             filters as f64,
-            entries as f64,
+            callbacks as f64,
             replies as f64,
             cost.instructions as f64 / 1000.0,
             http as f64,
@@ -224,9 +224,9 @@ impl Model {
 }
 
 /// The least-squares model for (cost, measured µs) pairs with the priced kinds at
-/// `prices` and a value handed back at `allocation`, no coefficient below zero (a negative cost is noise: that feature is set to 0
-/// and the rest fitted again); `None` when the pairs cannot determine it (too few, or
-/// always in the same proportions).
+/// `prices` and a value handed back at `allocation`, no coefficient below zero (a
+/// negative cost is noise: that feature is set to 0 and the rest fitted again); `None`
+/// when the pairs cannot determine it (too few, or always in the same proportions).
 pub fn fit(rows: &[(Cost, f64)], prices: Prices, allocation: f64) -> Option<Model> {
     let xy: Vec<([f64; FITTED_FEATURES], f64)> = rows
         .iter()

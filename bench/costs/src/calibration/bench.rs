@@ -113,7 +113,7 @@ pub fn bench_prices(output: &str) -> Prices {
         return own;
     }
     let (measured, measured_baseline) = MEASURED_PRICES;
-    let scale = bench_baseline(output).map_or(1.0, |b| b / measured_baseline);
+    let scale = to_this_run(output, measured_baseline);
     measured.map(|us| us * scale)
 }
 
@@ -127,7 +127,14 @@ pub fn bench_allocation(output: &str) -> f64 {
         return present - missing;
     }
     let (measured, measured_baseline) = MEASURED_ALLOCATION;
-    bench_baseline(output).map_or(measured, |b| measured * b / measured_baseline)
+    measured * to_this_run(output, measured_baseline)
+}
+
+/// What carries a µs figure measured at `measured_baseline` over to the run in `output`:
+/// the ratio of their baselines (a figure's share of a proxied request carries over, its
+/// µs do not); 1 when the output has no baseline.
+fn to_this_run(output: &str, measured_baseline: f64) -> f64 {
+    bench_baseline(output).map_or(1.0, |b| b / measured_baseline)
 }
 
 /// The µs per call of `make bench`'s `host call KIND: +X µs` line, if it printed one.
