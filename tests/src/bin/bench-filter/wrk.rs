@@ -67,10 +67,9 @@ pub fn parse_wrk(text: &str) -> Sample {
     s
 }
 
-/// The median: what each figure is reported as, over rounds.
-pub fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
+/// The median: what each figure is reported as, over rounds ([`Spread`]'s).
+pub fn median(values: Vec<f64>) -> f64 {
+    Spread::of(values).median
 }
 
 /// A figure taken once a round: its median, and the middle half of the rounds (first to
