@@ -110,21 +110,21 @@ impl Limiter {
             },
             costs,
         };
-        // No clock: nothing to compare with; the call decides.
-        let found = clock.now().map(|now| {
-            let found = cache.lookup(store, key.fingerprint, &key.costs, now);
-            (now, found)
-        });
+        // The clock is read only if an entry is found (without one, the call decides).
+        let found = cache.lookup(store, key.fingerprint, &key.costs, || clock.now());
         lookup.key = Some(key);
         let denial = match found {
-            Some((now, Ok(Some(denial)))) => (now, denial),
-            Some((_, Err(_))) => {
+            Ok(Some(denial)) => denial,
+            Ok(None) => return lookup,
+            Err(_) => {
                 lookup.failed = 1;
                 return lookup;
             }
-            _ => return lookup,
         };
-        let (now, denial) = denial;
+        // The reading the look-up found the entry live at (the clock is read once).
+        let Some(now) = clock.now() else {
+            return lookup;
+        };
         let rule_at = |position: u8| global.get(usize::from(position)).map(|(a, _)| a.rule);
         let standings: Vec<Standing> = denial.standings(rule_at, now);
         lookup.rejected_by = standings.iter().map(|s| s.rule).collect();

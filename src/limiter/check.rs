@@ -98,11 +98,15 @@ impl Limiter {
             lease_keys,
             ..Pending::default()
         };
-        // Local rules: take from the shared buckets.
-        if let Some(reply) =
-            self.take_local(&takes, &mut pending, clock.now(), store, request, tally)
-        {
-            return Verdict::Reject(reply);
+        // Local rules: take from the shared buckets. The clock is read only when some
+        // apply: a request only global rules decide, with no lease to spend, makes no
+        // clock call.
+        if !takes.is_empty() {
+            if let Some(reply) =
+                self.take_local(&takes, &mut pending, clock.now(), store, request, tally)
+            {
+                return Verdict::Reject(reply);
+            }
         }
         // Concurrency rules: take their slots (a rejection gives back the local tokens).
         if self.concurrency {
@@ -124,7 +128,7 @@ impl Limiter {
         self.go_global(&steps, spent, &mut pending, &mut clock, store, tally)
     }
 
-    /// Takes the request's local tokens (`takes`) at `now`, noting in `pending` what it
+    /// Takes the request's local tokens (`takes`, at least one) at `now`, noting in `pending` what it
     /// holds and where the rules stand. `Some`: the reply that rejects the request (a
     /// local limit, or the buckets failing under `failure_mode: deny`).
     fn take_local(
@@ -136,9 +140,6 @@ impl Limiter {
         request: &mut impl RequestView,
         tally: &mut Tally,
     ) -> Option<Reply> {
-        if takes.is_empty() {
-            return None;
-        }
         match self.use_buckets(takes, now, store, tally) {
             Ok(local) if local.allowed => {
                 pending.held = local.held;

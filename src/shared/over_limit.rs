@@ -88,22 +88,25 @@ impl OverLimitCache {
         self.sets.prepare(store)
     }
 
-    /// The live denial that rejects a request of the set `fingerprint` asking `costs` at
-    /// `now_ns`, if there is one. One shared-data read.
+    /// The live denial that rejects a request of the set `fingerprint` asking `costs`, if
+    /// there is one. One shared-data read; the clock (`now_ns`) is read only when the set
+    /// holds an entry for these descriptors, which most look-ups (those of requests the
+    /// service admits) do not find. A clock that fails finds nothing: the call decides.
     pub fn lookup(
         &self,
         store: &impl SharedData,
         fingerprint: u128,
         costs: &[u32],
-        now_ns: u64,
+        now_ns: impl FnOnce() -> Option<u64>,
     ) -> Result<Option<Denial>, StoreError> {
         let Some(read) = store.get(&self.home(fingerprint))? else {
             return Ok(None);
         };
-        let found = find_entry(&read.value, |d| {
-            d.fingerprint == fingerprint && d.covers(costs, now_ns)
-        });
-        Ok(found)
+        // One entry per set of descriptors ([`OverLimitCache::store`] replaces it).
+        match find_entry(&read.value, |d| d.fingerprint == fingerprint) {
+            Some(entry) if now_ns().is_some_and(|now| entry.covers(costs, now)) => Ok(Some(entry)),
+            _ => Ok(None),
+        }
     }
 
     /// Remembers `denial` (which must [`fit`](Denial::fits)) at `now_ns`: expired entries

@@ -315,3 +315,29 @@ fn a_broken_shared_data_lets_the_service_decide() {
         "the over-limit cache's read and the lease table's: {counted:?}"
     );
 }
+
+#[test]
+fn only_a_request_the_cache_holds_a_denial_for_reads_the_clock() {
+    // One global rule and no lease: the look-up alone could read the clock.
+    let config = r#"{"rls": {"cluster": "ratelimit", "domain": "edge"},
+      "rules": [{"name": "tenant-global", "descriptors": [{"key": "tenant", "header": "x-tenant"}],
+       "global": {"quota": false}}]}"#;
+    let (l, store, mut tally) = limiter(config);
+    let no_clock = || panic!("no clock needed");
+    let call = ask(l.check(&mut tenant("a"), no_clock, &store, &mut tally));
+    let admitted = rls_answer(Code::Ok, &[Code::Ok]);
+    let verdict = l.answer(
+        call.pending,
+        admitted,
+        &mut tenant("a"),
+        no_clock,
+        &store,
+        &mut tally,
+    );
+    assert!(matches!(verdict, Verdict::Continue(_)), "{verdict:?}");
+    let denied = denial(&[Code::OverLimit]);
+    through(&l, &store, &mut tally, &mut tenant("a"), denied, NOW);
+    let cached = l.check(&mut tenant("a"), || Some(NOW + S), &store, &mut tally);
+    assert!(matches!(cached, Verdict::Reject(_)), "{cached:?}");
+    ask(l.check(&mut tenant("b"), no_clock, &store, &mut tally));
+}

@@ -25,6 +25,18 @@ fn denial(fingerprint: u128, until_ns: u64, cost: u32) -> Denial {
     }
 }
 
+/// The live denial `c` finds for the set `fingerprint` asking `costs` at `now_ns`.
+fn found(
+    c: &OverLimitCache,
+    store: &MemoryShared,
+    fingerprint: u128,
+    costs: &[u32],
+    now_ns: u64,
+) -> Option<Denial> {
+    c.lookup(store, fingerprint, costs, || Some(now_ns))
+        .unwrap()
+}
+
 /// The key format is what a running Envoy's shared data holds: change it deliberately.
 #[test]
 fn key_format_is_pinned() {
@@ -180,16 +192,34 @@ fn a_stored_denial_is_found_by_every_reader_until_it_expires() {
     let stored = c.store(&store, denial(9, 10 * S, 5), S).unwrap();
     assert_eq!(stored, Stored::default());
     assert_eq!(
-        c.lookup(&store, 9, &[5], 2 * S).unwrap(),
+        found(&c, &store, 9, &[5], 2 * S),
         Some(denial(9, 10 * S, 5))
     );
-    assert_eq!(c.lookup(&store, 9, &[4], 2 * S).unwrap(), None, "cheaper");
+    assert_eq!(found(&c, &store, 9, &[4], 2 * S), None, "cheaper");
+    assert_eq!(found(&c, &store, 8, &[5], 2 * S), None, "another set");
+    assert_eq!(found(&c, &store, 9, &[5], 10 * S), None, "expired");
+}
+
+#[test]
+fn the_clock_is_read_only_for_an_entry_of_the_same_descriptors() {
+    let store = MemoryShared::default();
+    let c = cache(4); // one set: every fingerprint shares it
+    c.prepare(&store).unwrap();
+    let no_clock = || panic!("no clock needed");
     assert_eq!(
-        c.lookup(&store, 8, &[5], 2 * S).unwrap(),
+        c.lookup(&store, 9, &[5], no_clock).unwrap(),
+        None,
+        "empty set"
+    );
+    c.store(&store, denial(9, 10 * S, 5), S).unwrap();
+    assert_eq!(
+        c.lookup(&store, 8, &[5], no_clock).unwrap(),
         None,
         "another set"
     );
-    assert_eq!(c.lookup(&store, 9, &[5], 10 * S).unwrap(), None, "expired");
+    // The entry found, a clock that fails finds nothing: the call decides.
+    assert_eq!(c.lookup(&store, 9, &[5], || None).unwrap(), None);
+    assert!(c.lookup(&store, 9, &[5], || Some(2 * S)).unwrap().is_some());
 }
 
 #[test]
@@ -203,7 +233,7 @@ fn a_cheaper_denial_replaces_the_entry_and_a_dominated_one_writes_nothing() {
     assert_eq!(store.writes(), writes, "the entry already says more");
     c.store(&store, denial(9, 10 * S, 2), S).unwrap();
     assert_eq!(
-        c.lookup(&store, 9, &[2], S).unwrap().map(|d| d.costs),
+        found(&c, &store, 9, &[2], S).map(|d| d.costs),
         Some(smallvec![2])
     );
     let set = decode_set(&store.get(b"floodgate/v3/olc/0").unwrap().unwrap().value);
@@ -224,11 +254,11 @@ fn a_full_set_evicts_the_entry_expiring_first_and_expired_entries_are_free() {
     let stored = c.store(&store, denial(99, 50 * S, 1), S).unwrap();
     assert!(stored.evicted);
     assert_eq!(
-        c.lookup(&store, 0, &[1], S).unwrap(),
+        found(&c, &store, 0, &[1], S),
         None,
         "expired first: evicted"
     );
-    assert!(c.lookup(&store, 1, &[1], S).unwrap().is_some());
+    assert!(found(&c, &store, 1, &[1], S).is_some());
     // At 12 s, entries 0..=2 would have expired: room without evicting.
     let stored = c.store(&store, denial(100, 50 * S, 1), 12 * S).unwrap();
     assert!(!stored.evicted);
@@ -244,6 +274,6 @@ fn a_full_set_evicts_the_entry_expiring_first_and_expired_entries_are_free() {
 fn shared_data_failures_are_errors() {
     let c = cache(4);
     let broken = crate::testing::Broken(7);
-    assert!(c.lookup(&broken, 1, &[1], S).is_err());
+    assert!(c.lookup(&broken, 1, &[1], || Some(S)).is_err());
     assert!(c.store(&broken, denial(1, 2 * S, 1), S).is_err());
 }
