@@ -60,6 +60,14 @@ pub fn global_no_quota() -> Value {
     plugin
 }
 
+/// The global configuration with neither a lease nor the over-limit cache: a call per
+/// request and nothing in shared data, the least floodgate's global mode does.
+pub fn global_lean() -> Value {
+    let mut plugin = global_no_quota();
+    plugin["rls"]["cache_over_limit"] = json!(false);
+    plugin
+}
+
 /// The global configuration with a fallback bucket on its rule: what a fallback costs a
 /// request the service answers.
 pub fn fallback() -> Value {

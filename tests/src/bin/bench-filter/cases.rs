@@ -169,6 +169,9 @@ pub const FLOODGATE_GLOBAL_NO_CACHE: &str = "floodgate global, cache off -> floo
 /// floodgate global mode on a rule that asks for no lease (`"quota": false`): no lease
 /// look-up, no quota header on the call. Beside [`FLOODGATE_GLOBAL`], what asking costs.
 pub const FLOODGATE_NO_QUOTA: &str = "floodgate global, no lease asked -> floodgate-server";
+/// floodgate global mode with neither a lease nor the over-limit cache: a call per
+/// request and nothing in shared data, the least its global mode does.
+pub const FLOODGATE_LEAN: &str = "floodgate global, no lease, cache off -> floodgate-server";
 /// floodgate global mode over its limit: every request but the first rejected from the
 /// over-limit cache, with no call. Paired with [`NATIVE_REJECTED`].
 pub const FLOODGATE_CACHED: &str = "floodgate global, over limit (cached)";
@@ -277,6 +280,11 @@ pub fn global_cases() -> Vec<Case> {
         case(
             FLOODGATE_NO_QUOTA,
             vec![floodgate_filter(&plugins::global_no_quota())],
+            false,
+        ),
+        case(
+            FLOODGATE_LEAN,
+            vec![floodgate_filter(&plugins::global_lean())],
             false,
         ),
         case(FLOODGATE_CACHED, vec![cached], true),

@@ -7,9 +7,10 @@
 use crate::cases::{
     calibration_case, Case, CALIBRATION_CALLS, CALIBRATION_KINDS, CALLBACK_LIMIT_REJECT_FLOOR,
     CALLBACK_NOOP, CALL_FLOOR, FLOODGATE_ALLOWED, FLOODGATE_CACHED, FLOODGATE_CONCURRENCY,
-    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEASED,
-    FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR, NATIVE_GLOBAL,
-    NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT, NOOP, RAW_NOOP, REJECT_FLOOR, STACK,
+    FLOODGATE_FALLBACK, FLOODGATE_GLOBAL, FLOODGATE_GLOBAL_NO_CACHE, FLOODGATE_LEAN,
+    FLOODGATE_LEASED, FLOODGATE_NO_QUOTA, FLOODGATE_REJECTED, LIMIT_FLOOR, LIMIT_REJECT_FLOOR,
+    NATIVE_GLOBAL, NATIVE_REJECTED, NATIVE_REJECTED_PER_TENANT, NOOP, RAW_NOOP, REJECT_FLOOR,
+    STACK,
 };
 use crate::wrk::{Sample, Spread};
 
@@ -247,11 +248,21 @@ pub fn print(run: &Run<'_>) {
             decided / requests.max(1.0)
         );
     }
-    if let (Some(ours), Some(floor)) = (index(FLOODGATE_GLOBAL), index(CALL_FLOOR)) {
+    // Per call, each configuration that calls on every request: the default (a lease and
+    // the over-limit cache looked up first) and those that look up less.
+    let per_call = [
+        ("floodgate global", FLOODGATE_GLOBAL),
+        ("floodgate global, no lease asked,", FLOODGATE_NO_QUOTA),
+        ("floodgate global, no lease, cache off,", FLOODGATE_LEAN),
+    ];
+    for (label, name) in per_call {
+        let (Some(ours), Some(floor)) = (index(name), index(CALL_FLOOR)) else {
+            continue;
+        };
         let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
         let (decided, requests) = calls[ours];
         println!(
-            "floodgate global per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
+            "{label} per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
              (median of per-round differences; target <= +2.5 µs), {:.2} calls per request",
             decided / requests.max(1.0)
         );
@@ -263,6 +274,7 @@ pub fn print(run: &Run<'_>) {
                 FLOODGATE_GLOBAL,
                 FLOODGATE_GLOBAL_NO_CACHE,
                 FLOODGATE_NO_QUOTA,
+                FLOODGATE_LEAN,
                 FLOODGATE_FALLBACK,
                 FLOODGATE_LEASED,
                 CALL_FLOOR,
