@@ -128,9 +128,9 @@ impl Limiter {
         self.go_global(&steps, spent, &mut pending, &mut clock, store, tally)
     }
 
-    /// Takes the request's local tokens (`takes`, at least one) at `now`, noting in `pending` what it
-    /// holds and where the rules stand. `Some`: the reply that rejects the request (a
-    /// local limit, or the buckets failing under `failure_mode: deny`).
+    /// Takes the request's local tokens (`takes`, at least one) at `now`, noting in
+    /// `pending` what it holds and where the rules stand. `Some`: the reply that rejects
+    /// the request (a local limit, or the buckets failing under `failure_mode: deny`).
     fn take_local(
         &self,
         takes: &[(usize, Take)],
