@@ -250,19 +250,14 @@ pub fn print(run: &Run<'_>) {
     }
     // Per call, each configuration that calls on every request: the default (a lease and
     // the over-limit cache looked up first) and those that look up less.
-    let per_call = [
-        ("floodgate global", FLOODGATE_GLOBAL),
-        ("floodgate global, no lease asked,", FLOODGATE_NO_QUOTA),
-        ("floodgate global, no lease, cache off,", FLOODGATE_LEAN),
-    ];
-    for (label, name) in per_call {
+    for name in [FLOODGATE_GLOBAL, FLOODGATE_NO_QUOTA, FLOODGATE_LEAN] {
         let (Some(ours), Some(floor)) = (index(name), index(CALL_FLOOR)) else {
             continue;
         };
         let cpu = per_round(&|r| samples[ours][r].cpu_us - samples[floor][r].cpu_us);
         let (decided, requests) = calls[ours];
         println!(
-            "{label} per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
+            "{name}, per call: {cpu:+.1} µs of worker CPU over the wasm call floor \
              (median of per-round differences; target <= +2.5 µs), {:.2} calls per request",
             decided / requests.max(1.0)
         );
